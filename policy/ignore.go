@@ -1,0 +1,129 @@
+package policy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// IgnoreFiles are the .intentignore files read from a source directory,
+// relative to it, in the order their rules apply (later rules win).
+var IgnoreFiles = []string{".orchestration/.intentignore", ".intentignore"}
+
+// ignoreRule is one line of an .intentignore file.
+type ignoreRule struct {
+	globs   []string // doublestar patterns equivalent to the gitignore line
+	negate  bool
+	dirOnly bool
+}
+
+// Ignore matches paths exempted from governance by .intentignore files,
+// with gitignore semantics: "#" comments, "!" negation, a trailing "/" for
+// directories only, a leading or inner "/" anchors to the workspace root,
+// and a match on a directory covers everything below it.
+type Ignore struct {
+	rules []ignoreRule
+}
+
+// LoadIgnore reads the ignore files under source. Missing files are fine.
+func LoadIgnore(source string) (*Ignore, []Diagnostic, error) {
+	ig := &Ignore{}
+	var diags []Diagnostic
+	for _, rel := range IgnoreFiles {
+		data, err := os.ReadFile(source + "/" + rel)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading %s: %w", rel, err)
+		}
+		d := ig.parse(rel, data)
+		diags = append(diags, d...)
+	}
+	for _, d := range diags {
+		if d.Severity == SevError {
+			return nil, diags, &ValidationError{Diagnostics: diags}
+		}
+	}
+	return ig, diags, nil
+}
+
+// ParseIgnore builds an Ignore from the text of one ignore file.
+func ParseIgnore(file string, data []byte) (*Ignore, []Diagnostic) {
+	ig := &Ignore{}
+	return ig, ig.parse(file, data)
+}
+
+func (ig *Ignore) parse(file string, data []byte) []Diagnostic {
+	var diags []Diagnostic
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for lineNo := 1; sc.Scan(); lineNo++ {
+		line := strings.TrimRight(sc.Text(), " \t\r")
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		r := ignoreRule{}
+		if strings.HasPrefix(line, "!") {
+			r.negate = true
+			line = line[1:]
+		} else if strings.HasPrefix(line, `\`) {
+			line = line[1:] // "\#" and "\!" escape the first character
+		}
+		if strings.HasSuffix(line, "/") {
+			r.dirOnly = true
+			line = strings.TrimRight(line, "/")
+		}
+		anchored := strings.Contains(line, "/")
+		line = strings.TrimPrefix(line, "/")
+		if line == "" || !doublestar.ValidatePattern(line) {
+			diags = append(diags, Diagnostic{File: file, Line: lineNo, Column: 1, Severity: SevError,
+				Message: fmt.Sprintf("%q is not a valid ignore pattern (check brackets and braces)", sc.Text())})
+			continue
+		}
+		base := line
+		if !anchored && !strings.HasPrefix(line, "**/") {
+			base = "**/" + line
+		}
+		r.globs = []string{base, base + "/**"}
+		ig.rules = append(ig.rules, r)
+	}
+	if err := sc.Err(); err != nil {
+		diags = append(diags, Diagnostic{File: file, Line: 1, Column: 1, Severity: SevError, Message: err.Error()})
+	}
+	return diags
+}
+
+// Match reports whether rel (workspace-relative) is exempt. isDir tells
+// whether rel itself is a directory, for rules ending in "/".
+func (ig *Ignore) Match(rel string, isDir bool) bool {
+	if ig == nil || rel == "" {
+		return false
+	}
+	matched := false
+	for _, r := range ig.rules {
+		// A directory-only rule matches the directory itself only when it
+		// is one, and always matches what lies below it.
+		hit := false
+		if ok, _ := doublestar.Match(r.globs[1], rel); ok {
+			hit = !(r.dirOnly && matchesExactly(r.globs[0], rel) && !isDir)
+		}
+		if !hit && (!r.dirOnly || isDir) {
+			hit, _ = doublestar.Match(r.globs[0], rel)
+		}
+		if hit {
+			matched = !r.negate
+		}
+	}
+	return matched
+}
+
+func matchesExactly(glob, rel string) bool {
+	ok, _ := doublestar.Match(glob, rel)
+	return ok
+}

@@ -1,0 +1,86 @@
+// Package policy holds the intents model, its validation, scope and ignore
+// matching, and the single function that decides whether a change to the
+// workspace is allowed.
+package policy
+
+import "regexp"
+
+// Status is where an intent is in its lifecycle.
+type Status string
+
+// The lifecycle states of an intent.
+const (
+	StatusPending    Status = "PENDING"
+	StatusInProgress Status = "IN_PROGRESS"
+	StatusComplete   Status = "COMPLETE"
+	StatusBlocked    Status = "BLOCKED"
+	StatusArchived   Status = "ARCHIVED"
+)
+
+// Statuses lists every valid status, in lifecycle order.
+var Statuses = []Status{StatusPending, StatusInProgress, StatusComplete, StatusBlocked, StatusArchived}
+
+// Valid reports whether s is one of the lifecycle states.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// RelatedSpecTypes are the allowed values of related_specs[].type.
+var RelatedSpecTypes = []string{"speckit", "github_issue", "github_pr", "constitution", "external"}
+
+// idPattern is the intent id syntax of the seed schema, e.g. INT-001.
+var idPattern = regexp.MustCompile(`^[A-Z]+-\d{3,}$`)
+
+// ValidID reports whether id has the intent id syntax (e.g. INT-001).
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
+// Intent is one unit of work declared by a human.
+type Intent struct {
+	ID                 string
+	Name               string
+	Status             Status
+	Version            int
+	OwnedScope         []string
+	Constraints        []string
+	AcceptanceCriteria []string
+	RelatedSpecs       []RelatedSpec
+	ParentIntent       string
+	Tags               []string
+	CreatedAt          string
+	UpdatedAt          string
+
+	// Line is where the intent starts in the policy file, for messages.
+	Line  int
+	scope scopeSet
+}
+
+// RelatedSpec points at a specification the intent implements.
+type RelatedSpec struct {
+	Type string
+	Ref  string
+}
+
+// InScope reports whether the workspace-relative path rel is covered by the
+// intent's owned_scope.
+func (in *Intent) InScope(rel string) bool { return in.scope.matches(rel) }
+
+// Intents is a loaded, validated policy file.
+type Intents struct {
+	// File is the path the intents were read from, for messages.
+	File string
+	List []*Intent
+	byID map[string]*Intent
+}
+
+// Get returns the intent with the given id, or nil.
+func (p *Intents) Get(id string) *Intent {
+	if p == nil {
+		return nil
+	}
+	return p.byID[id]
+}

@@ -1,0 +1,386 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"gopkg.in/yaml.v3"
+)
+
+// MaxPolicyBytes bounds the size of a policy file; anything larger is
+// refused rather than parsed, so a runaway file cannot exhaust the daemon.
+const MaxPolicyBytes = 8 << 20
+
+// LoadIntents reads and validates the policy file at path.
+func LoadIntents(path string) (*Intents, []Diagnostic, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("policy file %s does not exist: create it with `intentfs init`", path)
+		}
+		return nil, nil, fmt.Errorf("reading policy: %w", err)
+	}
+	if st.Size() > MaxPolicyBytes {
+		return nil, nil, fmt.Errorf("policy file %s is %d bytes, more than the %d allowed", path, st.Size(), MaxPolicyBytes)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading policy: %w", err)
+	}
+	return ParseIntents(path, data)
+}
+
+// ParseIntents validates data as a policy file named file. It returns the
+// intents and any warnings; on any error it returns a *ValidationError that
+// lists every diagnostic found.
+func ParseIntents(file string, data []byte) (*Intents, []Diagnostic, error) {
+	p := &parser{file: file}
+	intents := p.parse(data)
+	var hasErr bool
+	for _, d := range p.diags {
+		if d.Severity == SevError {
+			hasErr = true
+		}
+	}
+	if hasErr {
+		return nil, p.diags, &ValidationError{Diagnostics: p.diags}
+	}
+	return intents, p.diags, nil
+}
+
+type parser struct {
+	file  string
+	diags []Diagnostic
+}
+
+func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
+	p.add(n, SevError, format, args...)
+}
+
+func (p *parser) warnf(n *yaml.Node, format string, args ...any) {
+	p.add(n, SevWarning, format, args...)
+}
+
+func (p *parser) add(n *yaml.Node, sev Severity, format string, args ...any) {
+	line, col := 1, 1
+	if n != nil {
+		line, col = n.Line, n.Column
+	}
+	p.diags = append(p.diags, Diagnostic{File: p.file, Line: line, Column: col, Severity: sev, Message: fmt.Sprintf(format, args...)})
+}
+
+var yamlLineRe = strings.NewReplacer("yaml: ", "")
+
+func (p *parser) parse(data []byte) *Intents {
+	out := &Intents{File: p.file, byID: map[string]*Intent{}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		line := 1
+		msg := yamlLineRe.Replace(err.Error())
+		// yaml.v3 reports "line N: ..." for syntax errors.
+		if _, after, ok := strings.Cut(msg, "line "); ok {
+			if num, rest, ok := strings.Cut(after, ":"); ok {
+				if n, err := strconv.Atoi(num); err == nil {
+					line = n
+					msg = strings.TrimSpace(rest)
+				}
+			}
+		}
+		p.add(&yaml.Node{Line: line, Column: 1}, SevError, "YAML syntax: %s (fix the indentation or quoting on this line)", msg)
+		return out
+	}
+	if len(doc.Content) == 0 {
+		p.errorf(nil, "the file is empty: it needs a top-level `active_intents:` list")
+		return out
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		p.errorf(root, "the top level must be a mapping with an `active_intents:` key")
+		return out
+	}
+	var list *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Value == "active_intents" {
+			list = v
+		} else {
+			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`)", k.Value)
+		}
+	}
+	if list == nil {
+		p.errorf(root, "missing the top-level `active_intents:` list")
+		return out
+	}
+	if list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
+		return out // an empty list is a valid policy that allows nothing
+	}
+	if list.Kind != yaml.SequenceNode {
+		p.errorf(list, "`active_intents` must be a list of intents (each item starting with `- id: ...`)")
+		return out
+	}
+	for _, item := range list.Content {
+		in := p.intent(item)
+		if in == nil {
+			continue
+		}
+		if prev, dup := out.byID[in.ID]; dup {
+			p.errorf(item, "duplicate intent id %q (first defined on line %d): give each intent a unique id", in.ID, prev.Line)
+			continue
+		}
+		out.byID[in.ID] = in
+		out.List = append(out.List, in)
+	}
+	p.checkParents(out)
+	return out
+}
+
+var knownIntentKeys = []string{"id", "name", "status", "version", "owned_scope", "constraints",
+	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at"}
+
+func (p *parser) intent(n *yaml.Node) *Intent {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "each intent must be a mapping with id, name, status and owned_scope")
+		return nil
+	}
+	in := &Intent{Line: n.Line, Version: 1}
+	fields := map[string]*yaml.Node{}
+	keys := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !slices.Contains(knownIntentKeys, k.Value) {
+			p.warnf(k, "unknown field %q is ignored (known fields: %s)", k.Value, strings.Join(knownIntentKeys, ", "))
+			continue
+		}
+		if _, dup := fields[k.Value]; dup {
+			p.errorf(k, "field %q appears twice in this intent: keep one", k.Value)
+			continue
+		}
+		fields[k.Value] = v
+		keys[k.Value] = k
+	}
+	ok := true
+	if v, found := p.str(n, fields, "id", true); found {
+		in.ID = v
+		if !ValidID(v) {
+			p.errorf(fields["id"], "id %q does not match ^[A-Z]+-\\d{3,}$ (write it like INT-001)", v)
+			ok = false
+		}
+	} else {
+		ok = false
+	}
+	if v, found := p.str(n, fields, "name", true); found {
+		in.Name = v
+		if l := len([]rune(v)); l < 3 || l > 200 {
+			p.errorf(fields["name"], "name must be 3 to 200 characters long, it is %d", l)
+		}
+	}
+	if v, found := p.str(n, fields, "status", true); found {
+		in.Status = Status(v)
+		if !in.Status.Valid() {
+			p.errorf(fields["status"], "status %q is not one of %s", v, statusList())
+		}
+	}
+	if v, ok := fields["version"]; ok {
+		num, err := strconv.Atoi(v.Value)
+		if v.Kind != yaml.ScalarNode || err != nil || num < 1 {
+			p.errorf(v, "version must be an integer of at least 1, not %q", v.Value)
+		} else {
+			in.Version = num
+		}
+	}
+	if v, ok := fields["owned_scope"]; ok {
+		in.OwnedScope = p.strList(v, "owned_scope")
+		if len(in.OwnedScope) == 0 && v.Kind == yaml.SequenceNode {
+			p.errorf(v, "owned_scope must list at least one glob (e.g. \"src/**\")")
+		}
+		for i, g := range in.OwnedScope {
+			if err := checkGlob(g); err != nil {
+				p.errorf(v.Content[i], "owned_scope pattern %q: %v", g, err)
+			}
+		}
+		in.scope = newScopeSet(in.OwnedScope)
+	} else {
+		p.errorf(n, "intent %q has no owned_scope: add a list of globs it may change", in.ID)
+	}
+	in.Constraints = p.optList(fields, "constraints")
+	in.AcceptanceCriteria = p.criteria(fields["acceptance_criteria"])
+	in.Tags = p.optList(fields, "tags")
+	if v, ok := fields["related_specs"]; ok {
+		in.RelatedSpecs = p.specs(v)
+	}
+	if v, ok := fields["parent_intent"]; ok && v.Tag != "!!null" {
+		if v.Kind != yaml.ScalarNode || !ValidID(v.Value) {
+			p.errorf(v, "parent_intent must be an intent id like INT-001, not %q", v.Value)
+		} else {
+			in.ParentIntent = v.Value
+		}
+	}
+	for _, f := range []string{"created_at", "updated_at"} {
+		v, ok := fields[f]
+		if !ok {
+			continue
+		}
+		if v.Kind != yaml.ScalarNode {
+			p.errorf(v, "%s must be an RFC 3339 timestamp such as 2026-01-31T09:00:00Z", f)
+			continue
+		}
+		if _, err := time.Parse(time.RFC3339, v.Value); err != nil {
+			p.errorf(v, "%s %q is not an RFC 3339 timestamp such as 2026-01-31T09:00:00Z", f, v.Value)
+			continue
+		}
+		if f == "created_at" {
+			in.CreatedAt = v.Value
+		} else {
+			in.UpdatedAt = v.Value
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return in
+}
+
+func statusList() string {
+	s := make([]string, len(Statuses))
+	for i, st := range Statuses {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
+
+// str reads a required or optional scalar string field.
+func (p *parser) str(parent *yaml.Node, fields map[string]*yaml.Node, key string, required bool) (string, bool) {
+	v, ok := fields[key]
+	if !ok {
+		if required {
+			p.errorf(parent, "intent is missing the required field %q", key)
+		}
+		return "", false
+	}
+	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || strings.TrimSpace(v.Value) == "" {
+		p.errorf(v, "%s must be a non-empty string", key)
+		return "", false
+	}
+	return v.Value, true
+}
+
+func (p *parser) strList(v *yaml.Node, key string) []string {
+	if v.Kind != yaml.SequenceNode {
+		p.errorf(v, "%s must be a list (items starting with `- `)", key)
+		return nil
+	}
+	out := make([]string, 0, len(v.Content))
+	for _, item := range v.Content {
+		if item.Kind != yaml.ScalarNode || strings.TrimSpace(item.Value) == "" {
+			p.errorf(item, "each %s item must be a non-empty string", key)
+			continue
+		}
+		out = append(out, item.Value)
+	}
+	return out
+}
+
+func (p *parser) optList(fields map[string]*yaml.Node, key string) []string {
+	v, ok := fields[key]
+	if !ok || v.Tag == "!!null" {
+		return nil
+	}
+	return p.strList(v, key)
+}
+
+// criteria accepts plain strings or {text, check} mappings; only the text is
+// kept here.
+func (p *parser) criteria(v *yaml.Node) []string {
+	if v == nil || v.Tag == "!!null" {
+		return nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		p.errorf(v, "acceptance_criteria must be a list")
+		return nil
+	}
+	var out []string
+	for _, item := range v.Content {
+		switch item.Kind {
+		case yaml.ScalarNode:
+			out = append(out, item.Value)
+		case yaml.MappingNode:
+			var c struct {
+				Text  string `yaml:"text"`
+				Check string `yaml:"check"`
+			}
+			if err := item.Decode(&c); err != nil || c.Text == "" {
+				p.errorf(item, "an acceptance criterion mapping needs a `text:` string")
+				continue
+			}
+			out = append(out, c.Text)
+		default:
+			p.errorf(item, "an acceptance criterion must be a string or {text: ..., check: ...}")
+		}
+	}
+	return out
+}
+
+func (p *parser) specs(v *yaml.Node) []RelatedSpec {
+	if v.Tag == "!!null" {
+		return nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		p.errorf(v, "related_specs must be a list of {type, ref}")
+		return nil
+	}
+	var out []RelatedSpec
+	for _, item := range v.Content {
+		var s struct {
+			Type string `yaml:"type"`
+			Ref  string `yaml:"ref"`
+		}
+		if item.Kind != yaml.MappingNode || item.Decode(&s) != nil {
+			p.errorf(item, "each related_specs item must be a mapping with type and ref")
+			continue
+		}
+		if !slices.Contains(RelatedSpecTypes, s.Type) {
+			p.errorf(item, "related_specs type %q is not one of %s", s.Type, strings.Join(RelatedSpecTypes, ", "))
+			continue
+		}
+		if s.Ref == "" {
+			p.errorf(item, "related_specs item needs a non-empty ref")
+			continue
+		}
+		out = append(out, RelatedSpec(s))
+	}
+	return out
+}
+
+func (p *parser) checkParents(out *Intents) {
+	for _, in := range out.List {
+		if in.ParentIntent == "" {
+			continue
+		}
+		n := &yaml.Node{Line: in.Line, Column: 1}
+		if in.ParentIntent == in.ID {
+			p.errorf(n, "intent %s names itself as parent_intent", in.ID)
+		} else if out.byID[in.ParentIntent] == nil {
+			p.errorf(n, "intent %s: parent_intent %s is not defined in this file", in.ID, in.ParentIntent)
+		}
+	}
+}
+
+// checkGlob rejects patterns that are not valid doublestar syntax or that
+// could never match a workspace-relative path.
+func checkGlob(g string) error {
+	switch {
+	case strings.HasPrefix(g, "/"):
+		return errors.New("patterns are relative to the workspace root: remove the leading /")
+	case g == ".." || strings.HasPrefix(g, "../") || strings.Contains(g, "/../"):
+		return errors.New("patterns may not climb out of the workspace with ..")
+	case !doublestar.ValidatePattern(g):
+		return errors.New("not a valid glob (check brackets and braces)")
+	}
+	return nil
+}

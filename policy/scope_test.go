@@ -1,0 +1,76 @@
+package policy
+
+import "testing"
+
+func TestScopeMatching(t *testing.T) {
+	tests := []struct {
+		patterns []string
+		path     string
+		in       bool
+		ancestor bool
+		subtree  bool
+	}{
+		{[]string{"src/api/**"}, "src/api/x.go", true, false, true},
+		{[]string{"src/api/**"}, "src/api", true, true, true},
+		{[]string{"src/api/**"}, "src", false, true, false},
+		{[]string{"src/api/**"}, "src/apix", false, false, false},
+		{[]string{"src/*.go"}, "src/a.go", true, false, false},
+		{[]string{"src/*.go"}, "src/sub/a.go", false, false, false},
+		{[]string{"src/*.go"}, "src", false, true, false},
+		{[]string{"**/*.md"}, "a/b/c.md", true, false, false},
+		{[]string{"docs/api.md"}, "docs", false, true, false},
+		{[]string{"docs/api.md"}, "docs/api.md", true, false, false},
+		{[]string{"**"}, "anything/at/all", true, false, true},
+		{[]string{"a/**", "b/**"}, "b/x", true, false, true},
+	}
+	for _, tt := range tests {
+		s := newScopeSet(tt.patterns)
+		if got := s.matches(tt.path); got != tt.in {
+			t.Errorf("%v matches %q = %v, want %v", tt.patterns, tt.path, got, tt.in)
+		}
+		if got := s.isScopeAncestor(tt.path); got != tt.ancestor {
+			t.Errorf("%v isScopeAncestor %q = %v, want %v", tt.patterns, tt.path, got, tt.ancestor)
+		}
+		if got := s.coversSubtree(tt.path); got != tt.subtree {
+			t.Errorf("%v coversSubtree %q = %v, want %v", tt.patterns, tt.path, got, tt.subtree)
+		}
+	}
+}
+
+func TestIgnoreMatching(t *testing.T) {
+	ig, diags := ParseIgnore(".intentignore", []byte("# caches\nnode_modules/\n*.log\n!keep.log\n/build\ndist/**/*.map\n\\#literal\n"))
+	if len(diags) != 0 {
+		t.Fatalf("diags = %v", diags)
+	}
+	tests := []struct {
+		path  string
+		isDir bool
+		want  bool
+	}{
+		{"node_modules", true, true},
+		{"node_modules", false, false},
+		{"web/node_modules/x/y.js", false, true},
+		{"a.log", false, true},
+		{"deep/b.log", false, true},
+		{"keep.log", false, false},
+		{"build", true, true},
+		{"build/out.o", false, true},
+		{"sub/build/out.o", false, false},
+		{"dist/x/a.map", false, true},
+		{"dist/a.js", false, false},
+		{"#literal", false, true},
+		{"src/main.go", false, false},
+	}
+	for _, tt := range tests {
+		if got := ig.Match(tt.path, tt.isDir); got != tt.want {
+			t.Errorf("Match(%q, dir=%v) = %v, want %v", tt.path, tt.isDir, got, tt.want)
+		}
+	}
+}
+
+func TestIgnoreBadPattern(t *testing.T) {
+	_, diags := ParseIgnore("x/.intentignore", []byte("ok\nsrc/[\n"))
+	if len(diags) != 1 || diags[0].Line != 2 || diags[0].File != "x/.intentignore" || diags[0].Severity != SevError {
+		t.Fatalf("diags = %v, want one error on line 2", diags)
+	}
+}
