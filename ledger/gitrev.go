@@ -1,0 +1,77 @@
+package ledger
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// GitHead reads the revision HEAD points at straight from .git, without
+// running git, and caches it until HEAD, the branch ref or packed-refs
+// change on disk.
+type GitHead struct {
+	gitDir string
+
+	mu     sync.Mutex
+	key    [3]int64
+	cached string
+}
+
+// NewGitHead returns a reader for the work tree at dir.
+func NewGitHead(dir string) *GitHead { return &GitHead{gitDir: filepath.Join(dir, ".git")} }
+
+func mtimeKey(p string) int64 {
+	var st syscall.Stat_t
+	if syscall.Stat(p, &st) != nil {
+		return -1
+	}
+	return st.Mtim.Nano() ^ int64(st.Ino)<<1 ^ st.Size<<7
+}
+
+// Revision returns the commit sha of HEAD, or "" when dir is not a git work
+// tree or HEAD has no commit yet.
+func (g *GitHead) Revision() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	head, err := os.ReadFile(filepath.Join(g.gitDir, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	line := strings.TrimSpace(string(head))
+	ref, isRef := strings.CutPrefix(line, "ref: ")
+	if !isRef {
+		return line // detached HEAD
+	}
+	key := [3]int64{int64(len(line)), mtimeKey(filepath.Join(g.gitDir, ref)), mtimeKey(filepath.Join(g.gitDir, "packed-refs"))}
+	if key == g.key && g.cached != "" {
+		return g.cached
+	}
+	rev := g.resolve(ref)
+	g.key, g.cached = key, rev
+	return rev
+}
+
+func (g *GitHead) resolve(ref string) string {
+	if !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
+		return ""
+	}
+	if b, err := os.ReadFile(filepath.Join(g.gitDir, ref)); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	packed, err := os.ReadFile(filepath.Join(g.gitDir, "packed-refs"))
+	if err != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(bytes.NewReader(packed))
+	for sc.Scan() {
+		sha, name, ok := strings.Cut(sc.Text(), " ")
+		if ok && name == ref {
+			return sha
+		}
+	}
+	return ""
+}

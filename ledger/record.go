@@ -1,0 +1,250 @@
+// Package ledger holds the Agent Trace records intentfs appends for every
+// change made through a mount, the single writer that appends them, and the
+// readers that query them.
+package ledger
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// SpecVersion is the Agent Trace specification version of every record.
+const SpecVersion = "0.1.0"
+
+// MetadataKey is the vendor key under which intentfs puts its governance
+// fields in a record's metadata.
+const MetadataKey = "dev.intentfs"
+
+// Event names what happened.
+type Event string
+
+// Ledger events.
+const (
+	EventCreate   Event = "create"
+	EventWrite    Event = "write"
+	EventDelete   Event = "delete"
+	EventRename   Event = "rename"
+	EventMkdir    Event = "mkdir"
+	EventRmdir    Event = "rmdir"
+	EventSymlink  Event = "symlink"
+	EventLink     Event = "link"
+	EventMknod    Event = "mknod"
+	EventChmod    Event = "chmod"
+	EventChown    Event = "chown"
+	EventTruncate Event = "truncate"
+	EventUtimes   Event = "utimes"
+	EventXattr    Event = "xattr"
+	EventDenied   Event = "denied"
+	EventSelect   Event = "select"
+)
+
+// MutationClass is the seeds' classification of a change.
+type MutationClass string
+
+// Mutation classes.
+const (
+	ClassCreation  MutationClass = "FILE_CREATION"
+	ClassDeletion  MutationClass = "FILE_DELETION"
+	ClassRename    MutationClass = "FILE_RENAME"
+	ClassEvolution MutationClass = "INTENT_EVOLUTION"
+	ClassMetadata  MutationClass = "METADATA"
+)
+
+// ClassOf returns the mutation class of an event, "" for events that are
+// not mutations (denied, select).
+func ClassOf(e Event) MutationClass {
+	switch e {
+	case EventCreate, EventMkdir, EventSymlink, EventLink, EventMknod:
+		return ClassCreation
+	case EventDelete, EventRmdir:
+		return ClassDeletion
+	case EventRename:
+		return ClassRename
+	case EventWrite, EventTruncate:
+		return ClassEvolution
+	case EventChmod, EventChown, EventUtimes, EventXattr:
+		return ClassMetadata
+	}
+	return ""
+}
+
+// Record is one line of the ledger: an Agent Trace 0.1.0 record with the
+// governance fields under metadata["dev.intentfs"].
+type Record struct {
+	Version   string   `json:"version"`
+	ID        string   `json:"id"`
+	Timestamp string   `json:"timestamp"`
+	VCS       *VCS     `json:"vcs,omitempty"`
+	Tool      Tool     `json:"tool"`
+	Files     []File   `json:"files"`
+	Metadata  Metadata `json:"metadata"`
+}
+
+// VCS names the revision the workspace was at.
+type VCS struct {
+	Type     string `json:"type"`
+	Revision string `json:"revision"`
+}
+
+// Tool names the program that wrote the record.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// File is one file a record is about.
+type File struct {
+	Path          string         `json:"path"`
+	Conversations []Conversation `json:"conversations"`
+}
+
+// Conversation attributes ranges of a file to a contributor.
+type Conversation struct {
+	Contributor Contributor `json:"contributor"`
+	Ranges      []Range     `json:"ranges"`
+	Related     []Related   `json:"related,omitempty"`
+}
+
+// Contributor says who made the change.
+type Contributor struct {
+	Type string `json:"type"`
+}
+
+// Range is a span of lines with the hash of their content.
+type Range struct {
+	StartLine   int    `json:"start_line"`
+	EndLine     int    `json:"end_line"`
+	ContentHash string `json:"content_hash,omitempty"`
+}
+
+// Related links a conversation to another resource, here the intent.
+type Related struct {
+	Type string `json:"type"`
+	URL  string `json:"url"`
+}
+
+// Metadata holds the vendor fields.
+type Metadata struct {
+	IntentFS Governance `json:"dev.intentfs"`
+}
+
+// Governance is what intentfs records beyond the Agent Trace core.
+type Governance struct {
+	Event           Event         `json:"event"`
+	IntentID        *string       `json:"intent_id"`
+	MutationClass   MutationClass `json:"mutation_class,omitempty"`
+	PreHash         *string       `json:"pre_hash"`
+	PostHash        *string       `json:"post_hash"`
+	FromPath        string        `json:"from_path,omitempty"`
+	ScopeValidation string        `json:"scope_validation,omitempty"`
+	Op              string        `json:"op,omitempty"`
+	Code            string        `json:"code,omitempty"`
+	Reason          string        `json:"reason,omitempty"`
+	Mode            string        `json:"mode,omitempty"`
+	FromIntent      *string       `json:"from_intent,omitempty"`
+	Process         *Process      `json:"process,omitempty"`
+}
+
+// Process is the process that made a change, as seen at the operation.
+type Process struct {
+	Pid     uint32   `json:"pid"`
+	Uid     uint32   `json:"uid"`
+	Gid     uint32   `json:"gid"`
+	Comm    string   `json:"comm,omitempty"`
+	Cmdline []string `json:"cmdline,omitempty"`
+	Exe     string   `json:"exe,omitempty"`
+}
+
+// IntentURN is the related url naming an intent.
+func IntentURN(id string) string { return "urn:intentfs:intent:" + id }
+
+// Change describes one event to turn into a record.
+type Change struct {
+	Event    Event
+	Path     string
+	FromPath string
+	Intent   string
+	PreHash  string // "sha256:<hex>" or ""
+	PostHash string
+	// Lines is the line count of a created or changed text file; 0 for
+	// binary files, deletions and non-content events.
+	Lines      int
+	Validation string
+	Op         string
+	Code       string
+	Reason     string
+	Mode       string
+	FromIntent string
+	Process    *Process
+	Time       time.Time
+}
+
+// NewRecord builds the record for a change. toolVersion names the intentfs
+// build.
+func NewRecord(c Change, toolVersion string) *Record {
+	ts := c.Time
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	g := Governance{
+		Event:           c.Event,
+		MutationClass:   ClassOf(c.Event),
+		PreHash:         optional(c.PreHash),
+		PostHash:        optional(c.PostHash),
+		FromPath:        c.FromPath,
+		ScopeValidation: c.Validation,
+		Op:              c.Op,
+		Code:            c.Code,
+		Reason:          c.Reason,
+		Mode:            c.Mode,
+		FromIntent:      optional(c.FromIntent),
+		Process:         c.Process,
+		IntentID:        optional(c.Intent),
+	}
+	r := &Record{
+		Version:   SpecVersion,
+		ID:        uuid.NewString(),
+		Timestamp: ts.UTC().Format(time.RFC3339Nano),
+		Tool:      Tool{Name: "intentfs", Version: toolVersion},
+		Files:     []File{},
+		Metadata:  Metadata{IntentFS: g},
+	}
+	if c.Path != "" {
+		conv := Conversation{Contributor: Contributor{Type: "ai"}, Ranges: []Range{}}
+		if c.Lines > 0 && c.PostHash != "" {
+			conv.Ranges = []Range{{StartLine: 1, EndLine: c.Lines, ContentHash: c.PostHash}}
+		}
+		if c.Intent != "" {
+			conv.Related = []Related{{Type: "intent", URL: IntentURN(c.Intent)}}
+		}
+		r.Files = []File{{Path: c.Path, Conversations: []Conversation{conv}}}
+	}
+	return r
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Gov returns the governance fields of a record.
+func (r *Record) Gov() *Governance { return &r.Metadata.IntentFS }
+
+// Path returns the first file path of a record, or "".
+func (r *Record) Path() string {
+	if len(r.Files) == 0 {
+		return ""
+	}
+	return r.Files[0].Path
+}
+
+// Str dereferences an optional string field for display.
+func Str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
