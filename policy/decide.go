@@ -158,10 +158,9 @@ func (s *Snapshot) Decide(r Request) Decision {
 		if !ok {
 			return s.cannotDecide(targets[i].path, "path is not inside the workspace")
 		}
+		// "" is the workspace root itself (chmod or utimes of "."): it is
+		// decided like any path, so only a scope such as "**" covers it.
 		targets[i].path = c
-		if c == "" {
-			return deny(CodeProtected, "", fmt.Sprintf("%s of the workspace root itself is not allowed", r.Op))
-		}
 	}
 
 	in := s.Intents.Get(r.Intent)

@@ -98,7 +98,8 @@ func TestDecide(t *testing.T) {
 		{"ignored dir exempt", Request{Op: OpCreate, Path: "build/out.o"}, CodeExempt},
 		{"ignored file exempt", Request{Op: OpOpenWrite, Path: "deep/x.lock"}, CodeExempt},
 		{"rename exempt to governed", Request{Op: OpRename, Path: "build/out", Path2: "main.go", Intent: "INT-001"}, CodeOutOfScope},
-		{"root itself", Request{Op: OpChmod, Path: "", Intent: "INT-007"}, CodeProtected},
+		{"root utimes under **", Request{Op: OpUtimes, Path: "", IsDir: true, Intent: "INT-007"}, CodeAllowed},
+		{"root chmod out of scope", Request{Op: OpChmod, Path: "", IsDir: true, Intent: "INT-001"}, CodeOutOfScope},
 		{"escaping path", Request{Op: OpCreate, Path: "../etc/passwd", Intent: "INT-007"}, CodeInternal},
 	}
 	for _, tt := range tests {

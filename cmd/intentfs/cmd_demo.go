@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/daemon"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+const demoPolicy = `active_intents:
+  - id: INT-001
+    name: "Add a greeting to the service"
+    status: IN_PROGRESS
+    owned_scope:
+      - "src/**"
+    constraints:
+      - "Leave the README to the docs team"
+    acceptance_criteria:
+      - "src/greeting.txt says hello"
+`
+
+func demoCmd() *command {
+	return &command{
+		name: "demo", summary: "a self-contained tour in a temporary directory", usage: "",
+		help: `Creates a workspace in a temporary directory, mounts it, selects an intent,
+makes an allowed and a denied change with ordinary shell tools, prints the
+ledger, and unmounts. Needs FUSE (/dev/fuse; root, or fusermount3).
+
+Examples:
+  go run ./cmd/intentfs demo
+  intentfs demo --keep      # keep the directory to look around afterwards`,
+		flags: func(fs *pflag.FlagSet) { fs.Bool("keep", false, "keep the temporary directory") },
+		run:   runDemo,
+	}
+}
+
+func runDemo(a *app, args []string) (err error) {
+	if len(args) != 0 {
+		return usagef("demo takes no arguments")
+	}
+	keep, _ := a.fs.GetBool("keep")
+	if err := fuseUsable(); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "intentfs-demo-")
+	if err != nil {
+		return err
+	}
+	if !keep {
+		defer os.RemoveAll(tmp)
+	}
+	src, mnt := filepath.Join(tmp, "repo"), filepath.Join(tmp, "workspace")
+	for _, d := range []string{src + "/src", mnt} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if _, err := policy.Scaffold(src); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(src, policy.IntentsFile), []byte(demoPolicy), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(src, "README.md"), []byte("# demo service\n"), 0o644); err != nil {
+		return err
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "intentfs demo in %s\n\n1. The policy (%s):\n\n%s\n\n", tmp, policy.IntentsFile, indent(demoPolicy))
+
+	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Version: version,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: control.Registry{Dir: filepath.Join(tmp, "run")},
+		OwnerUID: os.Getuid(), OwnerGID: os.Getgid()})
+	if err != nil {
+		return fmt.Errorf("mounting: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { d.Wait(); d.Close(); close(done) }()
+	defer func() {
+		if uerr := d.Unmount(); uerr != nil && err == nil {
+			err = uerr
+		}
+		<-done
+	}()
+
+	fmt.Fprintf(w, "2. Mounted %s at %s (passthrough I/O: %v).\n\n", src, mnt, d.Status().Passthrough)
+	fmt.Fprintf(w, "3. Without an intent, nothing may change:\n")
+	demoShell(w, mnt, "echo hello > src/greeting.txt")
+	fmt.Fprintf(w, "\n4. The agent selects INT-001 (scope src/**) by writing to the control file:\n")
+	demoShell(w, mnt, "echo INT-001 > .intentfs/active && cat .intentfs/active")
+	fmt.Fprintf(w, "\n5. An allowed write, inside the scope:\n")
+	demoShell(w, mnt, "echo hello > src/greeting.txt && sed -i 's/hello/hello, world/' src/greeting.txt && cat src/greeting.txt")
+	fmt.Fprintf(w, "\n6. A denied write, outside the scope; the source is unchanged:\n")
+	demoShell(w, mnt, "echo 'agent was here' >> README.md")
+	demoShell(w, mnt, "cat README.md")
+	fmt.Fprintf(w, "\n   Why? The agent can read it in .intentfs/denials:\n")
+	demoShell(w, mnt, "tail -n 1 .intentfs/denials")
+	fmt.Fprintf(w, "\n7. The policy and the ledger cannot be edited through the mount:\n")
+	demoShell(w, mnt, "echo '' > .orchestration/agent_trace.jsonl")
+
+	if err := d.FlushLedger(); err != nil {
+		return err
+	}
+	recs, err := ledger.Tail(d.LedgerPath(), 50, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n8. The ledger (%s), %d records:\n\n", d.LedgerPath(), len(recs))
+	printRecords(a, recs)
+	for _, r := range recs {
+		if r.Gov().Event == ledger.EventRename {
+			fmt.Fprintf(w, "\n   One record in full (the sed -i rename, with pre and post hashes):\n")
+			b, _ := jsonIndent(r)
+			fmt.Fprintf(w, "%s\n", indent(string(b)))
+			break
+		}
+	}
+	fmt.Fprintf(w, "\n9. Unmounting; the ledger is flushed.\n")
+	if keep {
+		fmt.Fprintf(w, "   The workspace stays in %s\n", tmp)
+	}
+	return nil
+}
+
+func demoShell(w io.Writer, dir, script string) {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	fmt.Fprintf(w, "   $ %s\n", script)
+	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if l != "" {
+			fmt.Fprintf(w, "   %s\n", l)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(w, "   (exit status: %v)\n", err)
+	}
+}
+
+func indent(s string) string {
+	return "   " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n   ")
+}
+
+// fuseUsable explains up front why a mount cannot work here.
+func fuseUsable() error {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("FUSE is not usable here (%v): run as root, or install fuse3 and make /dev/fuse accessible", err)
+	}
+	f.Close()
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			if _, err := exec.LookPath("fusermount"); err != nil {
+				return fmt.Errorf("mounting as a normal user needs fusermount3 (Debian: apt-get install fuse3), or run as root")
+			}
+		}
+	}
+	return nil
+}

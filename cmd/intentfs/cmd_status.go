@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/intentfs/intentfs/control"
+)
+
+func statusCmd() *command {
+	return &command{
+		name: "status", summary: "show a mount's intent, counters and recent denials", usage: "",
+		help: `Shows the active intent, the policy state (including a rejected edit), the
+ledger path and its write statistics, counters, and the most recent denials.
+
+Examples:
+  intentfs status --mount /workspace
+  intentfs status --json | jq .counters`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.String("mount", "", "the mountpoint (default: the mount containing the current directory, or the only one)")
+			fs.Bool("json", false, "print the status as JSON")
+		},
+		run: func(a *app, args []string) error {
+			if len(args) != 0 {
+				return usagef("unexpected arguments %v", args)
+			}
+			mnt, _ := a.fs.GetString("mount")
+			e, err := findMount(mnt)
+			if err != nil {
+				return err
+			}
+			resp, err := call(e, control.Request{Op: "status"})
+			if err != nil {
+				return err
+			}
+			if jsonOut(a) {
+				return printJSON(a, resp.Status)
+			}
+			printStatus(a, resp.Status)
+			return nil
+		},
+	}
+}
+
+func printStatus(a *app, st *control.Status) {
+	w := a.stdout
+	fmt.Fprintf(w, "mount:      %s\nsource:     %s\ndaemon:     pid %d, intentfs %s, up %s\n", st.Mountpoint, st.Source, st.Pid, st.Version,
+		time.Since(st.StartedAt).Round(time.Second))
+	if st.ActiveIntent == "" {
+		fmt.Fprintf(w, "intent:     none (governed changes are denied)\n")
+	} else {
+		fmt.Fprintf(w, "intent:     %s %q (%s)\n", st.ActiveIntent, st.IntentName, st.IntentStatus)
+	}
+	mode := "fail-closed (undecidable changes are denied)"
+	if st.FailOpen {
+		mode = "FAIL-OPEN (undecidable changes are allowed)"
+	}
+	fmt.Fprintf(w, "policy:     %s, %d intents, %s\n", st.Policy.File, st.Policy.Intents, mode)
+	if st.Policy.ReloadError != "" {
+		fmt.Fprintf(w, "            LAST EDIT REJECTED, previous policy in force:\n            %s\n",
+			strings.ReplaceAll(st.Policy.ReloadError, "\n", "\n            "))
+	}
+	fmt.Fprintf(w, "ledger:     %s (%d records written, %d commits, last fsync %.1f ms)\n", st.LedgerPath, st.Ledger.Appended, st.Ledger.Commits, st.Ledger.LastFsyncMs)
+	if st.Ledger.LastWriteErr != "" {
+		fmt.Fprintf(w, "            LEDGER WRITE ERROR: %s\n", st.Ledger.LastWriteErr)
+	}
+	fmt.Fprintf(w, "passthrough: %v\n", st.Passthrough)
+	c := st.Counters
+	fmt.Fprintf(w, "counters:   %d allowed, %d denied, %d recorded, %d bytes hashed (%d cache hits)\n", c.Allowed, c.Denied, c.Recorded, c.BytesHashed, c.HashCacheHits)
+	if len(st.RecentDenials) == 0 {
+		fmt.Fprintf(w, "denials:    none\n")
+		return
+	}
+	fmt.Fprintf(w, "recent denials (newest last):\n")
+	for _, d := range st.RecentDenials {
+		comm := ""
+		if d.Process != nil {
+			comm = fmt.Sprintf("%s[%d]", d.Process.Comm, d.Process.Pid)
+		}
+		fmt.Fprintf(w, "  %s  %-10s %-30s %-14s %s\n    %s\n", d.Time.Local().Format("15:04:05"), d.Op, d.Path, d.Code, comm, d.Reason)
+	}
+}

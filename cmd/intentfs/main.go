@@ -1,0 +1,156 @@
+// Command intentfs governs what AI coding agents change: it mounts a
+// workspace through FUSE, allows changes only inside the active intent's
+// scope, and records every change in an append-only ledger.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// Exit codes scripts can rely on.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // bad flags or arguments
+	exitNoMount = 3 // no mount matched
+)
+
+// usageError marks an error as the caller's mistake (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	usage   string // argument synopsis
+	help    string // longer description with examples
+	run     func(app *app, args []string) error
+	flags   func(fs *pflag.FlagSet)
+}
+
+type app struct {
+	stdout, stderr io.Writer
+	fs             *pflag.FlagSet
+	// rawArgs are the command's arguments as given, for re-execution.
+	rawArgs []string
+}
+
+func commands() []*command {
+	return []*command{
+		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), unmountCmd(), demoCmd(), versionCmd(),
+	}
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) > 1 {
+			args = []string{args[1], "--help"}
+		} else {
+			printTopUsage(stdout, cmds)
+			return exitOK
+		}
+	}
+	var cmd *command
+	for _, c := range cmds {
+		if c.name == args[0] {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "intentfs: unknown command %q\n\n", args[0])
+		printTopUsage(stderr, cmds)
+		return exitUsage
+	}
+	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if cmd.flags != nil {
+		cmd.flags(fs)
+	}
+	fs.Usage = func() {}
+	a := &app{stdout: stdout, stderr: stderr, fs: fs, rawArgs: args[1:]}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printCmdUsage(stdout, cmd, fs)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "intentfs %s: %v\n\n", cmd.name, err)
+		printCmdUsage(stderr, cmd, fs)
+		return exitUsage
+	}
+	err := cmd.run(a, fs.Args())
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(stderr, "intentfs %s: %v\n\n", cmd.name, err)
+		printCmdUsage(stderr, cmd, fs)
+		return exitUsage
+	case errors.As(err, new(noMountError)):
+		fmt.Fprintf(stderr, "intentfs %s: %v\n", cmd.name, err)
+		return exitNoMount
+	default:
+		fmt.Fprintf(stderr, "intentfs %s: %v\n", cmd.name, err)
+		return exitFailure
+	}
+}
+
+func printTopUsage(w io.Writer, cmds []*command) {
+	fmt.Fprint(w, `intentfs governs what AI coding agents change in a workspace.
+
+The workspace is mounted through FUSE; every change made in the mount is
+checked against the active intent's owned_scope and recorded in
+.orchestration/agent_trace.jsonl.
+
+Usage:
+  intentfs COMMAND [flags] [args]
+
+Commands:
+`)
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Examples:
+  intentfs demo                          # a guided tour in a temporary directory
+  intentfs init ./repo                   # scaffold repo/.orchestration/
+  intentfs mount ./repo /workspace       # start governing
+  intentfs select INT-001                # choose the active intent
+
+Run "intentfs COMMAND --help" for a command's flags and examples.
+Exit codes: 0 success, 1 failure, 2 bad usage, 3 no mount found.
+`)
+}
+
+func printCmdUsage(w io.Writer, c *command, fs *pflag.FlagSet) {
+	fmt.Fprintf(w, "Usage: intentfs %s %s\n\n%s\n", c.name, c.usage, strings.TrimSpace(c.help))
+	if u := fs.FlagUsages(); u != "" {
+		fmt.Fprintf(w, "\nFlags:\n%s", u)
+	}
+}
+
+func versionCmd() *command {
+	return &command{
+		name: "version", summary: "print the version", usage: "",
+		help: "Prints the intentfs version.\n\nExample:\n  intentfs version",
+		run: func(a *app, args []string) error {
+			fmt.Fprintf(a.stdout, "intentfs %s\n", version)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,181 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// maxControlWrite bounds what an agent may write to a control file at
+// once; an intent id is a few bytes.
+const maxControlWrite = 4096
+
+// Dir is the virtual .intentfs/ directory in the mount root: the agent's
+// interface to intentfs, usable from any shell.
+//
+//	active   read: the active intent id or "none"; write an id (or "none") to select
+//	status   JSON status of the mount
+//	denials  recent denials, one line each, newest last
+type Dir struct {
+	fs.Inode
+	backend Backend
+	// describe names the process behind a request, for the ledger.
+	describe func(*fuse.Caller) *ledger.Process
+}
+
+var (
+	_ = (fs.NodeOnAdder)((*Dir)(nil))
+	_ = (fs.NodeGetattrer)((*Dir)(nil))
+)
+
+// NewDir returns the control directory node for a backend.
+func NewDir(b Backend, describe func(*fuse.Caller) *ledger.Process) *Dir {
+	return &Dir{backend: b, describe: describe}
+}
+
+// OnAdd populates the directory.
+func (d *Dir) OnAdd(ctx context.Context) {
+	files := []*ctlFile{
+		{name: "active", mode: 0o666, read: d.readActive, write: d.writeActive},
+		{name: "status", mode: 0o444, read: d.readStatus},
+		{name: "denials", mode: 0o444, read: d.readDenials},
+	}
+	for _, f := range files {
+		d.AddChild(f.name, d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG}), false)
+	}
+}
+
+// Getattr reports a read-only directory.
+func (d *Dir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFDIR | 0o555
+	out.Nlink = 2
+	setTimes(&out.Attr)
+	return 0
+}
+
+func setTimes(a *fuse.Attr) {
+	now := time.Now()
+	a.SetTimes(&now, &now, &now)
+}
+
+func (d *Dir) readActive() []byte {
+	if id := d.backend.Active(); id != "" {
+		return []byte(id + "\n")
+	}
+	return []byte("none\n")
+}
+
+func (d *Dir) writeActive(data []byte, caller *fuse.Caller) syscall.Errno {
+	by := d.describe(caller)
+	if len(data) > maxControlWrite {
+		d.backend.InvalidControlWrite("active", data[:64], errors.New("write larger than 4 KiB"), by)
+		return syscall.EINVAL
+	}
+	id := strings.TrimSpace(string(data))
+	if id == "none" {
+		id = ""
+	}
+	if err := d.backend.Select(id, by); err != nil {
+		d.backend.InvalidControlWrite("active", data, err, by)
+		return syscall.EINVAL
+	}
+	return 0
+}
+
+func (d *Dir) readStatus() []byte {
+	b, _ := json.MarshalIndent(d.backend.Status(), "", "  ")
+	return append(b, '\n')
+}
+
+func (d *Dir) readDenials() []byte {
+	var b strings.Builder
+	for _, dn := range d.backend.Denials() {
+		comm := ""
+		if dn.Process != nil {
+			comm = fmt.Sprintf(" pid=%d comm=%s", dn.Process.Pid, dn.Process.Comm)
+		}
+		intent := dn.Intent
+		if intent == "" {
+			intent = "none"
+		}
+		fmt.Fprintf(&b, "%s %s %s intent=%s code=%s%s: %s\n", dn.Time.UTC().Format(time.RFC3339), dn.Op, dn.Path, intent, dn.Code, comm, dn.Reason)
+	}
+	return []byte(b.String())
+}
+
+// ctlFile is one control file. Its content is taken when it is opened,
+// so a reader sees one consistent snapshot.
+type ctlFile struct {
+	fs.Inode
+	name  string
+	mode  uint32
+	read  func() []byte
+	write func(data []byte, caller *fuse.Caller) syscall.Errno
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*ctlFile)(nil))
+	_ = (fs.NodeSetattrer)((*ctlFile)(nil))
+	_ = (fs.NodeOpener)((*ctlFile)(nil))
+	_ = (fs.NodeReader)((*ctlFile)(nil))
+	_ = (fs.NodeWriter)((*ctlFile)(nil))
+)
+
+func (f *ctlFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFREG | f.mode
+	out.Nlink = 1
+	// The size is unknown until read; direct I/O makes readers read to EOF.
+	out.Size = 0
+	setTimes(&out.Attr)
+	return 0
+}
+
+// Setattr accepts the truncation of `echo id > active` and nothing else.
+func (f *ctlFile) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if sz, ok := in.GetSize(); ok && sz == 0 && f.write != nil {
+		return f.Getattr(ctx, fh, out)
+	}
+	return syscall.EPERM
+}
+
+type ctlHandle struct{ content []byte }
+
+func (f *ctlFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY && f.write == nil {
+		return nil, 0, syscall.EACCES
+	}
+	return &ctlHandle{content: f.read()}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+func (f *ctlFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h, ok := fh.(*ctlHandle)
+	if !ok {
+		return nil, syscall.EBADF
+	}
+	if off >= int64(len(h.content)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	end := min(off+int64(len(dest)), int64(len(h.content)))
+	return fuse.ReadResultData(h.content[off:end]), 0
+}
+
+// Write applies one command per write(2): `echo INT-001 > active`.
+func (f *ctlFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	if f.write == nil {
+		return 0, syscall.EACCES
+	}
+	caller, _ := fuse.FromContext(ctx)
+	if errno := f.write(data, caller); errno != 0 {
+		return 0, errno
+	}
+	return uint32(len(data)), 0
+}

@@ -1,0 +1,84 @@
+// Package control is how people and agents talk to a running mount: a
+// Unix socket per mount for the CLI, a registry through which the CLI finds
+// mounts, and the virtual .intentfs/ directory inside the mount.
+package control
+
+import (
+	"time"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// Backend is what the control plane drives: the daemon.
+type Backend interface {
+	// Select makes id the active intent ("" deselects), with the rules of
+	// `intentfs select`; by is who asked.
+	Select(id string, by *ledger.Process) error
+	// Active returns the active intent id, "" for none.
+	Active() string
+	// Status describes the mount.
+	Status() Status
+	// Denials returns recent denials, oldest first.
+	Denials() []Denial
+	// InvalidControlWrite records garbage written to a control file.
+	InvalidControlWrite(file string, data []byte, err error, by *ledger.Process)
+	// Unmount ends the mount; it returns once the ledger is flushed.
+	Unmount() error
+}
+
+// Denial is one refused change.
+type Denial struct {
+	Time    time.Time       `json:"time"`
+	Op      string          `json:"op"`
+	Path    string          `json:"path"`
+	Path2   string          `json:"path2,omitempty"`
+	Intent  string          `json:"intent,omitempty"`
+	Code    string          `json:"code"`
+	Reason  string          `json:"reason"`
+	Process *ledger.Process `json:"process,omitempty"`
+}
+
+// Counters are the mount's running totals.
+type Counters struct {
+	Allowed       uint64 `json:"allowed"`
+	Denied        uint64 `json:"denied"`
+	Recorded      uint64 `json:"recorded"`
+	BytesHashed   uint64 `json:"bytes_hashed"`
+	HashCacheHits uint64 `json:"hash_cache_hits"`
+}
+
+// Status is what `intentfs status` and .intentfs/status report.
+type Status struct {
+	Mountpoint    string             `json:"mountpoint"`
+	Source        string             `json:"source"`
+	Pid           int                `json:"pid"`
+	Version       string             `json:"version"`
+	StartedAt     time.Time          `json:"started_at"`
+	ActiveIntent  string             `json:"active_intent"`
+	IntentName    string             `json:"intent_name,omitempty"`
+	IntentStatus  string             `json:"intent_status,omitempty"`
+	FailOpen      bool               `json:"fail_open"`
+	Passthrough   bool               `json:"passthrough"`
+	LedgerPath    string             `json:"ledger_path"`
+	Ledger        ledger.WriterStats `json:"ledger"`
+	Policy        policy.EngineState `json:"policy"`
+	Counters      Counters           `json:"counters"`
+	RecentDenials []Denial           `json:"recent_denials"`
+}
+
+// Request is one CLI command over the socket.
+type Request struct {
+	Op     string `json:"op"` // status, denials, select, unmount
+	Intent string `json:"intent,omitempty"`
+	// User names the human who ran the CLI, for the ledger.
+	User string `json:"user,omitempty"`
+}
+
+// Response answers a Request.
+type Response struct {
+	OK      bool     `json:"ok"`
+	Error   string   `json:"error,omitempty"`
+	Status  *Status  `json:"status,omitempty"`
+	Denials []Denial `json:"denials,omitempty"`
+}

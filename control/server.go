@@ -1,0 +1,163 @@
+package control
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// maxRequestBytes bounds one request line.
+const maxRequestBytes = 64 << 10
+
+// Server answers CLI requests on a Unix socket.
+type Server struct {
+	ln      *net.UnixListener
+	backend Backend
+	owner   int // uid allowed besides root
+	log     *slog.Logger
+	wg      sync.WaitGroup
+}
+
+// Listen creates the socket at path, mode 0600, owned by uid, and serves
+// it until Close.
+func Listen(path string, uid, gid int, b Backend, log *slog.Logger) (*Server, error) {
+	_ = os.Remove(path) // a stale socket of a dead daemon; the lock proved it dead
+	old := syscall.Umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	if err := os.Chown(path, uid, gid); err != nil && os.Geteuid() == 0 {
+		ln.Close()
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	s := &Server{ln: ln, backend: b, owner: uid, log: log}
+	s.wg.Add(1)
+	go s.serve()
+	return s, nil
+}
+
+// Close stops serving and removes the socket.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.log.Error("control socket accept", "err", err)
+			}
+			return
+		}
+		go s.handle(c)
+	}
+}
+
+// peerUID returns the uid of the process on the other end of c.
+func peerUID(c *net.UnixConn) (int, *ledger.Process, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, nil, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	raw.Control(func(fd uintptr) { cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED) })
+	if cerr != nil {
+		return -1, nil, cerr
+	}
+	return int(cred.Uid), &ledger.Process{Pid: uint32(cred.Pid), Uid: cred.Uid, Gid: cred.Gid}, nil
+}
+
+func (s *Server) handle(c *net.UnixConn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Minute))
+	uid, proc, err := peerUID(c)
+	enc := json.NewEncoder(c)
+	if err != nil || (uid != 0 && uid != s.owner) {
+		// The file mode already keeps others out; this is defence in depth.
+		_ = enc.Encode(Response{Error: "permission denied: only the user who mounted may control this mount"})
+		return
+	}
+	br := bufio.NewReaderSize(c, 4096)
+	line, err := br.ReadSlice('\n')
+	if err != nil && len(line) == 0 {
+		return
+	}
+	if len(line) > maxRequestBytes {
+		_ = enc.Encode(Response{Error: "request too large"})
+		return
+	}
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		_ = enc.Encode(Response{Error: "malformed request: " + err.Error()})
+		return
+	}
+	if req.User != "" {
+		proc.Comm = "intentfs (" + req.User + ")"
+	}
+	_ = enc.Encode(s.dispatch(req, proc))
+}
+
+func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
+	switch req.Op {
+	case "status":
+		st := s.backend.Status()
+		return Response{OK: true, Status: &st}
+	case "denials":
+		return Response{OK: true, Denials: s.backend.Denials()}
+	case "select":
+		if err := s.backend.Select(strings.TrimSpace(req.Intent), proc); err != nil {
+			return Response{Error: err.Error()}
+		}
+		st := s.backend.Status()
+		return Response{OK: true, Status: &st}
+	case "unmount":
+		if err := s.backend.Unmount(); err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true}
+	}
+	return Response{Error: fmt.Sprintf("unknown request %q", req.Op)}
+}
+
+// Call sends one request to the socket at path and returns the answer.
+func Call(ctx context.Context, path string, req Request) (*Response, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the daemon at %s: %w", path, err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	b, _ := json.Marshal(req)
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return nil, fmt.Errorf("sending to the daemon: %w", err)
+	}
+	var resp Response
+	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
+		return nil, fmt.Errorf("reading the daemon's answer: %w", err)
+	}
+	if !resp.OK {
+		return &resp, errors.New(resp.Error)
+	}
+	return &resp, nil
+}

@@ -1,0 +1,258 @@
+// Package daemon runs one governed mount: it loads the policy, takes the
+// source's lock, opens the ledger, mounts the filesystem and serves the
+// control socket, and tears all of it down in order on unmount.
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+	"github.com/intentfs/intentfs/procinfo"
+)
+
+// Config describes one mount.
+type Config struct {
+	Source     string
+	Mountpoint string
+	// Intent, if set, is selected at start.
+	Intent string
+	// FailOpen allows changes that cannot be decided instead of denying.
+	FailOpen bool
+	// Debug logs every FUSE request.
+	Debug   bool
+	Version string
+	Log     *slog.Logger
+	// Registry is where the mount registers for the CLI.
+	Registry control.Registry
+	// Owner is the uid/gid of the human who mounted; they own the socket.
+	OwnerUID, OwnerGID int
+}
+
+// Daemon is a running mount.
+type Daemon struct {
+	cfg     Config
+	log     *slog.Logger
+	engine  *policy.Engine
+	writer  *ledger.Writer
+	procs   *procinfo.Cache
+	root    *fsnode.Node
+	server  *fuse.Server
+	ctl     *control.Server
+	lock    *os.File
+	started time.Time
+	stopW   func()
+
+	active atomic.Pointer[string]
+	selMu  sync.Mutex
+
+	denials  denialRing
+	counters struct{ allowed, denied, recorded atomic.Uint64 }
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+}
+
+// Start mounts cfg.Source at cfg.Mountpoint and returns once the mount
+// is ready.
+func Start(cfg Config) (d *Daemon, err error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Source, err = canonicalDir(cfg.Source, "source"); err != nil {
+		return nil, err
+	}
+	if cfg.Mountpoint, err = canonicalDir(cfg.Mountpoint, "mountpoint"); err != nil {
+		return nil, err
+	}
+	if cfg.Mountpoint == cfg.Source || isBelow(cfg.Mountpoint, cfg.Source) {
+		return nil, fmt.Errorf("the mountpoint %s must not be inside the source %s", cfg.Mountpoint, cfg.Source)
+	}
+	// The kernel has already applied the caller's umask to the modes it
+	// sends; the daemon's own umask must not mask them again.
+	syscall.Umask(0)
+
+	d = &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{})}
+	d.denials.size = 100
+	if d.engine, err = policy.NewEngine(cfg.Source, cfg.FailOpen, cfg.Log); err != nil {
+		return nil, err
+	}
+	cleanup := []func(){}
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+	if d.lock, err = acquireLock(cfg.Source, cfg.Mountpoint); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { d.lock.Close() })
+
+	ledgerPath := filepath.Join(cfg.Source, ledger.FileName)
+	lf, err := os.OpenFile(ledgerPath, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening ledger: %w", err)
+	}
+	git := ledger.NewGitHead(cfg.Source)
+	if d.writer, err = ledger.OpenWriter(lf, git.Revision, cfg.Log); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { d.writer.Close() })
+
+	if cfg.Intent != "" {
+		if err = d.Select(cfg.Intent, &ledger.Process{Pid: uint32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Comm: "intentfs mount"}); err != nil {
+			return nil, err
+		}
+	}
+
+	ctlDir := control.NewDir(d, d.Process)
+	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir}); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { d.root.Close() })
+
+	if d.server, err = fs.Mount(cfg.Mountpoint, d.root, mountOptions(cfg)); err != nil {
+		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
+	}
+	cleanup = append(cleanup, func() { d.server.Unmount() })
+
+	if err = cfg.Registry.Ensure(); err != nil {
+		return nil, err
+	}
+	_, sock, logPath := cfg.Registry.Paths(cfg.Mountpoint)
+	if d.ctl, err = control.Listen(sock, cfg.OwnerUID, cfg.OwnerGID, d, cfg.Log); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { d.ctl.Close() })
+	if err = cfg.Registry.Register(control.Entry{Mountpoint: cfg.Mountpoint, Source: cfg.Source, Pid: os.Getpid(),
+		Socket: sock, Log: logPath, StartedAt: d.started}); err != nil {
+		return nil, err
+	}
+
+	stop := make(chan struct{})
+	go d.engine.Watch(stopContext(stop))
+	d.stopW = func() { close(stop) }
+	d.log.Info("mounted", "source", cfg.Source, "mountpoint", cfg.Mountpoint, "passthrough", d.passthrough())
+	return d, nil
+}
+
+func mountOptions(cfg Config) *fs.Options {
+	// Entries and attributes are cached for a second: every change made
+	// through the mount invalidates them, and a change made directly in
+	// the source shows within that second. Negative lookups are not
+	// cached, so a file created in the source is visible at once.
+	second := time.Second
+	zero := time.Duration(0)
+	root := os.Geteuid() == 0
+	return &fs.Options{
+		EntryTimeout:    &second,
+		AttrTimeout:     &second,
+		NegativeTimeout: &zero,
+		NullPermissions: true,
+		MountOptions: fuse.MountOptions{
+			// As root, the mount serves every user, and the kernel checks
+			// each caller's permissions against the source's modes.
+			AllowOther:        root,
+			Options:           []string{"default_permissions"},
+			FsName:            cfg.Source,
+			Name:              "intentfs",
+			DirectMount:       root,
+			Debug:             cfg.Debug,
+			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+		},
+	}
+}
+
+func (d *Daemon) passthrough() bool {
+	return os.Geteuid() == 0 && d.server.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH != 0
+}
+
+func canonicalDir(p, what string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", fmt.Errorf("%s %s: %w", what, p, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", what, p, err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("%s %s is not a directory", what, p)
+	}
+	return abs, nil
+}
+
+func isBelow(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !filepath.IsAbs(rel) && len(rel) >= 2 && rel[:2] != ".."
+}
+
+// Wait blocks until the filesystem is unmounted, by Unmount, a signal
+// handler or an external umount.
+func (d *Daemon) Wait() { d.server.Wait() }
+
+// Close finishes after the filesystem is gone: flushes and closes the
+// ledger, stops the control socket, unregisters and releases the lock.
+// It is safe to call more than once.
+func (d *Daemon) Close() error {
+	d.closeOnce.Do(func() {
+		d.stopW()
+		d.ctl.Close()
+		d.cfg.Registry.Unregister(d.cfg.Mountpoint)
+		errs := []error{d.writer.Close(), d.root.Close()}
+		d.lock.Close()
+		d.closeErr = errors.Join(errs...)
+		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)
+		close(d.closed)
+	})
+	return d.closeErr
+}
+
+// Unmount unmounts the filesystem and returns once Close has flushed the
+// ledger. The caller of Wait must call Close.
+func (d *Daemon) Unmount() error {
+	if err := d.server.Unmount(); err != nil {
+		if errors.Is(err, syscall.EBUSY) {
+			return fmt.Errorf("%s is busy: a process still has a file open or its working directory in it", d.cfg.Mountpoint)
+		}
+		return fmt.Errorf("unmounting %s: %w", d.cfg.Mountpoint, err)
+	}
+	select {
+	case <-d.closed:
+		return d.closeErr
+	case <-time.After(30 * time.Second):
+		return errors.New("unmounted, but the ledger did not finish flushing within 30s")
+	}
+}
+
+// Mountpoint returns the canonical mountpoint.
+func (d *Daemon) Mountpoint() string { return d.cfg.Mountpoint }
+
+// Source returns the canonical source directory.
+func (d *Daemon) Source() string { return d.cfg.Source }
+
+// LedgerPath returns the ledger file.
+func (d *Daemon) LedgerPath() string { return filepath.Join(d.cfg.Source, ledger.FileName) }
+
+// FlushLedger returns once every record so far is on disk.
+func (d *Daemon) FlushLedger() error { return d.writer.Flush() }

@@ -1,0 +1,181 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+var (
+	_ fsnode.Governor = (*Daemon)(nil)
+	_ control.Backend = (*Daemon)(nil)
+)
+
+func stopContext(stop <-chan struct{}) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-stop; cancel() }()
+	return ctx
+}
+
+// Snapshot returns the policy in force.
+func (d *Daemon) Snapshot() *policy.Snapshot { return d.engine.Snapshot() }
+
+// ActiveIntent returns the selected intent id.
+func (d *Daemon) ActiveIntent() string {
+	if p := d.active.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Active is ActiveIntent for the control plane.
+func (d *Daemon) Active() string { return d.ActiveIntent() }
+
+// Process describes the caller of a request.
+func (d *Daemon) Process(c *fuse.Caller) *ledger.Process {
+	if c == nil {
+		return &ledger.Process{}
+	}
+	return d.procs.Lookup(c.Pid, c.Uid, c.Gid)
+}
+
+// Record appends a change to the ledger.
+func (d *Daemon) Record(c ledger.Change) {
+	if c.Time.IsZero() {
+		c.Time = time.Now()
+	}
+	d.counters.recorded.Add(1)
+	if c.Event != ledger.EventSelect {
+		d.counters.allowed.Add(1)
+	}
+	d.writer.Append(ledger.NewRecord(c, d.cfg.Version))
+}
+
+// Denied records a refused change: ledger, recent-denials ring and log.
+func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Process) {
+	d.counters.denied.Add(1)
+	path := dec.Path
+	if path == "" {
+		path = req.Path
+	}
+	now := time.Now()
+	d.denials.add(control.Denial{Time: now, Op: string(req.Op), Path: path, Path2: req.Path2, Intent: req.Intent,
+		Code: string(dec.Code), Reason: dec.Reason, Process: p})
+	comm := ""
+	if p != nil {
+		comm = p.Comm
+	}
+	d.log.Warn("denied", "op", req.Op, "path", path, "intent", req.Intent, "code", dec.Code, "pid", req.Caller.Pid, "comm", comm, "reason", dec.Reason)
+	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: path, Intent: req.Intent,
+		Validation: string(dec.Validation), Op: string(req.Op), Code: string(dec.Code), Reason: dec.Reason,
+		Process: p, Time: now}, d.cfg.Version))
+}
+
+// Select makes id the active intent, "" for none. An unknown id, or an
+// intent that is BLOCKED, COMPLETE or ARCHIVED, is refused.
+func (d *Daemon) Select(id string, by *ledger.Process) error {
+	snap := d.engine.Snapshot()
+	if id != "" {
+		in := snap.Intents.Get(id)
+		if in == nil {
+			return fmt.Errorf("unknown intent %q: defined intents are %s", id, intentIDs(snap))
+		}
+		switch in.Status {
+		case policy.StatusBlocked:
+			return fmt.Errorf("intent %s is BLOCKED: unblock it before selecting it", id)
+		case policy.StatusComplete:
+			return fmt.Errorf("intent %s is COMPLETE: its work is closed", id)
+		case policy.StatusArchived:
+			return fmt.Errorf("intent %s is ARCHIVED", id)
+		}
+	}
+	d.selMu.Lock()
+	prev := d.ActiveIntent()
+	d.active.Store(&id)
+	d.selMu.Unlock()
+	d.log.Info("intent selected", "intent", id, "previous", prev, "by_pid", by.Pid, "by", by.Comm)
+	d.Record(ledger.Change{Event: ledger.EventSelect, Intent: id, FromIntent: prev, Process: by})
+	return nil
+}
+
+func intentIDs(s *policy.Snapshot) string {
+	var ids []string
+	for _, in := range s.Intents.List {
+		ids = append(ids, in.ID)
+	}
+	if len(ids) == 0 {
+		return "none (the policy file lists no intents)"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// InvalidControlWrite records garbage written to a control file.
+func (d *Daemon) InvalidControlWrite(file string, data []byte, err error, by *ledger.Process) {
+	shown := strings.ToValidUTF8(string(data), "?")
+	if len(shown) > 64 {
+		shown = shown[:64] + "..."
+	}
+	reason := fmt.Sprintf("invalid write to .intentfs/%s (%q): %v", file, strings.TrimSpace(shown), err)
+	d.Denied(policy.Request{Op: "control_write", Path: fsnode.ControlDirName + "/" + file, Intent: d.ActiveIntent(),
+		Caller: policy.Caller{Pid: by.Pid, Uid: by.Uid, Gid: by.Gid}},
+		policy.Decision{Code: "INVALID_CONTROL_WRITE", Reason: reason, Validation: policy.ValidationFail}, by)
+}
+
+// Denials returns the recent denials, oldest first.
+func (d *Daemon) Denials() []control.Denial { return d.denials.list() }
+
+// Status describes the mount.
+func (d *Daemon) Status() control.Status {
+	st := control.Status{
+		Mountpoint: d.cfg.Mountpoint, Source: d.cfg.Source, Pid: os.Getpid(), Version: d.cfg.Version,
+		StartedAt: d.started, ActiveIntent: d.ActiveIntent(), FailOpen: d.cfg.FailOpen,
+		Passthrough: d.server != nil && d.passthrough(), LedgerPath: d.LedgerPath(), Ledger: d.writer.Stats(),
+		Policy: d.engine.State(), RecentDenials: d.denials.list(),
+	}
+	if in := d.engine.Snapshot().Intents.Get(st.ActiveIntent); in != nil {
+		st.IntentName, st.IntentStatus = in.Name, string(in.Status)
+	}
+	st.Counters = control.Counters{Allowed: d.counters.allowed.Load(), Denied: d.counters.denied.Load(),
+		Recorded: d.counters.recorded.Load()}
+	if d.root != nil {
+		st.Counters.BytesHashed = d.root.Hashes().BytesHashed()
+		st.Counters.HashCacheHits = d.root.Hashes().Hits()
+	}
+	if len(st.RecentDenials) > 10 {
+		st.RecentDenials = st.RecentDenials[len(st.RecentDenials)-10:]
+	}
+	return st
+}
+
+// denialRing keeps the most recent denials.
+type denialRing struct {
+	mu   sync.Mutex
+	size int
+	buf  []control.Denial
+}
+
+func (r *denialRing) add(dn control.Denial) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, dn)
+	if len(r.buf) > r.size {
+		r.buf = slices.Delete(r.buf, 0, len(r.buf)-r.size)
+	}
+}
+
+func (r *denialRing) list() []control.Denial {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.buf)
+}

@@ -1,0 +1,148 @@
+package fsnode
+
+import (
+	"context"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// File is an open file of the source. Reads and writes go straight to the
+// source file, through kernel passthrough where the kernel offers it. A
+// handle opened for writing on a governed path is tracked: its content
+// hash is taken at open and again when it is released, and a change
+// becomes a ledger record.
+type File struct {
+	*fs.LoopbackFile
+	fd    int
+	track *tracking
+}
+
+var (
+	_ = (fs.FileReleaser)((*File)(nil))
+	_ = (fs.FilePassthroughFder)((*File)(nil))
+)
+
+// tracking is the audit state of a handle opened for writing.
+type tracking struct {
+	node    *Node
+	openRel string // path at open, used if the node is gone by release
+	g       grant
+
+	mu sync.Mutex
+	// created is true until the creation has been recorded.
+	created bool
+	// base is the digest the next record compares against, and baseKey
+	// the stat it was taken at.
+	base    Digest
+	baseKey statKey
+}
+
+func newFile(fd int, t *tracking) *File {
+	f := &File{LoopbackFile: fs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), "")), fd: fd, track: t}
+	if t != nil {
+		var st syscall.Stat_t
+		if syscall.Fstat(fd, &st) == nil {
+			t.baseKey = keyOf(&st)
+		}
+		t.node.addOpen(f)
+	}
+	return f
+}
+
+// Release records what the handle changed, then closes it. RELEASE comes
+// after close(2) has returned to the caller, so hashing here costs the
+// caller nothing.
+func (f *File) Release(ctx context.Context) syscall.Errno {
+	if f.track != nil {
+		f.checkpoint()
+		f.track.node.removeOpen(f)
+	}
+	return f.LoopbackFile.Release(ctx)
+}
+
+// checkpoint records the content change since the last checkpoint, if
+// any. It runs at release, and before a rename, link or unlink of the
+// node, so the ledger shows a file's content before it shows it moved.
+func (f *File) checkpoint() {
+	t := f.track
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(f.fd, &st); err != nil {
+		return
+	}
+	k := keyOf(&st)
+	if !t.created && k == t.baseKey {
+		return // nothing written since the last record
+	}
+	d, err := f.digest()
+	reason := ""
+	if err != nil {
+		// Record the change without its hash rather than lose it.
+		t.node.root.log.Error("content hash failed", "path", t.openRel, "err", err)
+		reason = "content hash failed: " + err.Error()
+		d = Digest{}
+	}
+	t.baseKey = k
+	if !t.created && d.Hash == t.base.Hash {
+		return // rewritten with the same bytes
+	}
+	rel, ok := t.node.relPath()
+	if !ok {
+		rel = t.openRel
+	}
+	ev, pre := ledger.EventWrite, t.base.Hash
+	if t.created {
+		ev, pre = ledger.EventCreate, ""
+	}
+	t.node.root.record(t.g, ledger.Change{Event: ev, Path: rel, PreHash: pre, PostHash: d.Hash, Lines: d.Lines, Op: "release", Reason: reason, Time: time.Now()})
+	t.created = false
+	t.base = d
+}
+
+// digest hashes the handle's file through a read-only descriptor of its
+// own, so write-only handles can be hashed too.
+func (f *File) digest() (Digest, error) {
+	rfd, err := reopenReadOnly(f.fd)
+	if err != nil {
+		return Digest{}, err
+	}
+	defer syscall.Close(rfd)
+	return f.track.node.root.hashes.HashFd(rfd)
+}
+
+// addOpen and removeOpen keep the node's list of tracked handles, which
+// rename, link and unlink checkpoint first.
+func (n *Node) addOpen(f *File) {
+	n.openMu.Lock()
+	n.open = append(n.open, f)
+	n.openMu.Unlock()
+}
+
+func (n *Node) removeOpen(f *File) {
+	n.openMu.Lock()
+	defer n.openMu.Unlock()
+	for i, o := range n.open {
+		if o == f {
+			n.open = append(n.open[:i], n.open[i+1:]...)
+			return
+		}
+	}
+}
+
+// checkpointOpen records pending content changes of every tracked handle
+// open on n.
+func (n *Node) checkpointOpen() {
+	n.openMu.Lock()
+	open := append([]*File(nil), n.open...)
+	n.openMu.Unlock()
+	for _, f := range open {
+		f.checkpoint()
+	}
+}

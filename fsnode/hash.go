@@ -1,0 +1,141 @@
+package fsnode
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// Digest is the content identity of a file: its sha256 and, for text, its
+// line count.
+type Digest struct {
+	Hash  string // "sha256:<hex>"
+	Lines int    // 0 for binary or empty content
+}
+
+// EmptyDigest is the digest of zero bytes.
+var EmptyDigest = Digest{Hash: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}
+
+// statKey identifies a version of a file without reading it: same device,
+// inode, size, mtime and ctime means the same bytes, since any write
+// through any path moves ctime.
+type statKey struct {
+	dev, ino, size uint64
+	mtime, ctime   int64
+}
+
+func keyOf(st *syscall.Stat_t) statKey {
+	return statKey{uint64(st.Dev), st.Ino, uint64(st.Size), st.Mtim.Nano(), st.Ctim.Nano()}
+}
+
+// maxHashCacheEntries bounds the cache; when full it is cleared.
+const maxHashCacheEntries = 1 << 16
+
+// HashCache remembers digests by statKey so an unchanged file is never
+// read twice.
+type HashCache struct {
+	mu     sync.Mutex
+	m      map[statKey]Digest
+	hashed atomic.Uint64 // bytes read for hashing
+	hits   atomic.Uint64
+}
+
+// NewHashCache returns an empty cache.
+func NewHashCache() *HashCache { return &HashCache{m: map[statKey]Digest{}} }
+
+// HashFd returns the digest of the file open at fd (readable), using the
+// cache when the file's stat matches.
+func (c *HashCache) HashFd(fd int) (Digest, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return Digest{}, err
+	}
+	if st.Size == 0 {
+		return EmptyDigest, nil
+	}
+	k := keyOf(&st)
+	c.mu.Lock()
+	d, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		c.hits.Add(1)
+		return d, nil
+	}
+	// Read through a duplicate so closing the reader leaves fd open.
+	dup, err := syscall.Dup(fd)
+	if err != nil {
+		return Digest{}, err
+	}
+	f := os.NewFile(uintptr(dup), "")
+	d, n, err := digestReader(io.NewSectionReader(f, 0, st.Size))
+	f.Close()
+	c.hashed.Add(uint64(n))
+	if err != nil {
+		return Digest{}, err
+	}
+	// Only remember the digest if the file did not change while it was
+	// read.
+	var after syscall.Stat_t
+	if syscall.Fstat(fd, &after) == nil && keyOf(&after) == k {
+		c.put(k, d)
+	}
+	return d, nil
+}
+
+func (c *HashCache) put(k statKey, d Digest) {
+	c.mu.Lock()
+	if len(c.m) >= maxHashCacheEntries {
+		clear(c.m)
+	}
+	c.m[k] = d
+	c.mu.Unlock()
+}
+
+// BytesHashed is how many bytes were read to compute digests.
+func (c *HashCache) BytesHashed() uint64 { return c.hashed.Load() }
+
+// Hits is how many digests came from the cache.
+func (c *HashCache) Hits() uint64 { return c.hits.Load() }
+
+// digestReader hashes r and counts its lines; content with a NUL byte is
+// binary and gets no line count.
+func digestReader(r io.Reader) (Digest, int64, error) {
+	h := sha256.New()
+	buf := make([]byte, 256<<10)
+	var n int64
+	lines, binary := 0, false
+	var last byte
+	for {
+		m, err := r.Read(buf)
+		if m > 0 {
+			chunk := buf[:m]
+			h.Write(chunk)
+			n += int64(m)
+			if !binary {
+				if bytes.IndexByte(chunk, 0) >= 0 {
+					binary = true
+				}
+				lines += bytes.Count(chunk, []byte{'\n'})
+			}
+			last = chunk[m-1]
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Digest{}, n, err
+		}
+	}
+	if n > 0 && last != '\n' {
+		lines++
+	}
+	if binary {
+		lines = 0
+	}
+	return Digest{Hash: "sha256:" + hex.EncodeToString(h.Sum(nil)), Lines: lines}, n, nil
+}

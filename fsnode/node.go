@@ -1,0 +1,199 @@
+package fsnode
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// Node is a file, directory or symlink of the source directory, seen
+// through the mount.
+type Node struct {
+	fs.Inode
+	root *Root
+
+	openMu sync.Mutex
+	open   []*File // tracked handles open on this node
+}
+
+var (
+	_ = (fs.NodeLookuper)((*Node)(nil))
+	_ = (fs.NodeGetattrer)((*Node)(nil))
+	_ = (fs.NodeReadlinker)((*Node)(nil))
+	_ = (fs.NodeStatfser)((*Node)(nil))
+	_ = (fs.NodeOpendirHandler)((*Node)(nil))
+)
+
+// relPath returns the node's path relative to the source root ("" for the
+// root), or false when the node has been unlinked from the tree.
+func (n *Node) relPath() (string, bool) {
+	var segs []string
+	p := n.EmbeddedInode()
+	root := n.Root()
+	for p != root {
+		name, parent := p.Parent()
+		if parent == nil {
+			return "", false
+		}
+		segs = append(segs, name)
+		p = parent
+	}
+	slices.Reverse(segs)
+	return strings.Join(segs, "/"), true
+}
+
+// childPath returns the path of name inside directory n.
+func (n *Node) childPath(name string) (string, bool) {
+	dir, ok := n.relPath()
+	return joinRel(dir, name), ok
+}
+
+// withDir runs fn with an O_PATH handle on directory n.
+func (n *Node) withDir(fn func(dirfd int) error) syscall.Errno {
+	rel, ok := n.relPath()
+	if !ok {
+		return syscall.ENOENT
+	}
+	if rel == "" {
+		return fs.ToErrno(fn(n.root.rootFd))
+	}
+	dirfd, err := openDir(n.root.rootFd, rel)
+	if err != nil {
+		return fs.ToErrno(err)
+	}
+	defer syscall.Close(dirfd)
+	return fs.ToErrno(fn(dirfd))
+}
+
+// errnoAsError turns a zero errno into a nil error, so nested *at helpers can
+// pass results through an error-returning callback.
+func errnoAsError(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
+}
+
+// withParent runs fn with an O_PATH handle on n's parent directory and n's
+// name in it; for the root, the root handle and "".
+func (n *Node) withParent(fn func(dirfd int, name string) error) syscall.Errno {
+	rel, ok := n.relPath()
+	if !ok {
+		return syscall.ENOENT
+	}
+	if rel == "" {
+		return fs.ToErrno(fn(n.root.rootFd, ""))
+	}
+	dir, name := splitRel(rel)
+	if dir == "" {
+		return fs.ToErrno(fn(n.root.rootFd, name))
+	}
+	dirfd, err := openDir(n.root.rootFd, dir)
+	if err != nil {
+		return fs.ToErrno(err)
+	}
+	defer syscall.Close(dirfd)
+	return fs.ToErrno(fn(dirfd, name))
+}
+
+// newChild makes the inode for a source entry that was found or created.
+func (n *Node) newChild(ctx context.Context, st *syscall.Stat_t, out *fuse.EntryOut) *fs.Inode {
+	out.Attr.FromStat(st)
+	return n.NewInode(ctx, &Node{root: n.root}, n.root.idFromStat(st))
+}
+
+// isControlName reports whether name in n is the control directory.
+func (n *Node) isControlName(name string) bool {
+	return name == ControlDirName && n.IsRoot() && n.root.control != nil
+}
+
+// Lookup finds name in the source directory, without following symlinks.
+func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.isControlName(name) {
+		ctl := n.root.controlInode.Load()
+		if ctl == nil {
+			return nil, syscall.ENOENT
+		}
+		if ga, ok := ctl.Operations().(fs.NodeGetattrer); ok {
+			var a fuse.AttrOut
+			ga.Getattr(ctx, nil, &a)
+			out.Attr = a.Attr
+		}
+		return ctl, 0
+	}
+	var st syscall.Stat_t
+	errno := n.withDir(func(dirfd int) error { return fstatat(dirfd, name, &st) })
+	if errno != 0 {
+		return nil, errno
+	}
+	return n.newChild(ctx, &st, out), 0
+}
+
+// Getattr reports the source entry's attributes.
+func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if fga, ok := f.(fs.FileGetattrer); ok && f != nil {
+		return fga.Getattr(ctx, out)
+	}
+	var st syscall.Stat_t
+	errno := n.withParent(func(dirfd int, name string) error { return fstatat(dirfd, name, &st) })
+	if errno != 0 {
+		return errno
+	}
+	out.FromStat(&st)
+	return 0
+}
+
+// Readlink returns a symlink's target. The daemon never follows it; the
+// kernel resolves it in the caller's context.
+func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	var target []byte
+	errno := n.withParent(func(dirfd int, name string) error {
+		for size := 256; ; size *= 2 {
+			buf := make([]byte, size)
+			m, err := unix.Readlinkat(dirfd, name, buf)
+			if err != nil {
+				return err
+			}
+			if m < size {
+				target = buf[:m]
+				return nil
+			}
+		}
+	})
+	return target, errno
+}
+
+// Statfs reports the source filesystem's figures.
+func (n *Node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	var s syscall.Statfs_t
+	if err := syscall.Fstatfs(n.root.rootFd, &s); err != nil {
+		return fs.ToErrno(err)
+	}
+	out.FromStatfsT(&s)
+	return 0
+}
+
+// OpendirHandle lists the source directory. The control directory is not
+// listed, so find, tar and git status never see it.
+func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	rel, ok := n.relPath()
+	if !ok {
+		return nil, 0, syscall.ENOENT
+	}
+	fd, err := openBeneath(n.root.rootFd, rel, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, 0, fs.ToErrno(err)
+	}
+	ds, errno := fs.NewLoopbackDirStreamFd(fd)
+	if errno != 0 {
+		syscall.Close(fd)
+		return nil, 0, errno
+	}
+	return ds, 0, 0
+}

@@ -1,0 +1,248 @@
+package fsnode
+
+import (
+	"context"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+var (
+	_ = (fs.NodeMkdirer)((*Node)(nil))
+	_ = (fs.NodeMknoder)((*Node)(nil))
+	_ = (fs.NodeSymlinker)((*Node)(nil))
+	_ = (fs.NodeLinker)((*Node)(nil))
+	_ = (fs.NodeUnlinker)((*Node)(nil))
+	_ = (fs.NodeRmdirer)((*Node)(nil))
+	_ = (fs.NodeRenamer)((*Node)(nil))
+)
+
+// makeEntry is the shared shape of mkdir, mknod and symlink: decide,
+// create with mk in the directory, give it to the caller, stat it, record.
+func (n *Node) makeEntry(ctx context.Context, op policy.Op, ev ledger.Event, name string, isDir bool,
+	mk func(dirfd int) error, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.isControlName(name) {
+		return nil, syscall.EEXIST
+	}
+	rel, ok := n.childPath(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	g, errno := n.root.authorize(ctx, policy.Request{Op: op, Path: rel, IsDir: isDir})
+	if errno != 0 {
+		return nil, errno
+	}
+	var st syscall.Stat_t
+	errno = n.withDir(func(dirfd int) error {
+		if err := mk(dirfd); err != nil {
+			return err
+		}
+		n.root.giveToCaller(ctx, dirfd, -1, name)
+		return fstatat(dirfd, name, &st)
+	})
+	if errno != 0 {
+		return nil, errno
+	}
+	n.root.recordNew(g, ev, rel)
+	return n.newChild(ctx, &st, out), 0
+}
+
+// Mkdir creates a directory.
+func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return n.makeEntry(ctx, policy.OpMkdir, ledger.EventMkdir, name, true,
+		func(dirfd int) error { return unix.Mkdirat(dirfd, name, mode) }, out)
+}
+
+// Mknod creates a device node, FIFO or socket. The kernel has already
+// checked that the caller may (CAP_MKNOD for devices).
+func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return n.makeEntry(ctx, policy.OpMknod, ledger.EventMknod, name, false,
+		func(dirfd int) error { return unix.Mknodat(dirfd, name, mode, int(rdev)) }, out)
+}
+
+// Symlink creates a symlink. Its target is stored, never resolved by the
+// daemon.
+func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return n.makeEntry(ctx, policy.OpSymlink, ledger.EventSymlink, name, false,
+		func(dirfd int) error { return unix.Symlinkat(target, dirfd, name) }, out)
+}
+
+// Link creates a hard link. The existing file must be in scope as well as
+// the new name, or a link would let a write reach it.
+func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	src, ok := target.(*Node)
+	if !ok || src.root != n.root || n.isControlName(name) {
+		return nil, syscall.EXDEV
+	}
+	srcRel, ok := src.relPath()
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	rel, ok := n.childPath(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpLink, Path: rel, Path2: srcRel})
+	if errno != 0 {
+		return nil, errno
+	}
+	src.checkpointOpen()
+	var st syscall.Stat_t
+	errno = src.withParent(func(srcDir int, srcName string) error {
+		return errnoAsError(n.withDir(func(dirfd int) error {
+			if err := unix.Linkat(srcDir, srcName, dirfd, name, 0); err != nil {
+				return err
+			}
+			return fstatat(dirfd, name, &st)
+		}))
+	})
+	if errno != 0 {
+		return nil, errno
+	}
+	n.root.record(g, ledger.Change{Event: ledger.EventLink, Path: rel, FromPath: srcRel, Op: "link"})
+	return n.newChild(ctx, &st, out), 0
+}
+
+// Unlink removes a file; its last content hash is recorded as pre_hash.
+func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
+	if n.isControlName(name) {
+		return syscall.EACCES
+	}
+	rel, ok := n.childPath(name)
+	if !ok {
+		return syscall.ENOENT
+	}
+	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpUnlink, Path: rel})
+	if errno != 0 {
+		return errno
+	}
+	n.checkpointChild(name)
+	var pre Digest
+	errno = n.withDir(func(dirfd int) error {
+		if g.traced() {
+			pre = n.root.digestRegularAt(dirfd, name)
+		}
+		return unix.Unlinkat(dirfd, name, 0)
+	})
+	if errno != 0 {
+		return errno
+	}
+	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, Op: "unlink"})
+	return 0
+}
+
+// digestRegularAt hashes name in dirfd if it is a regular file; other
+// types have no content hash.
+func (r *Root) digestRegularAt(dirfd int, name string) Digest {
+	fd, err := unix.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return Digest{}
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return Digest{}
+	}
+	d, err := r.hashes.HashFd(fd)
+	if err != nil {
+		r.log.Error("content hash failed", "name", name, "err", err)
+	}
+	return d
+}
+
+// Rmdir removes an empty directory.
+func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if n.isControlName(name) {
+		return syscall.EACCES
+	}
+	rel, ok := n.childPath(name)
+	if !ok {
+		return syscall.ENOENT
+	}
+	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpRmdir, Path: rel, IsDir: true})
+	if errno != 0 {
+		return errno
+	}
+	if errno := n.withDir(func(dirfd int) error { return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR) }); errno != 0 {
+		return errno
+	}
+	n.root.record(g, ledger.Change{Event: ledger.EventRmdir, Path: rel, Op: "rmdir"})
+	return 0
+}
+
+// Rename moves an entry. Both ends must be in scope; RENAME_NOREPLACE and
+// RENAME_EXCHANGE are passed to renameat2.
+func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	dst, ok := newParent.(*Node)
+	if !ok || dst.root != n.root {
+		return syscall.EXDEV
+	}
+	if n.isControlName(name) || dst.isControlName(newName) {
+		return syscall.EACCES
+	}
+	rel, ok1 := n.childPath(name)
+	newRel, ok2 := dst.childPath(newName)
+	if !ok1 || !ok2 {
+		return syscall.ENOENT
+	}
+	var srcSt, dstSt syscall.Stat_t
+	dstExists := false
+	errno := n.withDir(func(dirfd int) error { return fstatat(dirfd, name, &srcSt) })
+	if errno != 0 {
+		return errno
+	}
+	errno = dst.withDir(func(dirfd int) error {
+		err := fstatat(dirfd, newName, &dstSt)
+		dstExists = err == nil
+		if err == syscall.ENOENT {
+			return nil
+		}
+		return err
+	})
+	if errno != 0 {
+		return errno
+	}
+	isDir := srcSt.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	isDir2 := dstExists && dstSt.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpRename, Path: rel, Path2: newRel,
+		IsDir: isDir, IsDir2: isDir2, RenameFlags: flags})
+	if errno != 0 {
+		return errno
+	}
+	n.checkpointChild(name)
+	var pre, post Digest
+	errno = n.withDir(func(srcDir int) error {
+		return errnoAsError(dst.withDir(func(dstDir int) error {
+			if g.traced() {
+				// What is replaced is destroyed: keep its hash as pre_hash.
+				if dstExists && flags&policy.RenameExchange == 0 {
+					pre = n.root.digestRegularAt(dstDir, newName)
+				}
+				post = n.root.digestRegularAt(srcDir, name)
+			}
+			return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags))
+		}))
+	})
+	if errno != 0 {
+		return errno
+	}
+	n.root.record(g, ledger.Change{Event: ledger.EventRename, Path: newRel, FromPath: rel, PreHash: pre.Hash,
+		PostHash: post.Hash, Lines: post.Lines, Op: "rename", Time: time.Now()})
+	return 0
+}
+
+// checkpointChild records pending writes of handles open on child name, if
+// the kernel knows it.
+func (n *Node) checkpointChild(name string) {
+	if ch := n.GetChild(name); ch != nil {
+		if c, ok := ch.Operations().(*Node); ok {
+			c.checkpointOpen()
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package fsnode
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+var (
+	_ = (fs.NodeOpener)((*Node)(nil))
+	_ = (fs.NodeCreater)((*Node)(nil))
+)
+
+// opensForWrite reports whether open flags can change the file: write
+// access, or O_TRUNC even with O_RDONLY.
+func opensForWrite(flags uint32) bool {
+	return flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
+}
+
+// cleanOpenFlags drops flags the kernel has already acted on: O_APPEND
+// offsets are kept by the kernel, and FMODE_EXEC is not an open flag.
+func cleanOpenFlags(flags uint32) int {
+	return int(flags &^ (syscall.O_APPEND | fuse.FMODE_EXEC | syscall.O_CREAT | syscall.O_EXCL))
+}
+
+// Open opens an existing file. Reads are never decided; an open that can
+// write is, and its handle is tracked.
+func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	rel, ok := n.relPath()
+	if !ok {
+		return nil, 0, syscall.ENOENT
+	}
+	if !opensForWrite(flags) {
+		fd, err := openBeneath(n.root.rootFd, rel, cleanOpenFlags(flags), 0)
+		if err != nil {
+			return nil, 0, fs.ToErrno(err)
+		}
+		return newFile(fd, nil), 0, 0
+	}
+	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpOpenWrite, Path: rel})
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	var pre Digest
+	if g.traced() {
+		// The pre-image hash must be taken before O_TRUNC destroys it.
+		if pre, errno = n.root.digestAt(rel); errno != 0 {
+			return nil, 0, errno
+		}
+	}
+	fd, err := openBeneath(n.root.rootFd, rel, cleanOpenFlags(flags), 0)
+	if err != nil {
+		return nil, 0, fs.ToErrno(err)
+	}
+	if !g.traced() {
+		return newFile(fd, nil), 0, 0
+	}
+	return newFile(fd, &tracking{node: n, openRel: rel, g: g, base: pre}), 0, 0
+}
+
+// digestAt hashes the file at rel through a read-only descriptor.
+func (r *Root) digestAt(rel string) (Digest, syscall.Errno) {
+	fd, err := openBeneath(r.rootFd, rel, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return Digest{}, fs.ToErrno(err)
+	}
+	defer syscall.Close(fd)
+	d, err := r.hashes.HashFd(fd)
+	return d, fs.ToErrno(err)
+}
+
+// Create creates and opens a file. If it already exists (O_CREAT without
+// O_EXCL), it is an open for writing of the existing file.
+func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if n.isControlName(name) {
+		return nil, nil, 0, syscall.EEXIST
+	}
+	rel, ok := n.childPath(name)
+	if !ok {
+		return nil, nil, 0, syscall.ENOENT
+	}
+	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpCreate, Path: rel})
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	var (
+		fd      = -1
+		st      syscall.Stat_t
+		created bool
+		pre     Digest
+	)
+	errno = n.withDir(func(dirfd int) error {
+		var err error
+		fd, err = unix.Openat(dirfd, name, cleanOpenFlags(flags)|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+		switch {
+		case err == nil:
+			created = true
+			n.root.giveToCaller(ctx, dirfd, fd, "")
+		case err != syscall.EEXIST || flags&syscall.O_EXCL != 0:
+			return err
+		default:
+			if g.traced() {
+				rfd, err := unix.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+				if err != nil {
+					return err
+				}
+				pre, err = n.root.hashes.HashFd(rfd)
+				syscall.Close(rfd)
+				if err != nil {
+					return err
+				}
+			}
+			if fd, err = unix.Openat(dirfd, name, cleanOpenFlags(flags)|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err != nil {
+				return err
+			}
+		}
+		return syscall.Fstat(fd, &st)
+	})
+	if errno != 0 {
+		if fd >= 0 {
+			syscall.Close(fd)
+		}
+		return nil, nil, 0, errno
+	}
+	child := n.newChild(ctx, &st, out)
+	var t *tracking
+	if g.traced() {
+		t = &tracking{node: child.Operations().(*Node), openRel: rel, g: g, created: created, base: pre}
+	}
+	return child, newFile(fd, t), 0, 0
+}
+
+// giveToCaller makes a new entry belong to the calling user when the
+// daemon runs as root, as if the caller had created it on the source. In a
+// set-group-ID directory the group stays the directory's, as the kernel
+// decided. fd is the new entry's descriptor, or -1 with name in dirfd.
+func (r *Root) giveToCaller(ctx context.Context, dirfd, fd int, name string) {
+	if !r.chownNew {
+		return
+	}
+	caller, ok := fuse.FromContext(ctx)
+	if !ok {
+		return
+	}
+	uid, gid := int(caller.Uid), int(caller.Gid)
+	var dst syscall.Stat_t
+	if syscall.Fstat(dirfd, &dst) == nil && dst.Mode&syscall.S_ISGID != 0 {
+		gid = -1
+	}
+	var err error
+	if fd >= 0 {
+		err = syscall.Fchown(fd, uid, gid)
+	} else {
+		err = unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err != nil {
+		r.log.Warn("could not give new entry to caller", "uid", uid, "err", err)
+	}
+}
+
+// recordNew records the creation of a non-file entry.
+func (r *Root) recordNew(g grant, ev ledger.Event, rel string) {
+	r.record(g, ledger.Change{Event: ev, Path: rel, Op: string(ev)})
+}

@@ -1,0 +1,192 @@
+package fsnode
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+var (
+	_ = (fs.NodeSetattrer)((*Node)(nil))
+	_ = (fs.NodeAllocater)((*Node)(nil))
+	_ = (fs.NodeCopyFileRanger)((*Node)(nil))
+)
+
+// setattrOp names the most significant change a SETATTR carries, with its
+// ledger event: truncate, then chmod, chown, utimes.
+func setattrOp(in *fuse.SetAttrIn) (policy.Op, ledger.Event, bool) {
+	_, size := in.GetSize()
+	_, mode := in.GetMode()
+	_, uid := in.GetUID()
+	_, gid := in.GetGID()
+	_, atime := in.GetATime()
+	_, mtime := in.GetMTime()
+	switch {
+	case size:
+		return policy.OpTruncate, ledger.EventTruncate, true
+	case mode:
+		return policy.OpChmod, ledger.EventChmod, true
+	case uid || gid:
+		return policy.OpChown, ledger.EventChown, true
+	case atime || mtime || in.Valid&(fuse.FATTR_ATIME_NOW|fuse.FATTR_MTIME_NOW) != 0:
+		return policy.OpUtimes, ledger.EventUtimes, true
+	}
+	return "", "", false
+}
+
+// Setattr changes size, mode, owner or times. Each is a change to decide.
+func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	op, ev, changes := setattrOp(in)
+	if !changes {
+		return n.Getattr(ctx, f, out)
+	}
+	rel, ok := n.relPath()
+	if !ok {
+		return syscall.ENOENT
+	}
+	g, errno := n.root.authorize(ctx, policy.Request{Op: op, Path: rel, IsDir: n.IsDir()})
+	if errno != 0 {
+		return errno
+	}
+	c := ledger.Change{Event: ev, Path: rel, Op: "setattr"}
+	if _, size := in.GetSize(); size && g.traced() {
+		pre, errno := n.root.digestAt(rel)
+		if errno != 0 {
+			return errno
+		}
+		c.PreHash = pre.Hash
+	}
+	if lf, ok := f.(*File); ok && lf != nil {
+		errno = lf.LoopbackFile.Setattr(ctx, in, out)
+	} else {
+		errno = n.withParent(func(dirfd int, name string) error { return setattrAt(dirfd, name, in) })
+		if errno == 0 {
+			errno = n.Getattr(ctx, nil, out)
+		}
+	}
+	if errno != 0 {
+		return errno
+	}
+	if m, ok := in.GetMode(); ok {
+		c.Mode = fmt.Sprintf("%04o", m&07777)
+	}
+	if _, size := in.GetSize(); size && g.traced() {
+		post, errno := n.root.digestAt(rel)
+		if errno == 0 {
+			c.PostHash, c.Lines = post.Hash, post.Lines
+		}
+	}
+	c.Time = time.Now()
+	n.root.record(g, c)
+	return 0
+}
+
+// setattrAt applies a SETATTR to name in dirfd without following a final
+// symlink: chmod of a symlink is refused (EOPNOTSUPP), truncate opens the
+// file with O_NOFOLLOW.
+func setattrAt(dirfd int, name string, in *fuse.SetAttrIn) error {
+	if name == "" {
+		name = "." // the root: dirfd is its own handle
+	}
+	if m, ok := in.GetMode(); ok {
+		if err := unix.Fchmodat(dirfd, name, m, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	}
+	uid, uok := in.GetUID()
+	gid, gok := in.GetGID()
+	if uok || gok {
+		su, sg := -1, -1
+		if uok {
+			su = int(uid)
+		}
+		if gok {
+			sg = int(gid)
+		}
+		if err := unix.Fchownat(dirfd, name, su, sg, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	}
+	// Truncate before the times, so an explicit mtime is not clobbered.
+	if sz, ok := in.GetSize(); ok {
+		fd, err := unix.Openat(dirfd, name, syscall.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		err = syscall.Ftruncate(fd, int64(sz))
+		syscall.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	mtime, mok := in.GetMTime()
+	atime, aok := in.GetATime()
+	if mok || aok || in.Valid&(fuse.FATTR_ATIME_NOW|fuse.FATTR_MTIME_NOW) != 0 {
+		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+		if aok {
+			ts[0] = unix.NsecToTimespec(atime.UnixNano())
+		} else if in.Valid&fuse.FATTR_ATIME_NOW != 0 {
+			ts[0] = unix.Timespec{Nsec: unix.UTIME_NOW}
+		}
+		if mok {
+			ts[1] = unix.NsecToTimespec(mtime.UnixNano())
+		} else if in.Valid&fuse.FATTR_MTIME_NOW != 0 {
+			ts[1] = unix.Timespec{Nsec: unix.UTIME_NOW}
+		}
+		if err := unix.UtimesNanoAt(dirfd, name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Allocate (fallocate) can change a file's size and content.
+func (n *Node) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size uint64, mode uint32) syscall.Errno {
+	rel, ok := n.relPath()
+	if !ok {
+		return syscall.ENOENT
+	}
+	if _, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpFallocate, Path: rel}); errno != 0 {
+		return errno
+	}
+	fa, ok := f.(fs.FileAllocater)
+	if !ok {
+		return syscall.EBADF
+	}
+	// The handle was opened for writing and is tracked: its release
+	// records the content change.
+	return fa.Allocate(ctx, off, size, mode)
+}
+
+// CopyFileRange copies between two open files of the mount. Writing into
+// the destination is decided; its handle records the content change.
+func (n *Node) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint64, out *fs.Inode, fhOut fs.FileHandle,
+	offOut uint64, length uint64, flags uint64) (uint32, syscall.Errno) {
+	dst, ok := out.Operations().(*Node)
+	if !ok {
+		return 0, syscall.EXDEV
+	}
+	rel, ok := dst.relPath()
+	if !ok {
+		return 0, syscall.ENOENT
+	}
+	if _, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpCopyFileRange, Path: rel}); errno != 0 {
+		return 0, errno
+	}
+	in, ok1 := fhIn.(*File)
+	o, ok2 := fhOut.(*File)
+	if !ok1 || !ok2 {
+		return 0, syscall.EBADF
+	}
+	oi, oo := int64(offIn), int64(offOut)
+	count, err := unix.CopyFileRange(in.fd, &oi, o.fd, &oo, int(length), int(flags))
+	return uint32(count), fs.ToErrno(err)
+}

@@ -1,0 +1,112 @@
+// Package fsnode implements the governed passthrough filesystem: go-fuse
+// nodes and file handles that mirror a source directory, ask the policy
+// before every change, and report every change made.
+package fsnode
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// ControlDirName is the virtual directory at the mount root through which
+// an agent talks to intentfs. It is not listed by readdir.
+const ControlDirName = ".intentfs"
+
+// Governor is what the filesystem consults before a change and informs
+// after it. The daemon implements it.
+type Governor interface {
+	// Snapshot returns the policy in force.
+	Snapshot() *policy.Snapshot
+	// ActiveIntent returns the selected intent id, "" when none is.
+	ActiveIntent() string
+	// Process describes the process behind a request.
+	Process(c *fuse.Caller) *ledger.Process
+	// Denied records a refused change.
+	Denied(req policy.Request, d policy.Decision, p *ledger.Process)
+	// Record records a change that was made.
+	Record(c ledger.Change)
+}
+
+// Options configure a Root.
+type Options struct {
+	// Source is the directory the mount mirrors.
+	Source string
+	// Governor decides and records.
+	Governor Governor
+	// Log receives problems that cannot be returned to the caller.
+	Log *slog.Logger
+	// ControlDir, if set, is served at ControlDirName in the mount root.
+	ControlDir fs.InodeEmbedder
+}
+
+// Root holds the state shared by every node of one mount.
+type Root struct {
+	source  string
+	rootFd  int // O_PATH handle on the source directory
+	dev     uint64
+	gov     Governor
+	log     *slog.Logger
+	hashes  *HashCache
+	control fs.InodeEmbedder
+	// chownNew is set when the daemon runs as root: created files are
+	// then given to the calling user, as if the caller had made them.
+	chownNew bool
+
+	controlInode atomic.Pointer[fs.Inode]
+}
+
+// NewRoot opens the source directory and returns the root node of the
+// filesystem. Close releases the source handle after unmount.
+func NewRoot(o Options) (*Node, error) {
+	if err := CheckOpenat2(o.Source); err != nil {
+		return nil, err
+	}
+	fd, err := syscall.Open(o.Source, unix.O_PATH|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening source %s: %w", o.Source, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("stat source %s: %w", o.Source, err)
+	}
+	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: NewHashCache(),
+		control: o.ControlDir, chownNew: os.Geteuid() == 0}
+	return &Node{root: r}, nil
+}
+
+// Hashes returns the mount's hash cache, for status counters.
+func (n *Node) Hashes() *HashCache { return n.root.hashes }
+
+// Close releases the source directory handle.
+func (n *Node) Close() error { return syscall.Close(n.root.rootFd) }
+
+var _ = (fs.NodeOnAdder)((*Node)(nil))
+
+// OnAdd creates the control directory once the root is in the tree.
+func (n *Node) OnAdd(ctx context.Context) {
+	if n.root.control == nil || !n.IsRoot() {
+		return
+	}
+	ino := n.NewPersistentInode(ctx, n.root.control, fs.StableAttr{Mode: syscall.S_IFDIR})
+	n.root.controlInode.Store(ino)
+}
+
+// idFromStat mirrors go-fuse's loopback: inode numbers of the source,
+// mixed with the device when a tree crosses filesystems.
+func (r *Root) idFromStat(st *syscall.Stat_t) fs.StableAttr {
+	swapped := (uint64(st.Dev) << 32) | (uint64(st.Dev) >> 32)
+	swappedRoot := (r.dev << 32) | (r.dev >> 32)
+	return fs.StableAttr{Mode: uint32(st.Mode), Ino: (swapped ^ swappedRoot) ^ st.Ino}
+}

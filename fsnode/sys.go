@@ -1,0 +1,86 @@
+package fsnode
+
+import (
+	"fmt"
+	"path"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// resolveBeneath confines every path the daemon resolves to the source
+// directory and refuses symlinks on the way, so neither a symlink planted
+// in the source nor a rename racing with a lookup can lead the daemon (which
+// is often root) outside it. Final components that may be symlinks are
+// handled with *at calls and AT_SYMLINK_NOFOLLOW on their parent directory.
+const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// openBeneath opens rel (relative to the source root fd, "" for the root)
+// without following any symlink.
+func openBeneath(rootFd int, rel string, flags int, mode uint32) (int, error) {
+	if rel == "" {
+		rel = "."
+	}
+	how := unix.OpenHow{Flags: uint64(flags | syscall.O_CLOEXEC | syscall.O_NOFOLLOW), Resolve: resolveBeneath}
+	if flags&(syscall.O_CREAT|unix.O_TMPFILE) != 0 {
+		how.Mode = uint64(mode)
+	}
+	for {
+		fd, err := unix.Openat2(rootFd, rel, &how)
+		if err == syscall.EINTR || err == syscall.EAGAIN {
+			// EAGAIN: a concurrent rename raced the lookup; retry.
+			continue
+		}
+		return fd, err
+	}
+}
+
+// openDir opens directory rel as an O_PATH handle for *at calls.
+func openDir(rootFd int, rel string) (int, error) {
+	return openBeneath(rootFd, rel, unix.O_PATH|syscall.O_DIRECTORY, 0)
+}
+
+// splitRel splits a workspace-relative path into its directory and name.
+func splitRel(rel string) (dir, name string) {
+	dir, name = path.Split(rel)
+	return path.Clean("/" + dir)[1:], name
+}
+
+func joinRel(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// fstatat stats name in dirfd without following a final symlink.
+func fstatat(dirfd int, name string, st *syscall.Stat_t) error {
+	if name == "" {
+		return syscall.Fstat(dirfd, st)
+	}
+	// syscall.Stat_t and unix.Stat_t are both generated from the kernel's
+	// struct stat and have the same layout on Linux.
+	return unix.Fstatat(dirfd, name, (*unix.Stat_t)(unsafe.Pointer(st)), unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// reopenReadOnly opens a second, read-only descriptor for the file behind
+// fd, so a handle opened write-only can still be hashed.
+func reopenReadOnly(fd int) (int, error) {
+	return syscall.Open(fmt.Sprintf("/proc/self/fd/%d", fd), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+}
+
+// CheckOpenat2 fails when the kernel lacks openat2(2) (Linux 5.6+), on
+// which the daemon's symlink safety rests.
+func CheckOpenat2(dir string) error {
+	fd, err := syscall.Open(dir, syscall.O_DIRECTORY|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	fd2, err := openBeneath(fd, "", unix.O_PATH, 0)
+	if err != nil {
+		return fmt.Errorf("openat2 with RESOLVE_BENEATH is unavailable (Linux 5.6 or newer is required): %w", err)
+	}
+	return syscall.Close(fd2)
+}

@@ -1,0 +1,34 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestScaffoldWritesValidPolicyAndRefusesOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	written, err := Scaffold(dir)
+	if err != nil || len(written) != 2 {
+		t.Fatalf("Scaffold = %v, %v", written, err)
+	}
+	in, warns, err := LoadIntents(filepath.Join(dir, IntentsFile))
+	if err != nil || len(warns) != 0 {
+		t.Fatalf("example policy: %v %v", err, warns)
+	}
+	if got := in.Get("INT-001"); got == nil || got.Status != StatusPending {
+		t.Fatalf("example intent = %+v", got)
+	}
+	if _, _, err := LoadIgnore(dir); err != nil {
+		t.Fatalf("example ignore: %v", err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, IntentsFile))
+	if _, err := Scaffold(dir); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("second Scaffold err = %v", err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, IntentsFile))
+	if string(before) != string(after) {
+		t.Fatal("second Scaffold changed the policy")
+	}
+}

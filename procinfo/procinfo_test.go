@@ -1,0 +1,59 @@
+package procinfo
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		in    string
+		comm  string
+		start uint64
+		ok    bool
+	}{
+		{"1234 (sed) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 99887 20 21", "sed", 99887, true},
+		{"1234 (a) b) (c) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 42 20", "a) b) (c", 42, true},
+		{"garbage", "", 0, false},
+		{"1 (x) S 1 2", "", 0, false},
+	}
+	for _, tt := range tests {
+		comm, start, ok := parseStat([]byte(tt.in))
+		if comm != tt.comm || start != tt.start || ok != tt.ok {
+			t.Errorf("parseStat(%q) = %q %d %v", tt.in, comm, start, ok)
+		}
+	}
+}
+
+func TestLookupSelfAndReusedPid(t *testing.T) {
+	c := NewCache()
+	p := c.Lookup(uint32(os.Getpid()), 1, 2)
+	exe, _ := os.Executable()
+	if p.Comm == "" || len(p.Cmdline) == 0 || p.Exe != exe || p.Uid != 1 || p.Gid != 2 {
+		t.Fatalf("self = %+v (exe %s)", p, exe)
+	}
+
+	// A fake /proc whose pid 7 is first "old" and then, with a new start
+	// time, "new": the cache must not return the old description.
+	root := t.TempDir()
+	c = &Cache{procRoot: root, entries: map[key]*ledger.Process{}}
+	write := func(comm, start string) {
+		os.MkdirAll(filepath.Join(root, "7"), 0o755)
+		os.WriteFile(filepath.Join(root, "7", "stat"), []byte("7 ("+comm+") S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 "+start+" 20"), 0o644)
+		os.WriteFile(filepath.Join(root, "7", "cmdline"), []byte(comm+"\x00arg\x00"), 0o644)
+	}
+	write("old", "100")
+	if got := c.Lookup(7, 0, 0); got.Comm != "old" || len(got.Cmdline) != 2 {
+		t.Fatalf("first = %+v", got)
+	}
+	write("new", "200")
+	if got := c.Lookup(7, 0, 0); got.Comm != "new" {
+		t.Fatalf("reused pid attributed to %q", got.Comm)
+	}
+	if got := c.Lookup(99999999, 5, 6); got.Comm != "" || got.Uid != 5 {
+		t.Fatalf("gone process = %+v", got)
+	}
+}
