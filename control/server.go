@@ -49,9 +49,13 @@ func Listen(path string, uid, gid int, b Backend, log *slog.Logger) (*Server, er
 	return s, nil
 }
 
-// Close stops serving and removes the socket.
+// Close stops accepting, removes the socket, and waits for requests in
+// flight to be answered.
 func (s *Server) Close() error {
 	err := s.ln.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
 	s.wg.Wait()
 	return err
 }
@@ -66,7 +70,11 @@ func (s *Server) serve() {
 			}
 			return
 		}
-		go s.handle(c)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(c)
+		}()
 	}
 }
 
@@ -78,7 +86,9 @@ func peerUID(c *net.UnixConn) (int, *ledger.Process, error) {
 	}
 	var cred *syscall.Ucred
 	var cerr error
-	raw.Control(func(fd uintptr) { cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED) })
+	raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	})
 	if cerr != nil {
 		return -1, nil, cerr
 	}

@@ -217,13 +217,15 @@ func (d *Daemon) Wait() { d.server.Wait() }
 func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.stopW()
-		d.ctl.Close()
 		d.cfg.Registry.Unregister(d.cfg.Mountpoint)
 		errs := []error{d.writer.Close(), d.root.Close()}
 		d.lock.Close()
 		d.closeErr = errors.Join(errs...)
 		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)
 		close(d.closed)
+		// Last, so an `intentfs unmount` waiting on d.closed gets its
+		// answer before the process exits.
+		d.ctl.Close()
 	})
 	return d.closeErr
 }

@@ -28,8 +28,11 @@ const (
 	classGitExempt              // the rest of .git/**
 )
 
-func classify(rel string) pathClass {
+func classify(op Op, rel string) pathClass {
 	switch {
+	case rel == ".git" && op == OpMkdir:
+		// An empty .git is harmless; what goes in it is decided path by path.
+		return classGitExempt
 	case rel == OrchestrationDir || strings.HasPrefix(rel, OrchestrationDir+"/"):
 		return classPolicy
 	case rel == ".git" || rel == ".git/config" || rel == ".git/hooks" || strings.HasPrefix(rel, ".git/hooks/"):

@@ -167,7 +167,7 @@ func (s *Snapshot) Decide(r Request) Decision {
 	// Built-in protections come first: nothing, not even fail-open,
 	// lifts them, except an explicit .git/ grant for git paths.
 	for _, t := range targets {
-		switch classify(t.path) {
+		switch classify(r.Op, t.path) {
 		case classPolicy:
 			return deny(CodeProtected, t.path, fmt.Sprintf("%s is read-only through the mount: %s/ holds the policy and the ledger", t.path, OrchestrationDir))
 		case classGitSensitive:
@@ -179,7 +179,7 @@ func (s *Snapshot) Decide(r Request) Decision {
 
 	exempt := true
 	for _, t := range targets {
-		if classify(t.path) != classGitExempt && !s.Ignore.Match(t.path, t.isDir) {
+		if classify(r.Op, t.path) != classGitExempt && !s.Ignore.Match(t.path, t.isDir) {
 			exempt = false
 		}
 	}
@@ -198,7 +198,7 @@ func (s *Snapshot) Decide(r Request) Decision {
 		return deny(CodeNotInProgress, targets[0].path, statusReason(in))
 	}
 	for _, t := range targets {
-		if classify(t.path) == classGitExempt || classify(t.path) == classGitSensitive || s.Ignore.Match(t.path, t.isDir) {
+		if classify(r.Op, t.path) == classGitExempt || classify(r.Op, t.path) == classGitSensitive || s.Ignore.Match(t.path, t.isDir) {
 			continue
 		}
 		switch {

@@ -92,6 +92,8 @@ func TestDecide(t *testing.T) {
 		{"git hook protected under **", Request{Op: OpCreate, Path: ".git/hooks/pre-commit", Intent: "INT-007"}, CodeProtected},
 		{"git config protected", Request{Op: OpRename, Path: ".git/config.lock", Path2: ".git/config", Intent: "INT-007"}, CodeProtected},
 		{"git dir rename protected", Request{Op: OpRename, Path: ".git", Path2: "g", IsDir: true, Intent: "INT-007"}, CodeProtected},
+		{"mkdir .git is exempt", Request{Op: OpMkdir, Path: ".git", IsDir: true}, CodeExempt},
+		{"rmdir .git protected", Request{Op: OpRmdir, Path: ".git", IsDir: true, Intent: "INT-007"}, CodeProtected},
 		{"git hook explicit grant", Request{Op: OpCreate, Path: ".git/hooks/pre-commit", Intent: "INT-006"}, CodeAllowed},
 		{"git objects exempt without intent", Request{Op: OpCreate, Path: ".git/objects/ab/cd"}, CodeExempt},
 		{"git index exempt", Request{Op: OpRename, Path: ".git/index.lock", Path2: ".git/index"}, CodeExempt},

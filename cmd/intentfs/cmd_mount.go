@@ -158,8 +158,8 @@ func startBackground(a *app, source, mountpoint string) error {
 	line = strings.TrimSpace(line)
 	switch {
 	case strings.HasPrefix(line, "ready"):
-		_ = cmd.Process.Release()
 		fmt.Fprintf(a.stdout, "mounted %s at %s (pid %d)\nlog: %s\n", source, absMnt, cmd.Process.Pid, logPath)
+		_ = cmd.Process.Release()
 		return nil
 	case strings.HasPrefix(line, "error: "):
 		_ = cmd.Wait()

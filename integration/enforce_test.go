@@ -1,0 +1,284 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+var seedTree = map[string]string{
+	"README.md":                    "# project\n",
+	"main.go":                      "package main\n",
+	"lib/util.go":                  "package lib\n",
+	"lib/deep/x.go":                "package deep\n",
+	"src/existing.go":              "package src\n\nfunc A() {}\n",
+	"docs/api.md":                  "api\n",
+	"docs/other.md":                "other\n",
+	".git/HEAD":                    "ref: refs/heads/main\n",
+	".git/config":                  "[core]\n",
+	".git/hooks/pre-commit.sample": "#!/bin/sh\n",
+}
+
+// TestDeniedChangesLeaveSourceUnchanged drives ordinary tools at paths
+// outside INT-001's scope; each must fail with EACCES, be recorded as a
+// denial, and leave the source as it was.
+func TestDeniedChangesLeaveSourceUnchanged(t *testing.T) {
+	e := mount(t, scopePolicy, "INT-001", seedTree)
+	tests := []struct {
+		name   string
+		script string
+		path   string // the path the denial names
+		op     string
+	}{
+		{"redirect create", "echo x > new.txt", "new.txt", "create"},
+		{"redirect overwrite", "echo x > README.md", "README.md", "open_write"},
+		{"append", "echo x >> main.go", "main.go", "open_write"},
+		{"cp into", "cp src/existing.go lib/copy.go", "lib/copy.go", "create"},
+		{"mv out of scope", "mv src/existing.go moved.go", "moved.go", "rename"},
+		{"mv into scope", "mv main.go src/main.go", "main.go", "rename"},
+		{"sed -i", "sed -i s/package/pkg/ lib/util.go", "lib/sed*", "create"},
+		{"tar -x", "tar -cf /tmp/intentfs-it.tar -C " + "/etc hostname && tar -xf /tmp/intentfs-it.tar -C lib", "lib/hostname", "create"},
+		{"hard link launders", "ln main.go src/alias.go", "main.go", "link"},
+		{"symlink", "ln -s /etc/passwd lib/pw", "lib/pw", "symlink"},
+		{"chmod", "chmod 600 main.go", "main.go", "chmod"},
+		{"touch existing", "touch main.go", "main.go", "utimes"},
+		{"truncate", "truncate -s 0 README.md", "README.md", "open_write"},
+		{"rm", "rm main.go", "main.go", "unlink"},
+		{"rm -r", "rm -r lib", "lib/deep/x.go", "unlink"},
+		{"mkdir", "mkdir other", "other", "mkdir"},
+		{"scope sibling file", "echo x > docs/other.md", "docs/other.md", "open_write"},
+		{"policy is read-only", "echo x >> .orchestration/active_intents.yaml", ".orchestration/active_intents.yaml", "open_write"},
+		{"ledger is read-only", "rm .orchestration/agent_trace.jsonl", ".orchestration/agent_trace.jsonl", "unlink"},
+		{"git hook", "echo evil > .git/hooks/pre-commit", ".git/hooks/pre-commit", "create"},
+		{"git config", "echo '[core] fsmonitor=evil' >> .git/config", ".git/config", "open_write"},
+		{"rename .git away", "mv .git g", ".git", "rename"},
+	}
+	before := snapshotTree(t, e.src)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.t = t
+			e.mustDeny(tt.script)
+			r := e.waitRecord("denial of "+tt.path, func(r *ledger.Record) bool {
+				g := r.Gov()
+				ok, _ := filepath.Match(tt.path, r.Path())
+				return g.Event == ledger.EventDenied && ok && g.Op == tt.op
+			})
+			g := r.Gov()
+			if g.Reason == "" || g.Code == "" || g.ScopeValidation != "FAIL" || g.Process == nil || g.Process.Pid == 0 {
+				t.Errorf("denial record incomplete: %+v", g)
+			}
+		})
+	}
+	e.t = t
+	if after := snapshotTree(t, e.src); !equalTrees(before, after) {
+		t.Fatalf("source changed by denied operations:\nbefore %v\nafter  %v", before, after)
+	}
+	st := e.d.Status()
+	if st.Counters.Denied < uint64(len(tests)) || len(st.RecentDenials) == 0 {
+		t.Errorf("status counters %+v, %d recent denials", st.Counters, len(st.RecentDenials))
+	}
+	out := e.mustSh("cat .intentfs/denials")
+	if !hasLine(out, "main.go intent=INT-001 code=OUT_OF_SCOPE") {
+		t.Errorf(".intentfs/denials lacks the main.go denial:\n%s", out)
+	}
+}
+
+// snapshotTree maps every source path below root (but the ledger, which
+// denials append to) to its content or kind.
+func snapshotTree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case strings.HasPrefix(rel, ".orchestration/agent_trace") || rel == ".orchestration/.intentfs.lock":
+		case info.Mode().IsRegular():
+			b, _ := os.ReadFile(p)
+			out[rel] = info.Mode().String() + " " + string(b)
+		default:
+			out[rel] = info.Mode().String()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func equalTrees(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDeniedWithoutUsableIntent(t *testing.T) {
+	tests := []struct {
+		intent string
+		code   string
+		reason string
+	}{
+		{"", "NO_ACTIVE_INTENT", "no intent is active"},
+		{"INT-003", "INTENT_NOT_IN_PROGRESS", "PENDING"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			e := mount(t, scopePolicy, tt.intent, seedTree)
+			e.mustDeny("echo x > src/new.go")
+			r := e.waitRecord("denial", event(ledger.EventDenied, "src/new.go"))
+			if r.Gov().Code != tt.code || !strings.Contains(r.Gov().Reason, tt.reason) {
+				t.Fatalf("denial = %s %q", r.Gov().Code, r.Gov().Reason)
+			}
+			if _, ok := e.srcContent("src/new.go"); ok {
+				t.Fatal("file created despite denial")
+			}
+		})
+	}
+}
+
+// TestAllowedChangesAreRecorded drives tools inside the scope and checks
+// each ledger record against the real content of the source.
+func TestAllowedChangesAreRecorded(t *testing.T) {
+	e := mount(t, scopePolicy, "INT-001", seedTree)
+	oldExisting := e.sha("src/existing.go")
+
+	t.Run("create with redirect", func(t *testing.T) {
+		e.t = t
+		e.mustSh("printf 'one\\ntwo\\nthree\\n' > src/new.go")
+		r := e.waitRecord("create", event(ledger.EventCreate, "src/new.go"))
+		g := r.Gov()
+		if ledger.Str(g.PostHash) != e.sha("src/new.go") || g.PreHash != nil || ledger.Str(g.IntentID) != "INT-001" || g.MutationClass != ledger.ClassCreation {
+			t.Fatalf("create record %+v", g)
+		}
+		rg := r.Files[0].Conversations[0].Ranges
+		if len(rg) != 1 || rg[0].StartLine != 1 || rg[0].EndLine != 3 || rg[0].ContentHash != e.sha("src/new.go") {
+			t.Fatalf("ranges = %+v", rg)
+		}
+		if g.Process == nil || g.Process.Comm != "sh" || g.Process.Exe == "" {
+			t.Fatalf("process = %+v", g.Process)
+		}
+	})
+	t.Run("append keeps pre and post", func(t *testing.T) {
+		e.t = t
+		pre := e.sha("src/existing.go")
+		e.mustSh("echo '// more' >> src/existing.go")
+		r := e.waitRecord("write", event(ledger.EventWrite, "src/existing.go"))
+		g := r.Gov()
+		if ledger.Str(g.PreHash) != pre || ledger.Str(g.PostHash) != e.sha("src/existing.go") || g.MutationClass != ledger.ClassEvolution {
+			t.Fatalf("write record %+v (pre want %s)", g, pre)
+		}
+		if pre != oldExisting {
+			t.Fatal("precondition")
+		}
+	})
+	t.Run("sed -i is create plus rename over", func(t *testing.T) {
+		e.t = t
+		pre := e.sha("src/existing.go")
+		e.mustSh("sed -i s/func/fn/ src/existing.go")
+		r := e.waitRecord("rename", event(ledger.EventRename, "src/existing.go"))
+		g := r.Gov()
+		if ledger.Str(g.PreHash) != pre || ledger.Str(g.PostHash) != e.sha("src/existing.go") || !strings.HasPrefix(g.FromPath, "src/sed") {
+			t.Fatalf("rename record %+v", g)
+		}
+		e.waitRecord("create of sed temp", event(ledger.EventCreate, g.FromPath))
+	})
+	t.Run("cp and mv", func(t *testing.T) {
+		e.t = t
+		e.mustSh("cp src/new.go src/copy.go && mv src/copy.go src/moved.go")
+		e.waitRecord("cp create", event(ledger.EventCreate, "src/copy.go"))
+		r := e.waitRecord("mv", event(ledger.EventRename, "src/moved.go"))
+		if r.Gov().FromPath != "src/copy.go" || ledger.Str(r.Gov().PostHash) != e.sha("src/moved.go") {
+			t.Fatalf("mv record %+v", r.Gov())
+		}
+	})
+	t.Run("mkdir for a scope prefix and a file in it", func(t *testing.T) {
+		e.t = t
+		e.mustSh("mkdir -p src/pkg/sub && echo x > docs/api.md")
+		e.waitRecord("mkdir", event(ledger.EventMkdir, "src/pkg/sub"))
+		r := e.waitRecord("docs write", event(ledger.EventWrite, "docs/api.md"))
+		if ledger.Str(r.Gov().PostHash) != e.sha("docs/api.md") {
+			t.Fatal("docs/api.md post hash")
+		}
+	})
+	t.Run("tar -x", func(t *testing.T) {
+		e.t = t
+		tmp := t.TempDir()
+		writeFile(t, filepath.Join(tmp, "t/a.txt"), "a\n")
+		writeFile(t, filepath.Join(tmp, "t/b/c.txt"), "c\n")
+		out, err := runCmd("tar", "-cf", filepath.Join(tmp, "x.tar"), "-C", tmp, "t")
+		if err != nil {
+			t.Fatal(out)
+		}
+		e.mustSh("tar -xf " + filepath.Join(tmp, "x.tar") + " -C src")
+		for _, p := range []string{"src/t/a.txt", "src/t/b/c.txt"} {
+			r := e.waitRecord("tar create "+p, event(ledger.EventCreate, p))
+			if ledger.Str(r.Gov().PostHash) != e.sha(p) {
+				t.Fatalf("%s post hash", p)
+			}
+		}
+	})
+	t.Run("ln, ln -s, chmod, touch, truncate", func(t *testing.T) {
+		e.t = t
+		e.mustSh("chmod 640 src/new.go && touch src/new.go && truncate -s 4 src/moved.go && ln src/moved.go src/hard.go && ln -s new.go src/soft.go")
+		if r := e.waitRecord("link", event(ledger.EventLink, "src/hard.go")); r.Gov().FromPath != "src/moved.go" {
+			t.Fatalf("link from %q", r.Gov().FromPath)
+		}
+		e.waitRecord("symlink", event(ledger.EventSymlink, "src/soft.go"))
+		if r := e.waitRecord("chmod", event(ledger.EventChmod, "src/new.go")); r.Gov().Mode != "0640" {
+			t.Fatalf("chmod mode %q", r.Gov().Mode)
+		}
+		e.waitRecord("utimes", event(ledger.EventUtimes, "src/new.go"))
+		r := e.waitRecord("truncate", func(r *ledger.Record) bool {
+			return r.Path() == "src/moved.go" && (r.Gov().Event == ledger.EventTruncate || r.Gov().Event == ledger.EventWrite)
+		})
+		if ledger.Str(r.Gov().PostHash) != e.sha("src/moved.go") {
+			t.Fatalf("truncate post hash %+v", r.Gov())
+		}
+		if st, _ := os.Stat(filepath.Join(e.src, "src/new.go")); st.Mode().Perm() != 0o640 {
+			t.Fatalf("source mode %v", st.Mode())
+		}
+	})
+	t.Run("rm -r keeps pre hashes", func(t *testing.T) {
+		e.t = t
+		pre := e.sha("src/t/b/c.txt")
+		e.mustSh("rm -r src/t")
+		r := e.waitRecord("delete", event(ledger.EventDelete, "src/t/b/c.txt"))
+		if ledger.Str(r.Gov().PreHash) != pre || r.Gov().PostHash != nil {
+			t.Fatalf("delete record %+v", r.Gov())
+		}
+		e.waitRecord("rmdir", event(ledger.EventRmdir, "src/t"))
+		if _, ok := e.srcContent("src/t/a.txt"); ok {
+			t.Fatal("file still in source")
+		}
+	})
+	t.Run("unchanged rewrite makes no record", func(t *testing.T) {
+		e.t = t
+		n := len(e.records())
+		e.mustSh("cat src/new.go > /dev/null; exec 3>>src/new.go; exec 3>&-")
+		// A marker change, recorded after the no-op handle was released.
+		e.mustSh("echo y > src/marker.go")
+		e.waitRecord("marker", event(ledger.EventCreate, "src/marker.go"))
+		for _, r := range e.records()[n:] {
+			if r.Path() == "src/new.go" {
+				t.Fatalf("no-op open produced %+v", r.Gov())
+			}
+		}
+	})
+}
+
+func runCmd(name string, args ...string) (string, error) {
+	out, err := execCommand(name, args...).CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,230 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/daemon"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/ledger/ledgertest"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// requireFUSE skips (or, with INTENTFS_REQUIRE_FUSE=1, fails) a test that
+// cannot mount here. The tests need root: they mount with allow_other and
+// switch users with setpriv.
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	why := ""
+	if f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0); err != nil {
+		why = "/dev/fuse is not usable: " + err.Error()
+	} else {
+		f.Close()
+		if os.Geteuid() != 0 {
+			why = "integration tests must run as root"
+		}
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("INTENTFS_REQUIRE_FUSE") == "1" {
+		t.Fatalf("FUSE is required (INTENTFS_REQUIRE_FUSE=1) but %s", why)
+	}
+	t.Skipf("skipping: %s (set INTENTFS_REQUIRE_FUSE=1 to make this a failure)", why)
+}
+
+// env is one mounted workspace.
+type env struct {
+	t        *testing.T
+	src, mnt string
+	d        *daemon.Daemon
+}
+
+const scopePolicy = `active_intents:
+  - id: INT-001
+    name: api work
+    status: IN_PROGRESS
+    owned_scope: ["src/**", "docs/api.md"]
+  - id: INT-002
+    name: everything
+    status: IN_PROGRESS
+    owned_scope: ["**"]
+  - id: INT-003
+    name: not started
+    status: PENDING
+    owned_scope: ["**"]
+  - id: INT-004
+    name: done work
+    status: COMPLETE
+    owned_scope: ["**"]
+`
+
+// mount starts a daemon on a fresh source holding policyYAML and the files
+// in seed, with intent selected (if not ""). It unmounts in t.Cleanup,
+// forcibly if the daemon cannot, so a failing test leaves no mount behind.
+func mount(t *testing.T, policyYAML, intent string, seed map[string]string) *env {
+	t.Helper()
+	requireFUSE(t)
+	src, mnt := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(src, policy.IntentsFile), policyYAML)
+	for p, c := range seed {
+		writeFile(t, filepath.Join(src, p), c)
+	}
+	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: control.Registry{Dir: t.TempDir()}})
+	if err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { d.Wait(); d.Close(); close(done) }()
+	t.Cleanup(func() {
+		if err := d.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+			_ = syscall.Unmount(d.Mountpoint(), syscall.MNT_DETACH)
+		}
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("daemon did not finish after unmount")
+		}
+	})
+	return &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sh runs script with sh -c in the mount.
+func (e *env) sh(script string) (string, error) {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = e.mnt
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// shAs runs script as uid:gid (with no supplementary groups).
+func (e *env) shAs(uid, gid int, script string) (string, error) {
+	cmd := exec.Command("setpriv", "--reuid="+itoa(uid), "--regid="+itoa(gid), "--clear-groups", "sh", "-c", script)
+	cmd.Dir = e.mnt
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// mustSh fails the test if script fails.
+func (e *env) mustSh(script string) string {
+	e.t.Helper()
+	out, err := e.sh(script)
+	if err != nil {
+		e.t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return out
+}
+
+// mustDeny fails the test unless script fails with "Permission denied".
+func (e *env) mustDeny(script string) {
+	e.t.Helper()
+	out, err := e.sh(script)
+	if err == nil || !strings.Contains(out, "Permission denied") {
+		e.t.Fatalf("%s: want Permission denied, got err=%v\n%s", script, err, out)
+	}
+}
+
+// records flushes the ledger, validates every line against the Agent
+// Trace schema, and returns the records.
+func (e *env) records() []*ledger.Record {
+	e.t.Helper()
+	if err := e.d.FlushLedger(); err != nil {
+		e.t.Fatal(err)
+	}
+	ledgertest.ValidateFile(e.t, e.d.LedgerPath())
+	var out []*ledger.Record
+	if err := ledger.Scan(e.d.LedgerPath(), func(_ int, r *ledger.Record) error {
+		out = append(out, r)
+		return nil
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// waitRecord polls the ledger until a record matches, for changes recorded
+// at RELEASE, which the kernel sends after close(2) has returned.
+func (e *env) waitRecord(what string, match func(*ledger.Record) bool) *ledger.Record {
+	e.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, r := range e.records() {
+			if match(r) {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no ledger record %s within 5s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// event matches records of an event on a path.
+func event(ev ledger.Event, path string) func(*ledger.Record) bool {
+	return func(r *ledger.Record) bool { return r.Gov().Event == ev && r.Path() == path }
+}
+
+// sha returns the ledger form of the sha256 of the source file at rel.
+func (e *env) sha(rel string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.src, rel))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return shaOf(b)
+}
+
+func shaOf(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// srcContent returns a source file's content, "" with ok=false if absent.
+func (e *env) srcContent(rel string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(e.src, rel))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(b), true
+}
+
+func hasLine(text, sub string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func execCommand(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
