@@ -82,9 +82,9 @@ func Start(cfg Config) (d *Daemon, err error) {
 	if cfg.Mountpoint == cfg.Source || isBelow(cfg.Mountpoint, cfg.Source) {
 		return nil, fmt.Errorf("the mountpoint %s must not be inside the source %s", cfg.Mountpoint, cfg.Source)
 	}
-	// The kernel has already applied the caller's umask to the modes it
-	// sends; the daemon's own umask must not mask them again.
-	syscall.Umask(0)
+	if err := checkUmask(); err != nil {
+		return nil, err
+	}
 
 	d = &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{})}
 	d.denials.size = 100
@@ -176,6 +176,9 @@ func mountOptions(cfg Config) *fs.Options {
 			DirectMount:       root,
 			Debug:             cfg.Debug,
 			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+			// fcntl and flock locks reach the source, so tools that lock
+			// (sqlite, package managers) work as on the disk.
+			EnableLocks: true,
 		},
 	}
 }
@@ -258,3 +261,22 @@ func (d *Daemon) LedgerPath() string { return filepath.Join(d.cfg.Source, ledger
 
 // FlushLedger returns once every record so far is on disk.
 func (d *Daemon) FlushLedger() error { return d.writer.Flush() }
+
+// checkUmask insists on a zero process umask. The kernel has already
+// applied the caller's umask to the modes it sends; a daemon umask would
+// mask them a second time (0664 from a umask-002 caller would become
+// 0644). The umask is process-wide, so the program, not this package,
+// sets it: see SetProcessUmask.
+func checkUmask() error {
+	old := syscall.Umask(0)
+	syscall.Umask(old)
+	if old != 0 {
+		return fmt.Errorf("the process umask is %04o; a daemon process must run with umask 0 (call daemon.SetProcessUmask first)", old)
+	}
+	return nil
+}
+
+// SetProcessUmask sets the umask of the whole process to 0, as a daemon
+// process needs. Call it once, at the start of a program that serves a
+// mount.
+func SetProcessUmask() { syscall.Umask(0) }

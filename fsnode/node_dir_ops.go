@@ -140,7 +140,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 // digestRegularAt hashes name in dirfd if it is a regular file; other
 // types have no content hash.
 func (r *Root) digestRegularAt(dirfd int, name string) Digest {
-	fd, err := unix.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	fd, err := openatForHash(dirfd, name)
 	if err != nil {
 		return Digest{}
 	}

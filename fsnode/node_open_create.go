@@ -66,7 +66,10 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 
 // digestAt hashes the file at rel through a read-only descriptor.
 func (r *Root) digestAt(rel string) (Digest, syscall.Errno) {
-	fd, err := openBeneath(r.rootFd, rel, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	fd, err := openBeneath(r.rootFd, rel, hashOpenFlags, 0)
+	if err == syscall.EPERM {
+		fd, err = openBeneath(r.rootFd, rel, hashOpenFlags&^syscall.O_NOATIME, 0)
+	}
 	if err != nil {
 		return Digest{}, fs.ToErrno(err)
 	}
@@ -106,7 +109,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 			return err
 		default:
 			if g.traced() {
-				rfd, err := unix.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+				rfd, err := openatForHash(dirfd, name)
 				if err != nil {
 					return err
 				}

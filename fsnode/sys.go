@@ -64,10 +64,29 @@ func fstatat(dirfd int, name string, st *syscall.Stat_t) error {
 	return unix.Fstatat(dirfd, name, (*unix.Stat_t)(unsafe.Pointer(st)), unix.AT_SYMLINK_NOFOLLOW)
 }
 
+// hashOpenFlags open a file for hashing: reading it must not change its
+// atime (O_NOATIME needs ownership or CAP_FOWNER; callers retry without).
+const hashOpenFlags = syscall.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOATIME
+
+// openatForHash opens name in dirfd for hashing, never following a
+// symlink.
+func openatForHash(dirfd int, name string) (int, error) {
+	fd, err := unix.Openat(dirfd, name, hashOpenFlags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err == syscall.EPERM {
+		fd, err = unix.Openat(dirfd, name, (hashOpenFlags&^syscall.O_NOATIME)|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	}
+	return fd, err
+}
+
 // reopenReadOnly opens a second, read-only descriptor for the file behind
 // fd, so a handle opened write-only can still be hashed.
 func reopenReadOnly(fd int) (int, error) {
-	return syscall.Open(fmt.Sprintf("/proc/self/fd/%d", fd), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	p := fmt.Sprintf("/proc/self/fd/%d", fd)
+	rfd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NOATIME|syscall.O_CLOEXEC, 0)
+	if err == syscall.EPERM {
+		rfd, err = syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	}
+	return rfd, err
 }
 
 // CheckOpenat2 fails when the kernel lacks openat2(2) (Linux 5.6+), on

@@ -76,13 +76,28 @@ const scopePolicy = `active_intents:
 // forcibly if the daemon cannot, so a failing test leaves no mount behind.
 func mount(t *testing.T, policyYAML, intent string, seed map[string]string) *env {
 	t.Helper()
+	return mountPrepared(t, policyYAML, intent, seed, nil)
+}
+
+// mountPrepared is mount with a chance to change the source (modes,
+// owners) before the mount caches its attributes.
+func mountPrepared(t *testing.T, policyYAML, intent string, seed map[string]string, prepare func(src string)) *env {
+	t.Helper()
 	requireFUSE(t)
 	src, mnt := t.TempDir(), t.TempDir()
+	// The test process runs with umask 0 (see TestMain), so TempDir makes
+	// 0777 directories; give the source the mode a user's checkout has.
+	if err := os.Chmod(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	writeFile(t, filepath.Join(src, policy.IntentsFile), policyYAML)
 	for p, c := range seed {
 		writeFile(t, filepath.Join(src, p), c)
 	}
-	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test",
+	if prepare != nil {
+		prepare(src)
+	}
+	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test", Debug: os.Getenv("INTENTFS_TEST_DEBUG") == "1",
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: control.Registry{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
@@ -107,6 +122,12 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// MkdirAll ran under umask 0; keep directories at 0755.
+	for d := filepath.Dir(path); strings.HasPrefix(d, os.TempDir()+"/") && len(d) > len(os.TempDir())+1; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm() == 0o777 {
+			os.Chmod(d, 0o755)
+		}
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -228,3 +249,5 @@ func hasLine(text, sub string) bool {
 }
 
 func execCommand(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

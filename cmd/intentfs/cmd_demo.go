@@ -77,6 +77,7 @@ func runDemo(a *app, args []string) (err error) {
 	w := a.stdout
 	fmt.Fprintf(w, "intentfs demo in %s\n\n1. The policy (%s):\n\n%s\n\n", tmp, policy.IntentsFile, indent(demoPolicy))
 
+	daemon.SetProcessUmask() // after the demo's own files are written
 	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Version: version,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: control.Registry{Dir: filepath.Join(tmp, "run")},
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid()})

@@ -74,6 +74,7 @@ func runMount(a *app, args []string) error {
 		Version: version, Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Registry: control.DefaultRegistry(),
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid()}
 	ready := readyPipe()
+	daemon.SetProcessUmask()
 	d, err := daemon.Start(cfg)
 	if err != nil {
 		if ready != nil {

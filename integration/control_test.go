@@ -1,0 +1,125 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/ledger"
+)
+
+func TestControlDirIsHiddenButOpenable(t *testing.T) {
+	e := mount(t, scopePolicy, "", seedTree)
+	for _, script := range []string{"ls -a", "find . -maxdepth 1", "tar -cf - . | tar -tf -"} {
+		if out := e.mustSh(script); hasEntry(out, ".intentfs") {
+			t.Errorf("%s lists .intentfs:\n%s", script, out)
+		}
+	}
+	if out := e.mustSh("ls .intentfs"); !strings.Contains(out, "active") || !strings.Contains(out, "status") || !strings.Contains(out, "denials") {
+		t.Fatalf("ls .intentfs = %q", out)
+	}
+	if out := e.mustSh("cat .intentfs/active"); out != "none\n" {
+		t.Fatalf("active = %q", out)
+	}
+	// Nothing can be created in, or renamed over, the control directory.
+	for _, script := range []string{"echo x > .intentfs/new", "mkdir .intentfs", "rm -r .intentfs", "mv README.md .intentfs"} {
+		if out, err := e.sh(script); err == nil {
+			t.Errorf("%s succeeded: %s", script, out)
+		}
+	}
+}
+
+func TestSelectThroughControlFile(t *testing.T) {
+	e := mount(t, scopePolicy, "", seedTree)
+	e.mustDeny("echo x > src/a.go")
+	e.mustSh("echo INT-001 > .intentfs/active")
+	if out := e.mustSh("cat .intentfs/active"); out != "INT-001\n" {
+		t.Fatalf("active = %q", out)
+	}
+	e.mustSh("echo x > src/a.go")
+	r := e.waitRecord("select", func(r *ledger.Record) bool { return r.Gov().Event == ledger.EventSelect })
+	if ledger.Str(r.Gov().IntentID) != "INT-001" || r.Gov().Process == nil || r.Gov().Process.Comm != "sh" {
+		t.Fatalf("select record %+v", r.Gov())
+	}
+	var st control.Status
+	if err := json.Unmarshal([]byte(e.mustSh("cat .intentfs/status")), &st); err != nil {
+		t.Fatalf("status is not JSON: %v", err)
+	}
+	if st.ActiveIntent != "INT-001" || st.IntentStatus != "IN_PROGRESS" || st.LedgerPath != e.d.LedgerPath() || st.Counters.Denied != 1 {
+		t.Fatalf("status = %+v", st)
+	}
+	e.mustSh("echo none > .intentfs/active")
+	e.mustDeny("echo y > src/a.go")
+}
+
+func TestGarbageInControlFileIsEINVAL(t *testing.T) {
+	e := mount(t, scopePolicy, "INT-001", seedTree)
+	tests := []struct {
+		name string
+		data []byte
+		why  string
+	}{
+		{"unknown id", []byte("INT-999\n"), "unknown intent"},
+		{"bad syntax", []byte("rm -rf /\n"), "unknown intent"},
+		{"binary", []byte{0xff, 0x00, 0x01}, "unknown intent"},
+		{"complete intent", []byte("INT-004"), "COMPLETE"},
+		{"huge", []byte(strings.Repeat("A", 5000)), "larger than 4 KiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := os.OpenFile(filepath.Join(e.mnt, ".intentfs/active"), os.O_WRONLY|os.O_TRUNC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.Write(tt.data)
+			f.Close()
+			if !errorIs(err, syscall.EINVAL) {
+				t.Fatalf("write err = %v, want EINVAL", err)
+			}
+			e.t = t
+			e.waitRecord("control denial", func(r *ledger.Record) bool {
+				return r.Gov().Code == "INVALID_CONTROL_WRITE" && strings.Contains(r.Gov().Reason, tt.why)
+			})
+		})
+	}
+	e.t = t
+	if out := e.mustSh("cat .intentfs/active"); out != "INT-001\n" {
+		t.Fatalf("garbage changed the selection: %q", out)
+	}
+	for _, f := range []string{"status", "denials"} {
+		if err := os.WriteFile(filepath.Join(e.mnt, ".intentfs", f), []byte("x"), 0); err == nil {
+			t.Errorf("write to %s succeeded", f)
+		}
+	}
+	// dash's builtin echo reports every write error as "I/O error";
+	// coreutils echo prints the errno the kernel returned.
+	out, _ := exec.Command("sh", "-c", "/bin/echo INT-999 > "+filepath.Join(e.mnt, ".intentfs/active")).CombinedOutput()
+	if !strings.Contains(string(out), "Invalid argument") {
+		t.Errorf("shell sees %q, want Invalid argument", out)
+	}
+}
+
+func errorIs(err error, target syscall.Errno) bool {
+	var pe *os.PathError
+	if errorsAs(err, &pe) {
+		return pe.Err == target
+	}
+	return err == target
+}
+
+// hasEntry reports whether a listing names entry itself (as "entry",
+// "./entry" or "./entry/").
+func hasEntry(listing, entry string) bool {
+	for _, l := range strings.Split(listing, "\n") {
+		l = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(l), "./"), "/")
+		if l == entry {
+			return true
+		}
+	}
+	return false
+}

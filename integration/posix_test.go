@@ -1,0 +1,32 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/hanwen/go-fuse/v2/posixtest"
+)
+
+// TestPosix runs go-fuse's POSIX conformance suite, each case on a fresh
+// mount whose intent covers everything: governance must not break
+// filesystem semantics.
+func TestPosix(t *testing.T) {
+	names := make([]string, 0, len(posixtest.All))
+	for name := range posixtest.All {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			e := mount(t, scopePolicy, "INT-002", nil)
+			// A directory of its own: the mount root holds .orchestration/.
+			dir := filepath.Join(e.mnt, "work")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			posixtest.All[name](t, dir)
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/policy"
+)
+
+func TestPolicyEditTakesEffectWithinASecond(t *testing.T) {
+	e := mount(t, scopePolicy, "INT-001", seedTree)
+	e.mustDeny("echo x > docs/new.md")
+	edited := strings.Replace(scopePolicy, `["src/**", "docs/api.md"]`, `["src/**", "docs/**"]`, 1)
+	writeFile(t, filepath.Join(e.src, policy.IntentsFile), edited)
+	edit := time.Now()
+	for {
+		if _, err := e.sh("echo x > docs/new.md"); err == nil {
+			break
+		}
+		if time.Since(edit) > time.Second {
+			t.Fatalf("the edit did not take effect within 1s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// An invalid edit is rejected and reported; the last valid policy
+	// stays in force (docs/** still allowed, nothing else opened up).
+	writeFile(t, filepath.Join(e.src, policy.IntentsFile), "active_intents:\n  - id: INT-001\n    status: [\n")
+	deadline := time.Now().Add(2 * time.Second)
+	for e.d.Status().Policy.ReloadError == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("invalid edit not reported in status")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if msg := e.d.Status().Policy.ReloadError; !strings.Contains(msg, "active_intents.yaml:") {
+		t.Errorf("reload error does not name the file and line: %s", msg)
+	}
+	e.mustSh("echo y > docs/new2.md")
+	e.mustDeny("echo y > main.go")
+
+	// Removing the active intent denies with UNKNOWN_INTENT, never allows.
+	writeFile(t, filepath.Join(e.src, policy.IntentsFile), "active_intents:\n  - id: INT-002\n    name: other\n    status: IN_PROGRESS\n    owned_scope: [\"**\"]\n")
+	deadline = time.Now().Add(2 * time.Second)
+	for {
+		out, err := e.sh("echo z > src/z.go")
+		if err != nil && strings.Contains(out, "Permission denied") {
+			break
+		}
+		if err == nil {
+			os.Remove(filepath.Join(e.src, "src/z.go"))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("removing the active intent did not deny")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if d := e.d.Denials(); d[len(d)-1].Code != "UNKNOWN_INTENT" {
+		t.Fatalf("last denial %+v", d[len(d)-1])
+	}
+}
+
+func TestIntentIgnoreExempts(t *testing.T) {
+	e := mount(t, scopePolicy, "", map[string]string{".intentignore": "build/\n*.log\n", "README.md": "x\n"})
+	e.mustSh("mkdir -p build/obj && echo o > build/obj/a.o && echo l > run.log")
+	e.mustDeny("echo x > README.md")
+	for _, r := range e.records() {
+		if p := r.Path(); strings.HasPrefix(p, "build") || p == "run.log" {
+			t.Errorf("exempt path traced: %s %s", r.Gov().Event, p)
+		}
+	}
+}
