@@ -176,6 +176,10 @@ func (r Registry) Find(mountpoint, cwd string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
+	return r.findIn(list, mountpoint, cwd)
+}
+
+func (r Registry) findIn(list []Entry, mountpoint, cwd string) (Entry, error) {
 	if mountpoint != "" {
 		abs, err := filepath.Abs(mountpoint)
 		if err != nil {

@@ -1,0 +1,250 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// intentfsBinary builds cmd/intentfs once per test run.
+func intentfsBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "intentfs-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "intentfs")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/intentfs").CombinedOutput()
+		if err != nil {
+			buildErr = &buildError{string(out)}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building intentfs: %v", buildErr)
+	}
+	return binPath
+}
+
+type buildError struct{ out string }
+
+func (e *buildError) Error() string { return e.out }
+
+// cli runs the intentfs binary with an isolated runtime directory.
+type cli struct {
+	t       *testing.T
+	bin     string
+	runtime string
+	dir     string
+}
+
+func (c *cli) run(args ...string) (string, int) {
+	c.t.Helper()
+	cmd := exec.Command(c.bin, args...)
+	cmd.Dir = c.dir
+	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+c.runtime)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatalf("running intentfs %v: %v", args, err)
+	}
+	return string(out), code
+}
+
+func (c *cli) must(args ...string) string {
+	c.t.Helper()
+	out, code := c.run(args...)
+	if code != 0 {
+		c.t.Fatalf("intentfs %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+// TestUserStory is the README's story, run with the real binary: init,
+// edit, mount in the background, select, work, status, log, unmount.
+func TestUserStory(t *testing.T) {
+	requireFUSE(t)
+	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
+	os.Chmod(c.dir, 0o755)
+	repo, ws := filepath.Join(c.dir, "repo"), filepath.Join(c.dir, "workspace")
+	os.Mkdir(ws, 0o755)
+
+	c.must("init", "./repo")
+	if out, code := c.run("init", "./repo"); code != 1 || !strings.Contains(out, "already exists") {
+		t.Fatalf("second init: exit %d %q", code, out)
+	}
+	// Without editing, the example intent is PENDING: mount works, writes don't.
+	pol := filepath.Join(repo, policy.IntentsFile)
+	b, _ := os.ReadFile(pol)
+	os.WriteFile(pol, []byte(strings.Replace(string(b), "status: PENDING", "status: IN_PROGRESS", 1)), 0o644)
+
+	out := c.must("mount", "./repo", ws)
+	mounted := true
+	t.Cleanup(func() {
+		if mounted {
+			c.run("unmount", ws)
+			syscall.Unmount(ws, syscall.MNT_DETACH)
+		}
+	})
+	if !strings.Contains(out, "mounted ./repo at "+ws) {
+		t.Fatalf("mount output %q", out)
+	}
+	if out, code := c.run("mount", "./repo", t.TempDir()); code != 1 || !strings.Contains(out, "already mounted") {
+		t.Fatalf("second mount of the same source: exit %d %q", code, out)
+	}
+
+	c.must("select", "INT-001", "--mount", ws)
+	if out, code := c.run("select", "INT-999"); code != 1 || !strings.Contains(out, "unknown intent") {
+		t.Fatalf("select unknown: exit %d %q", code, out)
+	}
+	sh := exec.Command("sh", "-c", "mkdir -p src && echo 'package main' > src/main.go && echo nope > NOTES.md")
+	sh.Dir = ws
+	shOut, err := sh.CombinedOutput()
+	if err == nil || !strings.Contains(string(shOut), "Permission denied") {
+		t.Fatalf("agent commands: %v %s", err, shOut)
+	}
+
+	// status finds the mount from the current directory, too.
+	c.dir = ws
+	var st control.Status
+	if err := json.Unmarshal([]byte(c.must("status", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.ActiveIntent != "INT-001" || st.Counters.Denied != 1 || len(st.RecentDenials) != 1 || st.RecentDenials[0].Path != "NOTES.md" {
+		t.Fatalf("status %+v", st)
+	}
+	if human := c.must("status"); !strings.Contains(human, "NOTES.md") || !strings.Contains(human, "INT-001") {
+		t.Fatalf("status text:\n%s", human)
+	}
+	// Records reach the ledger by RELEASE, after close(2) returned.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(c.must("log"), "src/main.go") {
+		if time.Now().After(deadline) {
+			t.Fatalf("log never showed src/main.go:\n%s", c.must("log"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	events := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(c.must("log", "--json", "--limit", "50")))
+	for sc.Scan() {
+		var r ledger.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("log --json line: %v", err)
+		}
+		events[string(r.Gov().Event)+" "+r.Path()] = true
+	}
+	for _, want := range []string{"select ", "mkdir src", "create src/main.go", "denied NOTES.md"} {
+		if !events[want] {
+			t.Errorf("log lacks %q: %v", want, events)
+		}
+	}
+
+	c.dir = t.TempDir()
+	c.must("unmount", ws)
+	mounted = false
+	if out, code := c.run("status"); code != 3 || !strings.Contains(out, "no intentfs mount") {
+		t.Fatalf("status after unmount: exit %d %q", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "src")); err == nil {
+		t.Fatal("the mountpoint still shows the source after unmount")
+	}
+	// The ledger is complete on disk and valid after unmount.
+	out = c.must("log", "--source", repo, "--limit", "100")
+	if !strings.Contains(out, "src/main.go") {
+		t.Fatalf("log --source:\n%s", out)
+	}
+}
+
+func TestMountRefusesInvalidPolicy(t *testing.T) {
+	requireFUSE(t)
+	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
+	writeFile(t, filepath.Join(c.dir, "repo", policy.IntentsFile), "active_intents:\n  - id: bad\n    name: x\n")
+	out, code := c.run("mount", "repo", t.TempDir())
+	if code != 1 || !strings.Contains(out, "active_intents.yaml:2:9") || !strings.Contains(out, "does not match") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	out, code = c.run("mount", t.TempDir(), t.TempDir())
+	if code != 1 || !strings.Contains(out, "intentfs init") {
+		t.Fatalf("missing policy: exit %d:\n%s", code, out)
+	}
+}
+
+func TestForegroundMountUnmountsOnSIGTERM(t *testing.T) {
+	requireFUSE(t)
+	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
+	repo, ws := filepath.Join(c.dir, "repo"), t.TempDir()
+	writeFile(t, filepath.Join(repo, policy.IntentsFile), scopePolicy)
+	cmd := exec.Command(c.bin, "mount", "--foreground", "--intent", "INT-002", repo, ws)
+	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+c.runtime)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); syscall.Unmount(ws, syscall.MNT_DETACH) })
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if !strings.HasPrefix(line, "mounted ") {
+		t.Fatalf("foreground mount said %q", line)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "f.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("foreground mount exit: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "f.txt")); err == nil {
+		t.Fatal("still mounted after SIGTERM")
+	}
+	// The record made at RELEASE was flushed before exit.
+	var saw bool
+	ledger.Scan(filepath.Join(repo, ledger.FileName), func(_ int, r *ledger.Record) error {
+		saw = saw || (r.Gov().Event == ledger.EventCreate && r.Path() == "f.txt")
+		return nil
+	})
+	if !saw {
+		t.Fatal("the create of f.txt is not in the ledger after SIGTERM")
+	}
+}
+
+func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
+	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
+	top := c.must("--help")
+	for _, name := range []string{"init", "mount", "select", "status", "log", "unmount", "demo", "version"} {
+		if !strings.Contains(top, "  "+name+" ") {
+			t.Errorf("top-level help lacks %s", name)
+		}
+		out := c.must(name, "--help")
+		if !strings.Contains(out, "Usage: intentfs "+name) || !strings.Contains(out, "Example") {
+			t.Errorf("%s --help:\n%s", name, out)
+		}
+	}
+	if _, code := c.run("mount", "--bogus"); code != 2 {
+		t.Errorf("bad flag: exit %d, want 2", code)
+	}
+	if _, code := c.run("nosuchcommand"); code != 2 {
+		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+	if out, code := c.run("status"); code != 3 || !strings.Contains(out, "no intentfs mount") {
+		t.Errorf("status with no mount: exit %d %q", code, out)
+	}
+}
