@@ -99,7 +99,7 @@ func Start(cfg Config) (d *Daemon, err error) {
 			}
 		}
 	}()
-	if d.lock, err = acquireLock(cfg.Source, cfg.Mountpoint); err != nil {
+	if d.lock, err = ledger.AcquireLock(cfg.Source, "the mount at "+cfg.Mountpoint); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.lock.Close() })

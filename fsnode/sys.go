@@ -6,34 +6,15 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/intentfs/intentfs/safeio"
+
 	"golang.org/x/sys/unix"
 )
 
-// resolveBeneath confines every path the daemon resolves to the source
-// directory and refuses symlinks on the way, so neither a symlink planted
-// in the source nor a rename racing with a lookup can lead the daemon (which
-// is often root) outside it. Final components that may be symlinks are
-// handled with *at calls and AT_SYMLINK_NOFOLLOW on their parent directory.
-const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
-
-// openBeneath opens rel (relative to the source root fd, "" for the root)
-// without following any symlink.
+// openBeneath opens rel below the source root without following any
+// symlink; see safeio.
 func openBeneath(rootFd int, rel string, flags int, mode uint32) (int, error) {
-	if rel == "" {
-		rel = "."
-	}
-	how := unix.OpenHow{Flags: uint64(flags | syscall.O_CLOEXEC | syscall.O_NOFOLLOW), Resolve: resolveBeneath}
-	if flags&(syscall.O_CREAT|unix.O_TMPFILE) != 0 {
-		how.Mode = uint64(mode)
-	}
-	for {
-		fd, err := unix.Openat2(rootFd, rel, &how)
-		if err == syscall.EINTR || err == syscall.EAGAIN {
-			// EAGAIN: a concurrent rename raced the lookup; retry.
-			continue
-		}
-		return fd, err
-	}
+	return safeio.OpenBeneath(rootFd, rel, flags, mode)
 }
 
 // openDir opens directory rel as an O_PATH handle for *at calls.

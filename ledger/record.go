@@ -37,6 +37,11 @@ const (
 	EventXattr    Event = "xattr"
 	EventDenied   Event = "denied"
 	EventSelect   Event = "select"
+	// EventTransition is a lifecycle move of an intent (or its creation,
+	// from no status); EventScope a change of its owned_scope.
+	EventTransition Event = "transition"
+	EventScope      Event = "scope"
+	EventLesson     Event = "lesson"
 )
 
 // MutationClass is the seeds' classification of a change.
@@ -143,6 +148,8 @@ type Governance struct {
 	Reason          string        `json:"reason,omitempty"`
 	Mode            string        `json:"mode,omitempty"`
 	FromIntent      *string       `json:"from_intent,omitempty"`
+	From            string        `json:"from,omitempty"`
+	To              string        `json:"to,omitempty"`
 	Process         *Process      `json:"process,omitempty"`
 }
 
@@ -176,8 +183,10 @@ type Change struct {
 	Reason     string
 	Mode       string
 	FromIntent string
-	Process    *Process
-	Time       time.Time
+	// From and To are the statuses of a transition.
+	From, To string
+	Process  *Process
+	Time     time.Time
 }
 
 // NewRecord builds the record for a change. toolVersion names the intentfs
@@ -199,6 +208,8 @@ func NewRecord(c Change, toolVersion string) *Record {
 		Reason:          c.Reason,
 		Mode:            c.Mode,
 		FromIntent:      optional(c.FromIntent),
+		From:            c.From,
+		To:              c.To,
 		Process:         c.Process,
 		IntentID:        optional(c.Intent),
 	}

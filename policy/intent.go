@@ -47,7 +47,7 @@ type Intent struct {
 	Version            int
 	OwnedScope         []string
 	Constraints        []string
-	AcceptanceCriteria []string
+	AcceptanceCriteria []Criterion
 	RelatedSpecs       []RelatedSpec
 	ParentIntent       string
 	Tags               []string
@@ -55,8 +55,17 @@ type Intent struct {
 	UpdatedAt          string
 
 	// Line is where the intent starts in the policy file, for messages.
-	Line  int
-	scope scopeSet
+	Line int
+	// scopeLines maps each owned_scope item to its line, for messages.
+	scopeLines map[int]int
+	scope      scopeSet
+}
+
+// Criterion is an acceptance criterion: its text, and optionally a shell
+// command that checks it (run in the mount by `intentfs intent complete`).
+type Criterion struct {
+	Text  string `json:"text"`
+	Check string `json:"check,omitempty"`
 }
 
 // RelatedSpec points at a specification the intent implements.

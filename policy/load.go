@@ -196,6 +196,10 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 	}
 	if v, ok := fields["owned_scope"]; ok {
 		in.OwnedScope = p.strList(v, "owned_scope")
+		in.scopeLines = map[int]int{}
+		for i, item := range v.Content {
+			in.scopeLines[i] = item.Line
+		}
 		if len(in.OwnedScope) == 0 && v.Kind == yaml.SequenceNode {
 			p.errorf(v, "owned_scope must list at least one glob (e.g. \"src/**\")")
 		}
@@ -294,9 +298,8 @@ func (p *parser) optList(fields map[string]*yaml.Node, key string) []string {
 	return p.strList(v, key)
 }
 
-// criteria accepts plain strings or {text, check} mappings; only the text is
-// kept here.
-func (p *parser) criteria(v *yaml.Node) []string {
+// criteria accepts plain strings or {text, check} mappings.
+func (p *parser) criteria(v *yaml.Node) []Criterion {
 	if v == nil || v.Tag == "!!null" {
 		return nil
 	}
@@ -304,11 +307,11 @@ func (p *parser) criteria(v *yaml.Node) []string {
 		p.errorf(v, "acceptance_criteria must be a list")
 		return nil
 	}
-	var out []string
+	var out []Criterion
 	for _, item := range v.Content {
 		switch item.Kind {
 		case yaml.ScalarNode:
-			out = append(out, item.Value)
+			out = append(out, Criterion{Text: item.Value})
 		case yaml.MappingNode:
 			var c struct {
 				Text  string `yaml:"text"`
@@ -318,7 +321,7 @@ func (p *parser) criteria(v *yaml.Node) []string {
 				p.errorf(item, "an acceptance criterion mapping needs a `text:` string")
 				continue
 			}
-			out = append(out, c.Text)
+			out = append(out, Criterion(c))
 		default:
 			p.errorf(item, "an acceptance criterion must be a string or {text: ..., check: ...}")
 		}
@@ -365,8 +368,27 @@ func (p *parser) checkParents(out *Intents) {
 		n := &yaml.Node{Line: in.Line, Column: 1}
 		if in.ParentIntent == in.ID {
 			p.errorf(n, "intent %s names itself as parent_intent", in.ID)
-		} else if out.byID[in.ParentIntent] == nil {
+		} else if parent := out.byID[in.ParentIntent]; parent == nil {
 			p.errorf(n, "intent %s: parent_intent %s is not defined in this file", in.ID, in.ParentIntent)
+		} else if pat, sample, ok := escapesParent(in, parent); !ok {
+			p.errorf(&yaml.Node{Line: in.scopeLines[pat], Column: 1}, "owned_scope pattern %q of %s is not inside the scope of its parent %s (%s): it matches %q; narrow it or widen the parent",
+				in.OwnedScope[pat], in.ID, parent.ID, strings.Join(parent.OwnedScope, ", "), sample)
+		}
+	}
+	// A parent chain must end: INT-002 → INT-001 → INT-002 is refused.
+	for _, in := range out.List {
+		seen := map[string]bool{in.ID: true}
+		for cur := in; cur.ParentIntent != ""; {
+			next := out.byID[cur.ParentIntent]
+			if next == nil {
+				break
+			}
+			if seen[next.ID] {
+				p.errorf(&yaml.Node{Line: in.Line, Column: 1}, "intent %s: parent_intent forms a cycle through %s", in.ID, next.ID)
+				break
+			}
+			seen[next.ID] = true
+			cur = next
 		}
 	}
 }

@@ -27,7 +27,7 @@ active_intents:
     status: PENDING
     version: 3
     parent_intent: INT-001
-    owned_scope: ["docs/**"]
+    owned_scope: ["src/api/docs/**"]
 `
 
 func TestParseIntentsValid(t *testing.T) {
@@ -42,7 +42,7 @@ func TestParseIntentsValid(t *testing.T) {
 	if in == nil || in.Name != "Build the API" || in.Status != StatusInProgress || in.Version != 1 || in.Line != 3 {
 		t.Fatalf("INT-001 = %+v", in)
 	}
-	if len(in.AcceptanceCriteria) != 2 || in.AcceptanceCriteria[1] != "vet is clean" {
+	if len(in.AcceptanceCriteria) != 2 || in.AcceptanceCriteria[1] != (Criterion{Text: "vet is clean", Check: "go vet ./..."}) {
 		t.Errorf("criteria = %q", in.AcceptanceCriteria)
 	}
 	if len(in.RelatedSpecs) != 1 || in.RelatedSpecs[0].Ref != "specs/api.md" {
@@ -103,5 +103,40 @@ func TestParseIntentsDiagnostics(t *testing.T) {
 			}
 			t.Errorf("no diagnostic containing %q in %v", tt.contains, diags)
 		})
+	}
+}
+
+func TestParentScopeContainment(t *testing.T) {
+	base := "active_intents:\n  - id: INT-001\n    name: parent\n    status: IN_PROGRESS\n    owned_scope: [\"src/**\", \"docs/*.md\"]\n  - id: INT-002\n    name: child\n    status: PENDING\n    parent_intent: INT-001\n    owned_scope:\n      - %s\n"
+	tests := []struct {
+		pattern string
+		ok      bool
+	}{
+		{`"src/api/**"`, true},
+		{`"src/*.go"`, true},
+		{`"docs/a.md"`, true},
+		{`"docs/{a,b}.md"`, true},
+		{`"**"`, false},
+		{`"lib/**"`, false},
+		{`"docs/**"`, false},
+		{`"{src,lib}/x"`, false},
+		{`"*.go"`, false},
+	}
+	for _, tt := range tests {
+		_, diags, err := ParseIntents("p.yaml", []byte(strings.Replace(base, "%s", tt.pattern, 1)))
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: err = %v, want ok=%v", tt.pattern, err, tt.ok)
+			continue
+		}
+		if !tt.ok {
+			d := diags[len(diags)-1]
+			if d.Line != 11 || !strings.Contains(d.Message, "not inside the scope of its parent INT-001") {
+				t.Errorf("%s: diagnostic %s", tt.pattern, d)
+			}
+		}
+	}
+	cyc := "active_intents:\n  - id: INT-001\n    name: a-one\n    status: PENDING\n    parent_intent: INT-002\n    owned_scope: [\"**\"]\n  - id: INT-002\n    name: b-two\n    status: PENDING\n    parent_intent: INT-001\n    owned_scope: [\"**\"]\n"
+	if _, _, err := ParseIntents("p.yaml", []byte(cyc)); err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Errorf("cycle: %v", err)
 	}
 }

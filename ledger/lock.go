@@ -1,4 +1,4 @@
-package daemon
+package ledger
 
 import (
 	"encoding/json"
@@ -7,13 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-
-	"github.com/intentfs/intentfs/policy"
 )
 
-// LockFile keeps a source directory from being mounted twice: the ledger
-// must have exactly one writer.
-const LockFile = policy.OrchestrationDir + "/.intentfs.lock"
+// LockFile keeps a ledger to exactly one writer: a mount, or a CLI command
+// that changes an unmounted source. A second holder is refused with the
+// first one's name and pid.
+const LockFile = ".orchestration/.intentfs.lock"
 
 type lockInfo struct {
 	Pid        int    `json:"pid"`
@@ -23,9 +22,11 @@ type lockInfo struct {
 // ErrAlreadyMounted is returned when the source is mounted elsewhere.
 var ErrAlreadyMounted = errors.New("source is already mounted")
 
-// acquireLock takes the source's lock. The flock is released by the
-// kernel when the daemon dies, so a crash never leaves the source locked.
-func acquireLock(source, mountpoint string) (*os.File, error) {
+// AcquireLock takes the source's lock for holder (a mountpoint, or a
+// description of a CLI command). The flock is released by the kernel when
+// the holder dies, so a crash never leaves the source locked. Close the
+// file to release it.
+func AcquireLock(source, holder string) (*os.File, error) {
 	path := filepath.Join(source, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
@@ -36,11 +37,11 @@ func acquireLock(source, mountpoint string) (*os.File, error) {
 		b, _ := os.ReadFile(path)
 		f.Close()
 		if json.Unmarshal(b, &li) == nil && li.Pid > 0 {
-			return nil, fmt.Errorf("%w: %s is mounted at %s by pid %d; unmount it first", ErrAlreadyMounted, source, li.Mountpoint, li.Pid)
+			return nil, fmt.Errorf("%w: %s is in use by %s (pid %d); unmount it first", ErrAlreadyMounted, source, li.Mountpoint, li.Pid)
 		}
 		return nil, fmt.Errorf("%w: %s is locked (%s)", ErrAlreadyMounted, source, path)
 	}
-	b, _ := json.Marshal(lockInfo{Pid: os.Getpid(), Mountpoint: mountpoint})
+	b, _ := json.Marshal(lockInfo{Pid: os.Getpid(), Mountpoint: holder})
 	if err := f.Truncate(0); err == nil {
 		_, err = f.WriteAt(append(b, '\n'), 0)
 	}

@@ -1,0 +1,64 @@
+// Package safeio opens files below a root directory without ever following
+// a symlink, so neither a symlink planted in the workspace nor a rename
+// racing with a lookup can lead the (often root) daemon outside it.
+package safeio
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Resolve confines resolution to the root and refuses symlinks on the way.
+const Resolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// OpenBeneath opens rel (relative to rootFd, "" for the root itself)
+// without following any symlink.
+func OpenBeneath(rootFd int, rel string, flags int, mode uint32) (int, error) {
+	if rel == "" {
+		rel = "."
+	}
+	how := unix.OpenHow{Flags: uint64(flags | syscall.O_CLOEXEC | syscall.O_NOFOLLOW), Resolve: Resolve}
+	if flags&(syscall.O_CREAT|unix.O_TMPFILE) != 0 {
+		how.Mode = uint64(mode)
+	}
+	for {
+		fd, err := unix.Openat2(rootFd, rel, &how)
+		if err == syscall.EINTR || err == syscall.EAGAIN {
+			continue // EAGAIN: a concurrent rename raced the lookup
+		}
+		return fd, err
+	}
+}
+
+// ReadPrefix reads at most max bytes of the regular file rel below root.
+func ReadPrefix(root, rel string, max int) ([]byte, error) {
+	rootFd, err := syscall.Open(root, unix.O_PATH|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(rootFd)
+	fd, err := OpenBeneath(rootFd, rel, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	buf := make([]byte, max)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:n], nil
+}

@@ -1,0 +1,100 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// LessonsHeading is the section lessons are appended under.
+const LessonsHeading = "## Lessons Learned"
+
+// maxLessonBytes bounds one lesson's text.
+const maxLessonBytes = 4096
+
+// Lessons appends dated entries to the "Lessons Learned" section of a
+// markdown file (CLAUDE.md, AGENT.md, ...), creating the file or the
+// section if missing and keeping everything else as it is.
+type Lessons struct {
+	Path string
+	mu   sync.Mutex
+}
+
+// Add records text as a lesson of intent. It returns false, and writes
+// nothing, if the same lesson is already in the file.
+func (l *Lessons) Add(intent, text string, when time.Time) (bool, error) {
+	text = strings.Join(strings.Fields(strings.ToValidUTF8(text, "?")), " ")
+	if text == "" {
+		return false, errors.New("a lesson needs some text")
+	}
+	if len(text) > maxLessonBytes {
+		return false, fmt.Errorf("a lesson is at most %d bytes", maxLessonBytes)
+	}
+	if intent == "" {
+		intent = "no intent"
+	}
+	body := fmt.Sprintf("[%s] %s", intent, text)
+	entry := fmt.Sprintf("- %s %s\n", when.UTC().Format("2006-01-02"), body)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	data, err := os.ReadFile(l.Path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("reading %s: %w", l.Path, err)
+	}
+	doc := string(data)
+	// The same lesson of the same intent, on any date, is a duplicate.
+	if strings.Contains(doc, " "+body+"\n") {
+		return false, nil
+	}
+	return true, writeAtomic(l.Path, []byte(insertLesson(doc, entry)))
+}
+
+// insertLesson puts entry at the end of the Lessons Learned section.
+func insertLesson(doc, entry string) string {
+	if doc == "" {
+		return "# Shared knowledge for agents working in this repository\n\n" + LessonsHeading + "\n\n" + entry
+	}
+	lines := strings.SplitAfter(doc, "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.TrimRight(l, "\r\n") == LessonsHeading {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		if !strings.HasSuffix(doc, "\n") {
+			doc += "\n"
+		}
+		return doc + "\n" + LessonsHeading + "\n\n" + entry
+	}
+	end := len(lines)
+	for i := start + 1; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "## ") || strings.HasPrefix(lines[i], "# ") {
+			end = i
+			break
+		}
+	}
+	// After the section's last non-blank line.
+	at := end
+	for at > start+1 && strings.TrimSpace(lines[at-1]) == "" {
+		at--
+	}
+	if at > 0 && !strings.HasSuffix(lines[at-1], "\n") {
+		lines[at-1] += "\n"
+	}
+	prefix := ""
+	if at == start+1 {
+		prefix = "\n"
+	}
+	out := append([]string{}, lines[:at]...)
+	out = append(out, prefix+entry)
+	if at < len(lines) && at == end {
+		out = append(out, "\n")
+	}
+	out = append(out, lines[at:]...)
+	return strings.Join(out, "")
+}

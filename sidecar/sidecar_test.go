@@ -1,0 +1,122 @@
+package sidecar
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var day = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func TestLessonsInsertion(t *testing.T) {
+	tests := []struct {
+		name, before, after string
+	}{
+		{"new file", "", "# Shared knowledge for agents working in this repository\n\n## Lessons Learned\n\n- 2026-11-22 [INT-001] use the fixtures\n"},
+		{"no section", "# Notes\n\nkeep me\n", "# Notes\n\nkeep me\n\n## Lessons Learned\n\n- 2026-11-22 [INT-001] use the fixtures\n"},
+		{"empty section before another", "# N\n\n## Lessons Learned\n\n## Rules\n\n- be nice\n",
+			"# N\n\n## Lessons Learned\n\n- 2026-11-22 [INT-001] use the fixtures\n\n## Rules\n\n- be nice\n"},
+		{"append after existing", "## Lessons Learned\n\n- 2026-01-01 [INT-000] old\n\n## Rules\n- r\n",
+			"## Lessons Learned\n\n- 2026-01-01 [INT-000] old\n- 2026-11-22 [INT-001] use the fixtures\n\n## Rules\n- r\n"},
+		{"section at end without newline", "## Lessons Learned\n- 2026-01-01 [INT-000] old",
+			"## Lessons Learned\n- 2026-01-01 [INT-000] old\n- 2026-11-22 [INT-001] use the fixtures\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "CLAUDE.md")
+			if tt.before != "" {
+				os.WriteFile(p, []byte(tt.before), 0o644)
+			}
+			l := &Lessons{Path: p}
+			if added, err := l.Add("INT-001", "use   the\nfixtures", day); err != nil || !added {
+				t.Fatalf("Add = %v, %v", added, err)
+			}
+			b, _ := os.ReadFile(p)
+			if string(b) != tt.after {
+				t.Fatalf("got:\n%q\nwant:\n%q", b, tt.after)
+			}
+			if added, _ := l.Add("INT-001", "use the fixtures", day.Add(48*time.Hour)); added {
+				t.Fatal("duplicate lesson added")
+			}
+		})
+	}
+	l := &Lessons{Path: filepath.Join(t.TempDir(), "x.md")}
+	if _, err := l.Add("INT-001", "   ", day); err == nil {
+		t.Error("empty lesson accepted")
+	}
+	if _, err := l.Add("INT-001", strings.Repeat("x", 5000), day); err == nil {
+		t.Error("huge lesson accepted")
+	}
+}
+
+func TestLessonsConcurrent(t *testing.T) {
+	l := &Lessons{Path: filepath.Join(t.TempDir(), "CLAUDE.md")}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.Add("INT-001", "lesson "+strings.Repeat("x", i), day); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	b, _ := os.ReadFile(l.Path)
+	if n := strings.Count(string(b), "- 2026-11-22 [INT-001] lesson"); n != 20 {
+		t.Fatalf("%d lessons, want 20", n)
+	}
+}
+
+func TestIntentMapKeepsHumanTextAndFollowsRenames(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "intent_map.md")
+	human := "# My map\n\nHuman intro.\n\n## INT-001: api\n\nNotes the human wrote.\n"
+	os.WriteFile(p, []byte(human), 0o644)
+	m := &IntentMap{Path: p}
+	m.Touch("INT-001", "api", "src/a.go", false, day)
+	m.Touch("INT-001", "api", "src/b.go", false, day)
+	m.Touch("INT-001", "api", "src/a.go", true, day)
+	m.Touch("INT-001", "api", "src/a.go", true, day) // same day: one log line
+	m.Touch("INT-002", "docs", "docs/x.md", false, day)
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	m.Move("src/b.go", "src/c.go")
+	m.Remove("docs/x.md")
+	m.Touch("INT-002", "docs", "docs/y.md", false, day)
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	got := string(b)
+	for _, want := range []string{"# My map\n\nHuman intro.\n", "Notes the human wrote.", "- `src/a.go`", "- `src/c.go`", "- `docs/y.md`", "## INT-002: docs"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	for _, gone := range []string{"src/b.go", "docs/x.md"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("%s still listed:\n%s", gone, got)
+		}
+	}
+	if n := strings.Count(got, "## INT-001"); n != 1 {
+		t.Errorf("the human's INT-001 heading was duplicated:\n%s", got)
+	}
+	if n := strings.Count(got, "EVOLUTION 2026-11-22]_ `src/a.go`"); n != 1 {
+		t.Errorf("%d evolution lines for src/a.go", n)
+	}
+	// A new process picks the managed sections up from the file.
+	m2 := &IntentMap{Path: p}
+	if files := m2.Files("INT-001"); len(files) != 2 || files[1] != "src/c.go" {
+		t.Fatalf("reloaded files = %v", files)
+	}
+	m2.Touch("INT-001", "api", "src/d.go", false, day)
+	m2.Flush()
+	b, _ = os.ReadFile(p)
+	if strings.Count(string(b), "intentfs:begin INT-001") != 1 || !strings.Contains(string(b), "src/d.go") {
+		t.Fatalf("after reload:\n%s", b)
+	}
+}
