@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -22,9 +23,13 @@ const maxControlWrite = 4096
 // Dir is the virtual .intentfs/ directory in the mount root: the agent's
 // interface to intentfs, usable from any shell.
 //
-//	active   read: the active intent id or "none"; write an id (or "none") to select
-//	status   JSON status of the mount
-//	denials  recent denials, one line each, newest last
+//	active     read: the active intent id or "none"; write an id (or "none") to select
+//	intents    the intents, one line each: id, status, name, scope
+//	context    the <intent_context> block of the active intent
+//	lesson     write: a lesson learned, appended to .orchestration/CLAUDE.md
+//	status     JSON status of the mount
+//	denials    recent denials, one line each, newest last
+//	README.md  how to work here, for agents
 type Dir struct {
 	fs.Inode
 	backend Backend
@@ -46,8 +51,12 @@ func NewDir(b Backend, describe func(*fuse.Caller) *ledger.Process) *Dir {
 func (d *Dir) OnAdd(ctx context.Context) {
 	files := []*ctlFile{
 		{name: "active", mode: 0o666, read: d.readActive, write: d.writeActive},
+		{name: "intents", mode: 0o444, read: d.backend.IntentList},
+		{name: "context", mode: 0o444, read: d.readContext},
+		{name: "lesson", mode: 0o222, read: func() []byte { return nil }, write: d.writeLesson},
 		{name: "status", mode: 0o444, read: d.readStatus},
 		{name: "denials", mode: 0o444, read: d.readDenials},
+		{name: "README.md", mode: 0o444, read: func() []byte { return []byte(AgentGuide) }},
 	}
 	for _, f := range files {
 		d.AddChild(f.name, d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG}), false)
@@ -80,12 +89,36 @@ func (d *Dir) writeActive(data []byte, caller *fuse.Caller) syscall.Errno {
 		d.backend.InvalidControlWrite("active", data[:64], errors.New("write larger than 4 KiB"), by)
 		return syscall.EINVAL
 	}
+	if !utf8.Valid(data) {
+		d.backend.InvalidControlWrite("active", data, errors.New("not text"), by)
+		return syscall.EINVAL
+	}
 	id := strings.TrimSpace(string(data))
 	if id == "none" {
 		id = ""
 	}
 	if err := d.backend.Select(id, by); err != nil {
 		d.backend.InvalidControlWrite("active", data, err, by)
+		return syscall.EINVAL
+	}
+	return 0
+}
+
+func (d *Dir) readContext() []byte {
+	if d.backend.Active() == "" {
+		return []byte("no intent is active: write an intent id to .intentfs/active first (see .intentfs/README.md)\n")
+	}
+	b, err := d.backend.Context("")
+	if err != nil {
+		return []byte("error: " + err.Error() + "\n")
+	}
+	return b
+}
+
+func (d *Dir) writeLesson(data []byte, caller *fuse.Caller) syscall.Errno {
+	by := d.describe(caller)
+	if err := d.backend.Lesson(string(data), by); err != nil {
+		d.backend.InvalidControlWrite("lesson", data, err, by)
 		return syscall.EINVAL
 	}
 	return 0
@@ -152,6 +185,10 @@ type ctlHandle struct{ content []byte }
 func (f *ctlFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY && f.write == nil {
 		return nil, 0, syscall.EACCES
+	}
+	// Write-only opens (echo x > lesson) take no snapshot.
+	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		return &ctlHandle{}, fuse.FOPEN_DIRECT_IO, 0
 	}
 	return &ctlHandle{content: f.read()}, fuse.FOPEN_DIRECT_IO, 0
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
+	"github.com/intentfs/intentfs/workflow"
 )
 
 // Backend is what the control plane drives: the daemon.
@@ -25,6 +26,14 @@ type Backend interface {
 	InvalidControlWrite(file string, data []byte, err error, by *ledger.Process)
 	// Unmount ends the mount; it returns once the ledger is flushed.
 	Unmount() error
+	// IntentOp carries out a lifecycle command on the mounted source.
+	IntentOp(r workflow.Request, by *ledger.Process) error
+	// Context returns the context block of intent id ("" for the active).
+	Context(id string) ([]byte, error)
+	// Lesson records a lesson of the active intent.
+	Lesson(text string, by *ledger.Process) error
+	// IntentList describes the intents, one line each, for agents.
+	IntentList() []byte
 }
 
 // Denial is one refused change.
@@ -69,8 +78,13 @@ type Status struct {
 
 // Request is one CLI command over the socket.
 type Request struct {
-	Op     string `json:"op"` // status, denials, select, unmount
+	// Op is status, denials, select, unmount, intent, context or lesson.
+	Op     string `json:"op"`
 	Intent string `json:"intent,omitempty"`
+	// IntentOp is the lifecycle command of Op "intent".
+	IntentOp *workflow.Request `json:"intent_op,omitempty"`
+	// Text is the lesson of Op "lesson".
+	Text string `json:"text,omitempty"`
 	// User names the human who ran the CLI, for the ledger.
 	User string `json:"user,omitempty"`
 }
@@ -81,4 +95,5 @@ type Response struct {
 	Error   string   `json:"error,omitempty"`
 	Status  *Status  `json:"status,omitempty"`
 	Denials []Denial `json:"denials,omitempty"`
+	Context string   `json:"context,omitempty"`
 }

@@ -138,6 +138,26 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 		}
 		st := s.backend.Status()
 		return Response{OK: true, Status: &st}
+	case "intent":
+		if req.IntentOp == nil {
+			return Response{Error: "intent: no command given"}
+		}
+		if err := s.backend.IntentOp(*req.IntentOp, proc); err != nil {
+			return Response{Error: err.Error()}
+		}
+		st := s.backend.Status()
+		return Response{OK: true, Status: &st}
+	case "context":
+		b, err := s.backend.Context(req.Intent)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Context: string(b)}
+	case "lesson":
+		if err := s.backend.Lesson(req.Text, proc); err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true}
 	case "unmount":
 		if err := s.backend.Unmount(); err != nil {
 			return Response{Error: err.Error()}

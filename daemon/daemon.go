@@ -4,11 +4,13 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -22,6 +24,8 @@ import (
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 	"github.com/intentfs/intentfs/procinfo"
+	"github.com/intentfs/intentfs/sidecar"
+	"github.com/intentfs/intentfs/workflow"
 )
 
 // Config describes one mount.
@@ -40,7 +44,13 @@ type Config struct {
 	Registry control.Registry
 	// Owner is the uid/gid of the human who mounted; they own the socket.
 	OwnerUID, OwnerGID int
+	// LessonsFile names the file in .orchestration/ that lessons go to
+	// (default CLAUDE.md).
+	LessonsFile string
 }
+
+// mapFlushInterval batches intent_map.md rewrites.
+const mapFlushInterval = time.Second
 
 // Daemon is a running mount.
 type Daemon struct {
@@ -61,6 +71,12 @@ type Daemon struct {
 
 	denials  denialRing
 	counters struct{ allowed, denied, recorded atomic.Uint64 }
+
+	wf         *workflow.Workflow
+	lessons    *sidecar.Lessons
+	imap       *sidecar.IntentMap
+	lessonMu   sync.Mutex
+	deniedDirs map[string]bool
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -86,8 +102,18 @@ func Start(cfg Config) (d *Daemon, err error) {
 		return nil, err
 	}
 
-	d = &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{})}
+	d = &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
+		deniedDirs: map[string]bool{}}
 	d.denials.size = 100
+	if cfg.LessonsFile == "" {
+		cfg.LessonsFile = "CLAUDE.md"
+	}
+	if strings.ContainsRune(cfg.LessonsFile, '/') {
+		return nil, fmt.Errorf("the lessons file %q must be a file name in %s/", cfg.LessonsFile, policy.OrchestrationDir)
+	}
+	d.lessons = &sidecar.Lessons{Path: filepath.Join(cfg.Source, policy.OrchestrationDir, cfg.LessonsFile)}
+	d.imap = &sidecar.IntentMap{Path: filepath.Join(cfg.Source, policy.OrchestrationDir, "intent_map.md")}
+	d.wf = &workflow.Workflow{Source: cfg.Source, Record: d.Record, Lessons: d.lessons, Changed: func() { _ = d.engine.Reload() }}
 	if d.engine, err = policy.NewEngine(cfg.Source, cfg.FailOpen, cfg.Log); err != nil {
 		return nil, err
 	}
@@ -147,7 +173,9 @@ func Start(cfg Config) (d *Daemon, err error) {
 	}
 
 	stop := make(chan struct{})
-	go d.engine.Watch(stopContext(stop))
+	ctx := stopContext(stop)
+	go d.engine.Watch(ctx)
+	go d.flushMapEvery(ctx, mapFlushInterval)
 	d.stopW = func() { close(stop) }
 	d.log.Info("mounted", "source", cfg.Source, "mountpoint", cfg.Mountpoint, "passthrough", d.passthrough())
 	return d, nil
@@ -221,7 +249,7 @@ func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.stopW()
 		d.cfg.Registry.Unregister(d.cfg.Mountpoint)
-		errs := []error{d.writer.Close(), d.root.Close()}
+		errs := []error{d.writer.Close(), d.root.Close(), d.imap.Flush()}
 		d.lock.Close()
 		d.closeErr = errors.Join(errs...)
 		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)
@@ -280,3 +308,19 @@ func checkUmask() error {
 // process needs. Call it once, at the start of a program that serves a
 // mount.
 func SetProcessUmask() { syscall.Umask(0) }
+
+// flushMapEvery writes intent_map.md changes in batches.
+func (d *Daemon) flushMapEvery(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := d.imap.Flush(); err != nil {
+				d.log.Error("updating intent_map.md failed", "err", err)
+			}
+		}
+	}
+}

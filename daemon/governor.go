@@ -56,8 +56,9 @@ func (d *Daemon) Record(c ledger.Change) {
 		c.Time = time.Now()
 	}
 	d.counters.recorded.Add(1)
-	if c.Event != ledger.EventSelect {
+	if ledger.ClassOf(c.Event) != "" {
 		d.counters.allowed.Add(1)
+		d.mapChange(c)
 	}
 	d.writer.Append(ledger.NewRecord(c, d.cfg.Version))
 }
@@ -80,6 +81,7 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: path, Intent: req.Intent,
 		Validation: string(dec.Validation), Op: string(req.Op), Code: string(dec.Code), Reason: dec.Reason,
 		Process: p, Time: now}, d.cfg.Version))
+	d.lessonOnDenial(req, dec)
 }
 
 // Select makes id the active intent, "" for none. An unknown id, or an
@@ -90,6 +92,9 @@ func (d *Daemon) Select(id string, by *ledger.Process) error {
 		in := snap.Intents.Get(id)
 		if in == nil {
 			return fmt.Errorf("unknown intent %q: defined intents are %s", id, intentIDs(snap))
+		}
+		if err := d.startOnSelect(in, by); err != nil {
+			return err
 		}
 		switch in.Status {
 		case policy.StatusBlocked:

@@ -274,4 +274,3 @@ func (c *context) render() []byte {
 	b.WriteString("  </related_specs>\n</intent_context>\n")
 	return b.Bytes()
 }
-

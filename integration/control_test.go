@@ -66,7 +66,7 @@ func TestGarbageInControlFileIsEINVAL(t *testing.T) {
 	}{
 		{"unknown id", []byte("INT-999\n"), "unknown intent"},
 		{"bad syntax", []byte("rm -rf /\n"), "unknown intent"},
-		{"binary", []byte{0xff, 0x00, 0x01}, "unknown intent"},
+		{"binary", []byte{0xff, 0x00, 0x01}, "not text"},
 		{"complete intent", []byte("INT-004"), "COMPLETE"},
 		{"huge", []byte(strings.Repeat("A", 5000)), "larger than 4 KiB"},
 	}

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/policy"
 
 	"github.com/intentfs/intentfs/ledger"
 )
@@ -97,7 +100,8 @@ func snapshotTree(t *testing.T, root string) map[string]string {
 		}
 		rel, _ := filepath.Rel(root, p)
 		switch {
-		case strings.HasPrefix(rel, ".orchestration/agent_trace") || rel == ".orchestration/.intentfs.lock":
+		case strings.HasPrefix(rel, ".orchestration/") && rel != ".orchestration/active_intents.yaml":
+			// The daemon's own files: ledger, lock, lessons, intent map.
 		case info.Mode().IsRegular():
 			b, _ := os.ReadFile(p)
 			out[rel] = info.Mode().String() + " " + string(b)
@@ -126,16 +130,30 @@ func equalTrees(a, b map[string]string) bool {
 
 func TestDeniedWithoutUsableIntent(t *testing.T) {
 	tests := []struct {
+		name   string
 		intent string
+		setup  func(e *env)
 		code   string
 		reason string
 	}{
-		{"", "NO_ACTIVE_INTENT", "no intent is active"},
-		{"INT-003", "INTENT_NOT_IN_PROGRESS", "PENDING"},
+		{"none selected", "", nil, "NO_ACTIVE_INTENT", "no intent is active"},
+		{"active intent blocked by a human", "INT-002", func(e *env) {
+			writeFile(t, filepath.Join(e.src, policy.IntentsFile), strings.Replace(scopePolicy, "name: everything\n    status: IN_PROGRESS", "name: everything\n    status: BLOCKED", 1))
+			deadline := time.Now().Add(2 * time.Second)
+			for e.d.Snapshot().Intents.Get("INT-002").Status != policy.StatusBlocked {
+				if time.Now().After(deadline) {
+					t.Fatal("edit not reloaded")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}, "INTENT_NOT_IN_PROGRESS", "BLOCKED"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.code, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			e := mount(t, scopePolicy, tt.intent, seedTree)
+			if tt.setup != nil {
+				tt.setup(e)
+			}
 			e.mustDeny("echo x > src/new.go")
 			r := e.waitRecord("denial", event(ledger.EventDenied, "src/new.go"))
 			if r.Gov().Code != tt.code || !strings.Contains(r.Gov().Reason, tt.reason) {

@@ -251,3 +251,5 @@ func hasLine(text, sub string) bool {
 func execCommand(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+func syscallUnmount(dir string) { _ = syscall.Unmount(dir, syscall.MNT_DETACH) }

@@ -92,6 +92,9 @@ func printRecords(a *app, recs []*ledger.Record) {
 		if g.Mode != "" {
 			note = "mode " + g.Mode
 		}
+		if g.Event == ledger.EventTransition {
+			note = fmt.Sprintf("%s → %s %s", orDash(g.From), g.To, g.Reason)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s → %s\t%s\n", ts.Local().Format("15:04:05.000"), g.Event, orDash(ledger.Str(g.IntentID)),
 			orDash(path), proc, short(g.PreHash), short(g.PostHash), note)
 	}

@@ -39,6 +39,8 @@ type command struct {
 	help    string // longer description with examples
 	run     func(app *app, args []string) error
 	flags   func(fs *pflag.FlagSet)
+	// subcommands, if set, are dispatched on the first argument.
+	subcommands []*command
 }
 
 type app struct {
@@ -50,7 +52,7 @@ type app struct {
 
 func commands() []*command {
 	return []*command{
-		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), unmountCmd(), demoCmd(), versionCmd(),
+		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), unmountCmd(), intentCmd(), contextCmd(), agentGuideCmd(), demoCmd(), versionCmd(),
 	}
 }
 
@@ -77,14 +79,47 @@ func run(args []string, stdout, stderr io.Writer) int {
 		printTopUsage(stderr, cmds)
 		return exitUsage
 	}
+	if cmd.subcommands != nil {
+		return runSub(cmd, args[1:], stdout, stderr)
+	}
+	return runCommand(cmd, cmd.name, args[1:], stdout, stderr)
+}
+
+// runSub dispatches "intentfs intent start ..." to its subcommand.
+func runSub(parent *command, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		w := stdout
+		if len(args) == 0 {
+			w = stderr
+		}
+		fmt.Fprintf(w, "Usage: intentfs %s %s\n\n%s\n\nSubcommands:\n", parent.name, parent.usage, strings.TrimSpace(parent.help))
+		for _, c := range parent.subcommands {
+			fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		}
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range parent.subcommands {
+		if c.name == args[0] {
+			return runCommand(c, parent.name+" "+c.name, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "intentfs %s: unknown subcommand %q (run intentfs %s --help)\n", parent.name, args[0], parent.name)
+	return exitUsage
+}
+
+func runCommand(cmd *command, fullName string, args []string, stdout, stderr io.Writer) int {
+	cmd = &command{name: fullName, summary: cmd.summary, usage: cmd.usage, help: cmd.help, run: cmd.run, flags: cmd.flags}
 	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if cmd.flags != nil {
 		cmd.flags(fs)
 	}
 	fs.Usage = func() {}
-	a := &app{stdout: stdout, stderr: stderr, fs: fs, rawArgs: args[1:]}
-	if err := fs.Parse(args[1:]); err != nil {
+	a := &app{stdout: stdout, stderr: stderr, fs: fs, rawArgs: args}
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printCmdUsage(stdout, cmd, fs)
 			return exitOK

@@ -1,0 +1,33 @@
+package control
+
+// AgentGuide is the governance preamble for agents: served as
+// .intentfs/README.md in every mount and printed by `intentfs agent-guide`,
+// short enough to paste into CLAUDE.md or AGENTS.md.
+const AgentGuide = `# Working in an intentfs workspace
+
+This workspace is governed by intentfs. Every change you make to files here
+(with any tool: an editor, sed, git, npm, a build) is checked against the
+active *intent*: a unit of work a human declared, with an owned_scope of
+paths you may change. Each change is recorded with hashes and the process
+that made it.
+
+1. See the intents:      cat .intentfs/intents
+   (the full policy is .orchestration/active_intents.yaml; you can read it,
+   not change it)
+2. Select one:           echo INT-001 > .intentfs/active
+   (a PENDING intent is started; BLOCKED, COMPLETE and ARCHIVED ones cannot
+   be selected; "Invalid argument" means the id was refused)
+3. Load its context:     cat .intentfs/context
+   (scope, constraints, acceptance criteria, files it touched, recent
+   changes, related specs)
+4. Work only inside the scope. A change outside it fails with
+   "Permission denied" (EACCES). That is a policy decision, not a bug:
+   read why with   tail .intentfs/denials   and then stay in scope, or
+   ask the human to widen the scope or create another intent. Do not try to
+   work around it (other paths, links, renames): those are checked too.
+5. Record what you learned for the next agent:
+                         echo "what you learned" > .intentfs/lesson
+   (it goes under "Lessons Learned" in .orchestration/CLAUDE.md)
+
+Status of the mount, as JSON: cat .intentfs/status
+`
