@@ -47,6 +47,7 @@ Examples:
 			fs.Bool("foreground", false, "stay attached; unmount cleanly on SIGINT/SIGTERM")
 			fs.Bool("fail-open", false, "allow changes that cannot be decided (default: deny them)")
 			fs.Bool("debug", false, "log every FUSE request")
+			fs.String("lessons-file", "CLAUDE.md", "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 		},
 		run: runMount,
 	}
@@ -72,7 +73,7 @@ func runMount(a *app, args []string) error {
 	}
 	cfg := daemon.Config{Source: source, Mountpoint: mountpoint, Intent: intent, FailOpen: failOpen, Debug: debug,
 		Version: version, Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Registry: control.DefaultRegistry(),
-		OwnerUID: os.Getuid(), OwnerGID: os.Getgid()}
+		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file")}
 	ready := readyPipe()
 	daemon.SetProcessUmask()
 	d, err := daemon.Start(cfg)
