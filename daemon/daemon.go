@@ -44,6 +44,8 @@ type Config struct {
 	Registry control.Registry
 	// Owner is the uid/gid of the human who mounted; they own the socket.
 	OwnerUID, OwnerGID int
+	// LedgerMaxBytes rotates the ledger at this size (0: the default).
+	LedgerMaxBytes int64
 	// LessonsFile names the file in .orchestration/ that lessons go to
 	// (default CLAUDE.md).
 	LessonsFile string
@@ -130,14 +132,9 @@ func Start(cfg Config) (d *Daemon, err error) {
 	}
 	cleanup = append(cleanup, func() { d.lock.Close() })
 
-	ledgerPath := filepath.Join(cfg.Source, ledger.FileName)
-	lf, err := os.OpenFile(ledgerPath, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening ledger: %w", err)
-	}
 	git := ledger.NewGitHead(cfg.Source)
-	if d.writer, err = ledger.OpenWriter(lf, git.Revision, cfg.Log); err != nil {
-		lf.Close()
+	if d.writer, err = ledger.OpenWriter(filepath.Join(cfg.Source, ledger.FileName), ledger.WriterOptions{
+		Rev: git.Revision, Log: cfg.Log, Source: cfg.Source, Version: cfg.Version, MaxBytes: cfg.LedgerMaxBytes}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.writer.Close() })

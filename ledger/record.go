@@ -42,6 +42,12 @@ const (
 	EventTransition Event = "transition"
 	EventScope      Event = "scope"
 	EventLesson     Event = "lesson"
+	// EventHeader opens every ledger file; EventTorn records that a torn
+	// last line (a crash mid-write) was moved aside; EventRevert records an
+	// undo.
+	EventHeader Event = "header"
+	EventTorn   Event = "torn"
+	EventRevert Event = "revert"
 )
 
 // MutationClass is the seeds' classification of a change.
@@ -151,7 +157,24 @@ type Governance struct {
 	From            string        `json:"from,omitempty"`
 	To              string        `json:"to,omitempty"`
 	Process         *Process      `json:"process,omitempty"`
+	// Prev is the sha256 of the previous line's exact bytes (Genesis for
+	// the first line of a chain): the hash chain that makes the ledger
+	// tamper-evident.
+	Prev string `json:"prev"`
+	// Header fields: the chain's id, the source directory, and for a
+	// rotated continuation the file that came before.
+	Chain       string `json:"chain,omitempty"`
+	Source      string `json:"source,omitempty"`
+	ContinuesIn string `json:"continues_from,omitempty"`
+	// RevertOf names the record a revert undid.
+	RevertOf string `json:"revert_of,omitempty"`
+	// PreImage says where the pre_hash bytes are kept ("stored", or why
+	// not).
+	PreImage string `json:"pre_image,omitempty"`
 }
+
+// Genesis is the prev of the first line of a chain.
+const Genesis = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 
 // Process is the process that made a change, as seen at the operation.
 type Process struct {

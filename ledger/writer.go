@@ -1,15 +1,22 @@
 package ledger
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // FileName is the ledger file, relative to the source directory.
@@ -19,15 +26,33 @@ const FileName = ".orchestration/agent_trace.jsonl"
 // on disk.
 const MaxCommitDelay = 100 * time.Millisecond
 
-// Writer is the one appender of a ledger file. Records are queued by
-// Append and written by a single goroutine that commits them in groups:
-// whatever has queued up while the previous fsync ran is written and
-// fsync'ed together, so a burst costs one fsync, and a lone record is on
-// disk within MaxCommitDelay.
+// DefaultMaxBytes is the size at which a ledger file is rotated.
+const DefaultMaxBytes = 256 << 20
+
+// WriterOptions configure a Writer.
+type WriterOptions struct {
+	// Rev, if set, returns the VCS revision stamped on each record.
+	Rev func() string
+	Log *slog.Logger
+	// Source and Version go into header records.
+	Source, Version string
+	// MaxBytes rotates the file when it would grow past this size
+	// (DefaultMaxBytes if 0).
+	MaxBytes int64
+}
+
+// Writer is the one appender of a ledger. Records are queued by Append and
+// written by a single goroutine that commits them in groups: whatever has
+// queued up while the previous fsync ran is written and fsync'ed together,
+// so a burst costs one fsync and a lone record is on disk within
+// MaxCommitDelay. Each line carries the hash of the line before it.
 type Writer struct {
-	f   *os.File
-	rev func() string
-	log *slog.Logger
+	path string
+	opts WriterOptions
+	f    *os.File
+	size int64
+	// prev is the hash of the last line written; chain the chain's id.
+	prev, chain string
 
 	queue chan writeReq
 	done  chan struct{}
@@ -37,6 +62,7 @@ type Writer struct {
 
 	appended    atomic.Uint64
 	commits     atomic.Uint64
+	rotations   atomic.Uint64
 	lastFsyncNs atomic.Int64
 	maxFsyncNs  atomic.Int64
 	writeErr    atomic.Pointer[error]
@@ -51,39 +77,196 @@ type writeReq struct {
 type WriterStats struct {
 	Appended     uint64  `json:"appended"`
 	Commits      uint64  `json:"commits"`
+	Rotations    uint64  `json:"rotations"`
 	QueueDepth   int     `json:"queue_depth"`
 	LastFsyncMs  float64 `json:"last_fsync_ms"`
 	MaxFsyncMs   float64 `json:"max_fsync_ms"`
 	LastWriteErr string  `json:"last_write_error,omitempty"`
 }
 
-// OpenWriter starts the writer on f, which must be open O_RDWR|O_APPEND.
-// rev, if non-nil, returns the VCS revision to stamp on each record.
-func OpenWriter(f *os.File, rev func() string, log *slog.Logger) (*Writer, error) {
-	if err := ensureNewline(f); err != nil {
-		return nil, fmt.Errorf("preparing ledger %s: %w", f.Name(), err)
+// LineHash is the chain hash of one ledger line (without its newline).
+func LineHash(line []byte) string {
+	s := sha256.Sum256(line)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// OpenWriter opens the ledger at path for appending, creating it with a
+// header record if it is new. A torn last line left by a crash is moved to
+// path+".torn" and recorded, and the chain continues from the last whole
+// line; no earlier line is touched.
+func OpenWriter(path string, opts WriterOptions) (*Writer, error) {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	w := &Writer{f: f, rev: rev, log: log, queue: make(chan writeReq, 4096), done: make(chan struct{})}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	w := &Writer{path: path, opts: opts, queue: make(chan writeReq, 4096), done: make(chan struct{})}
+	if err := w.open(); err != nil {
+		return nil, fmt.Errorf("opening ledger %s: %w", path, err)
+	}
 	go w.run()
 	return w, nil
 }
 
-// ensureNewline makes sure the next record starts on a line of its own,
-// even if a crash left the last line without its newline.
-func ensureNewline(f *os.File) error {
+func (w *Writer) open() error {
+	f, err := os.OpenFile(w.path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	w.f = f
 	st, err := f.Stat()
-	if err != nil || st.Size() == 0 {
+	if err != nil {
 		return err
 	}
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, st.Size()-1); err != nil && !errors.Is(err, io.EOF) {
+	w.size = st.Size()
+	if w.size == 0 {
+		// A new file: continue the chain of the newest rotated file, if
+		// any, else start one.
+		prev, chain, from := Genesis, uuid.NewString(), ""
+		if files, _ := Files(w.path); len(files) > 1 {
+			last := files[len(files)-2]
+			if l, err := lastLine(last); err == nil && l != nil {
+				prev, from = LineHash(l), filepath.Base(last)
+				if c := chainOf(last); c != "" {
+					chain = c
+				}
+			}
+		}
+		w.prev, w.chain = prev, chain
+		return w.writeNow(w.header(from))
+	}
+	w.chain = chainOf(w.path)
+	torn, last, err := splitTail(f, w.size)
+	if err != nil {
 		return err
 	}
-	if b[0] != '\n' {
-		_, err = f.Write([]byte("\n"))
+	w.prev = Genesis
+	if last != nil {
+		w.prev = LineHash(last)
 	}
-	return err
+	if len(torn) > 0 {
+		return w.moveTorn(torn)
+	}
+	return nil
 }
+
+func (w *Writer) header(continues string) *Record {
+	r := NewRecord(Change{Event: EventHeader, Reason: "intentfs ledger"}, w.opts.Version)
+	g := r.Gov()
+	g.Chain, g.Source, g.ContinuesIn = w.chain, w.opts.Source, continues
+	return r
+}
+
+// moveTorn appends the torn bytes to the .torn side file, cuts them off
+// the ledger and records that it happened.
+func (w *Writer) moveTorn(torn []byte) error {
+	side, err := os.OpenFile(w.path+".torn", os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = side.Write(append(append([]byte(nil), torn...), '\n'))
+	if err == nil {
+		err = side.Sync()
+	}
+	side.Close()
+	if err != nil {
+		return fmt.Errorf("saving the torn line: %w", err)
+	}
+	w.size -= int64(len(torn))
+	if err := w.f.Truncate(w.size); err != nil {
+		return err
+	}
+	r := NewRecord(Change{Event: EventTorn, Reason: fmt.Sprintf("a torn last line of %d bytes (a crash mid-write) was moved to %s", len(torn), filepath.Base(w.path)+".torn"),
+		PostHash: LineHash(torn)}, w.opts.Version)
+	w.opts.Log.Warn("ledger had a torn last line; moved aside", "bytes", len(torn))
+	return w.writeNow(r)
+}
+
+// writeNow writes and syncs one record outside the queue (at open).
+func (w *Writer) writeNow(r *Record) error {
+	line, err := w.encode(r)
+	if err != nil {
+		return err
+	}
+	if _, err := w.f.Write(line); err != nil {
+		return err
+	}
+	w.size += int64(len(line))
+	return w.f.Sync()
+}
+
+// encode stamps the chain and VCS fields and returns the line with its
+// newline.
+func (w *Writer) encode(r *Record) ([]byte, error) {
+	if w.opts.Rev != nil && r.VCS == nil {
+		if rev := w.opts.Rev(); rev != "" {
+			r.VCS = &VCS{Type: "git", Revision: rev}
+		}
+	}
+	r.Gov().Prev = w.prev
+	line, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	w.prev = LineHash(line)
+	return append(line, '\n'), nil
+}
+
+// splitTail finds the last whole line and any torn bytes after it,
+// reading backwards until the last whole line is complete.
+func splitTail(f *os.File, size int64) (torn, last []byte, err error) {
+	const chunk = 64 << 10
+	var buf []byte
+	for off := size; off > 0 && bytes.Count(buf, []byte{'\n'}) < 2; {
+		n := min(int64(chunk), off)
+		off -= n
+		b := make([]byte, n, n+int64(len(buf)))
+		if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, err
+		}
+		buf = append(b, buf...)
+	}
+	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
+		i := bytes.LastIndexByte(buf, '\n')
+		torn, buf = buf[i+1:], buf[:i+1]
+	}
+	buf = bytes.TrimSuffix(buf, []byte{'\n'})
+	if len(buf) > 0 {
+		last = buf[bytes.LastIndexByte(buf, '\n')+1:]
+	}
+	return torn, last, nil
+}
+
+// lastLine returns the last whole line of a closed ledger file.
+func lastLine(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	_, last, err := splitTail(f, st.Size())
+	return last, err
+}
+
+// chainOf reads the chain id from a file's header line.
+func chainOf(path string) string {
+	var chain string
+	_ = ScanFile(path, func(_ int, raw []byte) error {
+		var r Record
+		if json.Unmarshal(raw, &r) == nil && r.Gov().Event == EventHeader {
+			chain = r.Gov().Chain
+		}
+		return errStop
+	})
+	return chain
+}
+
+var errStop = errors.New("stop")
 
 // ErrClosed is returned by Flush after Close.
 var ErrClosed = errors.New("ledger writer closed")
@@ -92,7 +275,7 @@ var ErrClosed = errors.New("ledger writer closed")
 // pushes back on the callers rather than losing records.
 func (w *Writer) Append(r *Record) {
 	if w.closed.Load() {
-		w.log.Error("ledger record after close dropped", "id", r.ID)
+		w.opts.Log.Error("ledger record after close dropped", "id", r.ID)
 		return
 	}
 	w.queue <- writeReq{rec: r}
@@ -155,21 +338,49 @@ func (w *Writer) add(buf []byte, waiters []chan error, r writeReq) ([]byte, []ch
 	if r.flush != nil {
 		return buf, append(waiters, r.flush)
 	}
-	if w.rev != nil && r.rec.VCS == nil {
-		if rev := w.rev(); rev != "" {
-			r.rec.VCS = &VCS{Type: "git", Revision: rev}
+	if w.size+int64(len(buf)) >= w.opts.MaxBytes && w.size > 0 {
+		// Full: write what is pending to this file, then start the next.
+		if err := w.commit(buf); err != nil {
+			w.setErr(err)
+		}
+		buf = buf[:0]
+		if err := w.rotate(); err != nil {
+			w.setErr(fmt.Errorf("rotating the ledger: %w", err))
 		}
 	}
-	line, err := json.Marshal(r.rec)
+	line, err := w.encode(r.rec)
 	if err != nil {
 		// Every field is a plain value; this cannot happen, but a record
 		// must never be silently lost.
-		w.log.Error("ledger record could not be encoded", "id", r.rec.ID, "err", err)
+		w.opts.Log.Error("ledger record could not be encoded", "id", r.rec.ID, "err", err)
 		return buf, waiters
 	}
 	w.appended.Add(1)
-	buf = append(buf, line...)
-	return append(buf, '\n'), waiters
+	return append(buf, line...), waiters
+}
+
+// rotate closes the full file as agent_trace.N.jsonl and opens a new one
+// whose header continues the chain.
+func (w *Writer) rotate() error {
+	files, err := Files(w.path)
+	if err != nil {
+		return err
+	}
+	next := len(files) // rotated files are numbered 1..n-1
+	rotated := rotatedName(w.path, next)
+	if err := w.f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(w.path, rotated); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(w.path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	w.f, w.size = f, 0
+	w.rotations.Add(1)
+	return w.writeNow(w.header(filepath.Base(rotated)))
 }
 
 func (w *Writer) commit(buf []byte) error {
@@ -178,6 +389,7 @@ func (w *Writer) commit(buf []byte) error {
 			w.setErr(err)
 			return fmt.Errorf("appending to ledger: %w", err)
 		}
+		w.size += int64(len(buf))
 	}
 	start := time.Now()
 	if err := w.f.Sync(); err != nil {
@@ -194,7 +406,7 @@ func (w *Writer) commit(buf []byte) error {
 }
 
 func (w *Writer) setErr(err error) {
-	w.log.Error("ledger write failed", "err", err)
+	w.opts.Log.Error("ledger write failed", "err", err)
 	w.writeErr.Store(&err)
 }
 
@@ -203,6 +415,7 @@ func (w *Writer) Stats() WriterStats {
 	s := WriterStats{
 		Appended:    w.appended.Load(),
 		Commits:     w.commits.Load(),
+		Rotations:   w.rotations.Load(),
 		QueueDepth:  len(w.queue),
 		LastFsyncMs: float64(w.lastFsyncNs.Load()) / 1e6,
 		MaxFsyncMs:  float64(w.maxFsyncNs.Load()) / 1e6,

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,11 +16,7 @@ import (
 
 func openTestWriter(t *testing.T, path string, rev func() string) *Writer {
 	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := OpenWriter(f, rev, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w, err := OpenWriter(path, WriterOptions{Rev: rev, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Source: "/src", Version: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +42,14 @@ func TestWriterConcurrentAppendsAreWholeLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := ledgertest.ValidateFile(t, path)
-	if len(lines) != writers*each {
-		t.Fatalf("lines = %d, want %d", len(lines), writers*each)
+	if len(lines) != writers*each+1 {
+		t.Fatalf("lines = %d, want %d and a header", len(lines), writers*each)
 	}
 	seen := map[string]bool{}
 	err := Scan(path, func(_ int, r *Record) error {
+		if r.Gov().Event == EventHeader {
+			return nil
+		}
 		if r.VCS == nil || r.VCS.Type != "git" || len(r.VCS.Revision) != 40 {
 			t.Errorf("vcs = %+v", r.VCS)
 		}
@@ -84,19 +84,76 @@ func TestWriterCommitsWithinDelay(t *testing.T) {
 	}
 }
 
-func TestWriterStartsOnFreshLineAfterTornTail(t *testing.T) {
+func TestTornTailIsMovedAsideAndTheChainContinues(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
-	if err := os.WriteFile(path, []byte(`{"torn":`), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	w := openTestWriter(t, path, nil)
-	w.Append(NewRecord(Change{Event: EventMkdir, Path: "d"}, "t"))
-	if err := w.Close(); err != nil {
+	for i := range 3 {
+		w.Append(NewRecord(Change{Event: EventCreate, Path: fmt.Sprint(i)}, "t"))
+	}
+	w.Close()
+	before, _ := os.ReadFile(path)
+	// A crash in the middle of writing the next line.
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"version":"0.1.0","id":"half`)
+	f.Close()
+
+	w = openTestWriter(t, path, nil)
+	w.Append(NewRecord(Change{Event: EventCreate, Path: "after"}, "t"))
+	w.Close()
+	after, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(after), string(before)) {
+		t.Fatal("an earlier line was changed")
+	}
+	torn, _ := os.ReadFile(path + ".torn")
+	if string(torn) != `{"version":"0.1.0","id":"half`+"\n" {
+		t.Fatalf("torn side file = %q", torn)
+	}
+	ledgertest.ValidateFile(t, path)
+	var events []Event
+	Scan(path, func(_ int, r *Record) error { events = append(events, r.Gov().Event); return nil })
+	if fmt.Sprint(events) != "[header create create create torn create]" {
+		t.Fatalf("events %v", events)
+	}
+	if rep := Verify(VerifyOptions{Ledger: path}); !rep.ChainOK() {
+		t.Fatalf("chain broken after recovery: %+v", rep.Problems)
+	}
+}
+
+func TestRotationContinuesTheChain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent_trace.jsonl")
+	w, err := OpenWriter(path, WriterOptions{MaxBytes: 4096, Source: "/s", Version: "t"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(path)
-	if string(b[:9]) != "{\"torn\":\n" {
-		t.Fatalf("torn tail was not kept on its own line: %q", b)
+	for i := range 100 {
+		w.Append(NewRecord(Change{Event: EventCreate, Path: fmt.Sprintf("file-%03d", i), Intent: "INT-001"}, "t"))
+		if i%10 == 0 {
+			w.Flush()
+		}
+	}
+	w.Close()
+	files, err := Files(path)
+	if err != nil || len(files) < 3 || files[len(files)-1] != path || !strings.HasSuffix(files[0], "agent_trace.1.jsonl") {
+		t.Fatalf("files %v %v", files, err)
+	}
+	n := 0
+	Scan(path, func(_ int, r *Record) error {
+		if r.Gov().Event == EventCreate {
+			n++
+		}
+		return nil
+	})
+	if n != 100 {
+		t.Fatalf("%d records across rotated files, want 100", n)
+	}
+	for _, f := range files {
+		if st, _ := os.Stat(f); st.Size() > 4096+2048 {
+			t.Errorf("%s is %d bytes", f, st.Size())
+		}
+		ledgertest.ValidateFile(t, f)
+	}
+	if rep := Verify(VerifyOptions{Ledger: path}); !rep.ChainOK() || rep.Records != 100+len(files) {
+		t.Fatalf("verify: %d records, problems %+v", rep.Records, rep.Problems)
 	}
 }
 
@@ -117,7 +174,8 @@ func TestTail(t *testing.T) {
 		{0, nil, nil},
 	}
 	for _, tt := range tests {
-		got, err := Tail(path, tt.n, tt.keep)
+		keep := func(r *Record) bool { return r.Gov().Event != EventHeader && (tt.keep == nil || tt.keep(r)) }
+		got, err := Tail(path, tt.n, keep)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@
 package safeio
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -61,4 +63,25 @@ func ReadPrefix(root, rel string, max int) ([]byte, error) {
 		return nil, err
 	}
 	return buf[:n], nil
+}
+
+// HashFile returns "sha256:<hex>" of the regular file rel below root,
+// read without following symlinks.
+func HashFile(root, rel string) (string, error) {
+	rootFd, err := syscall.Open(root, unix.O_PATH|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer syscall.Close(rootFd)
+	fd, err := OpenBeneath(rootFd, rel, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }

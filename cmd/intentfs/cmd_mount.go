@@ -47,6 +47,7 @@ Examples:
 			fs.Bool("foreground", false, "stay attached; unmount cleanly on SIGINT/SIGTERM")
 			fs.Bool("fail-open", false, "allow changes that cannot be decided (default: deny them)")
 			fs.Bool("debug", false, "log every FUSE request")
+			fs.Int64("ledger-max-bytes", 256<<20, "rotate the ledger to agent_trace.N.jsonl at this size")
 			fs.String("lessons-file", "CLAUDE.md", "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 		},
 		run: runMount,
@@ -74,6 +75,7 @@ func runMount(a *app, args []string) error {
 	cfg := daemon.Config{Source: source, Mountpoint: mountpoint, Intent: intent, FailOpen: failOpen, Debug: debug,
 		Version: version, Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Registry: control.DefaultRegistry(),
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file")}
+	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
 	ready := readyPipe()
 	daemon.SetProcessUmask()
 	d, err := daemon.Start(cfg)

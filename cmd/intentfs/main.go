@@ -31,6 +31,11 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// silentFailure exits 1 after a command has already reported why.
+type silentFailure struct{}
+
+func (silentFailure) Error() string { return "failed" }
+
 // command is one subcommand.
 type command struct {
 	name    string
@@ -52,7 +57,7 @@ type app struct {
 
 func commands() []*command {
 	return []*command{
-		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), unmountCmd(), intentCmd(), contextCmd(), agentGuideCmd(), demoCmd(), versionCmd(),
+		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), unmountCmd(), intentCmd(), contextCmd(), agentGuideCmd(), verifyCmd(), demoCmd(), versionCmd(),
 	}
 }
 
@@ -136,6 +141,8 @@ func runCommand(cmd *command, fullName string, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "intentfs %s: %v\n\n", cmd.name, err)
 		printCmdUsage(stderr, cmd, fs)
 		return exitUsage
+	case errors.As(err, new(silentFailure)):
+		return exitFailure
 	case errors.As(err, new(noMountError)):
 		fmt.Fprintf(stderr, "intentfs %s: %v\n", cmd.name, err)
 		return exitNoMount

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -91,14 +89,10 @@ func offline(ws workspace, what string, fn func(w *workflow.Workflow) error) err
 		return err
 	}
 	defer lock.Close()
-	f, err := os.OpenFile(filepath.Join(ws.source, ledger.FileName), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening the ledger: %w", err)
-	}
 	git := ledger.NewGitHead(ws.source)
-	writer, err := ledger.OpenWriter(f, git.Revision, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	writer, err := ledger.OpenWriter(filepath.Join(ws.source, ledger.FileName), ledger.WriterOptions{
+		Rev: git.Revision, Source: ws.source, Version: version})
 	if err != nil {
-		f.Close()
 		return err
 	}
 	w := &workflow.Workflow{Source: ws.source, Lessons: &sidecar.Lessons{Path: filepath.Join(ws.source, policy.OrchestrationDir, "CLAUDE.md")},
