@@ -22,6 +22,7 @@ import (
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/fsnode"
 	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/objects"
 	"github.com/intentfs/intentfs/policy"
 	"github.com/intentfs/intentfs/procinfo"
 	"github.com/intentfs/intentfs/sidecar"
@@ -44,6 +45,9 @@ type Config struct {
 	Registry control.Registry
 	// Owner is the uid/gid of the human who mounted; they own the socket.
 	OwnerUID, OwnerGID int
+	// KeepMaxBytes is the largest file whose pre-images are kept (0: the
+	// default, 64 MiB); above it only hashes are recorded.
+	KeepMaxBytes int64
 	// LedgerMaxBytes rotates the ledger at this size (0: the default).
 	LedgerMaxBytes int64
 	// LessonsFile names the file in .orchestration/ that lessons go to
@@ -146,7 +150,12 @@ func Start(cfg Config) (d *Daemon, err error) {
 	}
 
 	ctlDir := control.NewDir(d, d.Process)
-	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir}); err != nil {
+	keepMax := cfg.KeepMaxBytes
+	if keepMax == 0 {
+		keepMax = objects.DefaultKeepMaxBytes
+	}
+	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir,
+		Objects: objects.New(cfg.Source), KeepMaxBytes: keepMax}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.root.Close() })

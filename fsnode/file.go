@@ -41,6 +41,8 @@ type tracking struct {
 	// the stat it was taken at.
 	base    Digest
 	baseKey statKey
+	// preImage says what happened to the bytes of base (see keepCopy).
+	preImage string
 }
 
 func newFile(fd int, t *tracking) *File {
@@ -60,16 +62,16 @@ func newFile(fd int, t *tracking) *File {
 // caller nothing.
 func (f *File) Release(ctx context.Context) syscall.Errno {
 	if f.track != nil {
-		f.checkpoint()
+		f.checkpoint(true)
 		f.track.node.removeOpen(f)
 	}
 	return f.LoopbackFile.Release(ctx)
 }
 
 // checkpoint records the content change since the last checkpoint, if
-// any. It runs at release, and before a rename, link or unlink of the
-// node, so the ledger shows a file's content before it shows it moved.
-func (f *File) checkpoint() {
+// any. It runs at release (final), and before a rename, link or unlink of
+// the node, so the ledger shows a file's content before it shows it moved.
+func (f *File) checkpoint(final bool) {
 	t := f.track
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -101,9 +103,20 @@ func (f *File) checkpoint() {
 	if t.created {
 		ev, pre = ledger.EventCreate, ""
 	}
-	t.node.root.record(t.g, ledger.Change{Event: ev, Path: rel, PreHash: pre, PostHash: d.Hash, Lines: d.Lines, Op: "release", Reason: reason, Time: time.Now()})
+	t.node.root.record(t.g, ledger.Change{Event: ev, Path: rel, PreHash: pre, PostHash: d.Hash, Lines: d.Lines, Op: "release", Reason: reason,
+		PreImage: t.preImage, Time: time.Now()})
 	t.created = false
 	t.base = d
+	t.preImage = ""
+	// The version just recorded is the file itself. A later open keeps it
+	// before changing it; but this handle stays open and may change it
+	// again with no open in between, so keep it now.
+	if !final {
+		if rfd, err := reopenReadOnly(f.fd); err == nil {
+			t.preImage = t.node.root.keepCopy(rfd, d)
+			syscall.Close(rfd)
+		}
+	}
 }
 
 // digest hashes the handle's file through a read-only descriptor of its
@@ -143,6 +156,6 @@ func (n *Node) checkpointOpen() {
 	open := append([]*File(nil), n.open...)
 	n.openMu.Unlock()
 	for _, f := range open {
-		f.checkpoint()
+		f.checkpoint(false)
 	}
 }

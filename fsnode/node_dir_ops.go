@@ -124,16 +124,18 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	n.checkpointChild(name)
 	var pre Digest
+	var kept string
 	errno = n.withDir(func(dirfd int) error {
 		if g.traced() {
 			pre = n.root.digestRegularAt(dirfd, name)
+			kept = n.root.keepBeforeRemoval(dirfd, name, pre, n.childNode(name))
 		}
 		return unix.Unlinkat(dirfd, name, 0)
 	})
 	if errno != 0 {
 		return errno
 	}
-	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, Op: "unlink"})
+	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, PreImage: kept, Op: "unlink"})
 	return 0
 }
 
@@ -217,12 +219,14 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	n.checkpointChild(name)
 	var pre, post Digest
+	var kept string
 	errno = n.withDir(func(srcDir int) error {
 		return errnoAsError(dst.withDir(func(dstDir int) error {
 			if g.traced() {
-				// What is replaced is destroyed: keep its hash as pre_hash.
+				// What is replaced is destroyed: keep its bytes.
 				if dstExists && flags&policy.RenameExchange == 0 {
 					pre = n.root.digestRegularAt(dstDir, newName)
+					kept = n.root.keepBeforeRemoval(dstDir, newName, pre, dst.childNode(newName))
 				}
 				post = n.root.digestRegularAt(srcDir, name)
 			}
@@ -233,8 +237,18 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return errno
 	}
 	n.root.record(g, ledger.Change{Event: ledger.EventRename, Path: newRel, FromPath: rel, PreHash: pre.Hash,
-		PostHash: post.Hash, Lines: post.Lines, Op: "rename", Time: time.Now()})
+		PostHash: post.Hash, Lines: post.Lines, PreImage: kept, Op: "rename", Time: time.Now()})
 	return 0
+}
+
+// childNode returns the node of child name, if the kernel knows it.
+func (n *Node) childNode(name string) *Node {
+	if ch := n.GetChild(name); ch != nil {
+		if c, ok := ch.Operations().(*Node); ok {
+			return c
+		}
+	}
+	return nil
 }
 
 // checkpointChild records pending writes of handles open on child name, if

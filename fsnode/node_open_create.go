@@ -48,9 +48,10 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, errno
 	}
 	var pre Digest
+	var kept string
 	if g.traced() {
-		// The pre-image hash must be taken before O_TRUNC destroys it.
-		if pre, errno = n.root.digestAt(rel); errno != 0 {
+		// The pre-image must be taken before O_TRUNC or a write destroys it.
+		if pre, kept, errno = n.root.preImageAt(rel); errno != 0 {
 			return nil, 0, errno
 		}
 	}
@@ -61,7 +62,25 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if !g.traced() {
 		return newFile(fd, nil), 0, 0
 	}
-	return newFile(fd, &tracking{node: n, openRel: rel, g: g, base: pre}), 0, 0
+	return newFile(fd, &tracking{node: n, openRel: rel, g: g, base: pre, preImage: kept}), 0, 0
+}
+
+// preImageAt hashes the file at rel and keeps its bytes in the object
+// store, before a change destroys them.
+func (r *Root) preImageAt(rel string) (Digest, string, syscall.Errno) {
+	fd, err := openBeneath(r.rootFd, rel, hashOpenFlags, 0)
+	if err == syscall.EPERM {
+		fd, err = openBeneath(r.rootFd, rel, hashOpenFlags&^syscall.O_NOATIME, 0)
+	}
+	if err != nil {
+		return Digest{}, "", fs.ToErrno(err)
+	}
+	defer syscall.Close(fd)
+	d, err := r.hashes.HashFd(fd)
+	if err != nil {
+		return Digest{}, "", fs.ToErrno(err)
+	}
+	return d, r.keepCopy(fd, d), 0
 }
 
 // digestAt hashes the file at rel through a read-only descriptor.
@@ -97,6 +116,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		st      syscall.Stat_t
 		created bool
 		pre     Digest
+		kept    string
 	)
 	errno = n.withDir(func(dirfd int) error {
 		var err error
@@ -114,6 +134,9 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 					return err
 				}
 				pre, err = n.root.hashes.HashFd(rfd)
+				if err == nil {
+					kept = n.root.keepCopy(rfd, pre)
+				}
 				syscall.Close(rfd)
 				if err != nil {
 					return err
@@ -134,7 +157,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	child := n.newChild(ctx, &st, out)
 	var t *tracking
 	if g.traced() {
-		t = &tracking{node: child.Operations().(*Node), openRel: rel, g: g, created: created, base: pre}
+		t = &tracking{node: child.Operations().(*Node), openRel: rel, g: g, created: created, base: pre, preImage: kept}
 	}
 	return child, newFile(fd, t), 0, 0
 }

@@ -58,11 +58,11 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	}
 	c := ledger.Change{Event: ev, Path: rel, Op: "setattr"}
 	if _, size := in.GetSize(); size && g.traced() {
-		pre, errno := n.root.digestAt(rel)
+		pre, kept, errno := n.root.preImageAt(rel)
 		if errno != 0 {
 			return errno
 		}
-		c.PreHash = pre.Hash
+		c.PreHash, c.PreImage = pre.Hash, kept
 	}
 	if lf, ok := f.(*File); ok && lf != nil {
 		errno = lf.LoopbackFile.Setattr(ctx, in, out)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/objects"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -46,6 +47,10 @@ type Options struct {
 	Governor Governor
 	// Log receives problems that cannot be returned to the caller.
 	Log *slog.Logger
+	// Objects, if set, keeps the bytes of every version a change
+	// destroys; KeepMaxBytes bounds what is kept per file.
+	Objects      *objects.Store
+	KeepMaxBytes int64
 	// ControlDir, if set, is served at ControlDirName in the mount root.
 	ControlDir fs.InodeEmbedder
 }
@@ -58,6 +63,8 @@ type Root struct {
 	gov     Governor
 	log     *slog.Logger
 	hashes  *HashCache
+	objects *objects.Store
+	keepMax int64
 	control fs.InodeEmbedder
 	// chownNew is set when the daemon runs as root: created files are
 	// then given to the calling user, as if the caller had made them.
@@ -81,7 +88,7 @@ func NewRoot(o Options) (*Node, error) {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("stat source %s: %w", o.Source, err)
 	}
-	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: NewHashCache(),
+	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
 		control: o.ControlDir, chownNew: os.Geteuid() == 0}
 	return &Node{root: r}, nil
 }

@@ -208,6 +208,8 @@ type Change struct {
 	FromIntent string
 	// From and To are the statuses of a transition.
 	From, To string
+	// PreImage says whether the bytes of PreHash were kept.
+	PreImage string
 	Process  *Process
 	Time     time.Time
 }
@@ -231,6 +233,7 @@ func NewRecord(c Change, toolVersion string) *Record {
 		Reason:          c.Reason,
 		Mode:            c.Mode,
 		FromIntent:      optional(c.FromIntent),
+		PreImage:        c.PreImage,
 		From:            c.From,
 		To:              c.To,
 		Process:         c.Process,

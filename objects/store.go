@@ -1,16 +1,31 @@
 // Package objects is the content-addressed store of pre-images: the bytes
 // of every version a change destroyed, under .orchestration/objects/
-// sha256/ab/cdef…, so any recorded change can be shown and undone.
+// sha256/ab/cdef…, so any recorded change can be shown and undone. The
+// newest version of a file is the file itself; older versions are kept
+// here when a change destroys them, once per distinct content.
 package objects
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Dir is the store's directory, relative to the source.
 const Dir = ".orchestration/objects"
+
+// DefaultKeepMaxBytes is the size above which only hashes are kept.
+const DefaultKeepMaxBytes = 64 << 20
 
 // Store is the object store of one source directory.
 type Store struct {
@@ -37,4 +52,179 @@ func (s *Store) Has(hash string) bool {
 	}
 	var st syscall.Stat_t
 	return syscall.Stat(p, &st) == nil
+}
+
+// Read returns the bytes of hash.
+func (s *Store) Read(hash string) ([]byte, error) {
+	p, ok := s.Path(hash)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a sha256 hash", hash)
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("the bytes of %s are not in the object store", hash)
+	}
+	return b, err
+}
+
+// Open opens the bytes of hash for reading.
+func (s *Store) Open(hash string) (*os.File, error) {
+	p, ok := s.Path(hash)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a sha256 hash", hash)
+	}
+	return os.Open(p)
+}
+
+func (s *Store) prepare(hash string) (string, error) {
+	p, ok := s.Path(hash)
+	if !ok {
+		return "", fmt.Errorf("%q is not a sha256 hash", hash)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", fmt.Errorf("object store: %w", err)
+	}
+	return p, nil
+}
+
+// KeepLink keeps the file name in dirfd as the bytes of hash by hard
+// linking it into the store: no copy, so removing a large tree stays
+// cheap. The caller must know that nothing else can still write to the
+// inode (no other links, no writable handle); otherwise use KeepFd.
+func (s *Store) KeepLink(dirfd int, name, hash string) error {
+	if s.Has(hash) {
+		return nil
+	}
+	p, err := s.prepare(hash)
+	if err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s.link-%d-%d", p, os.Getpid(), time.Now().UnixNano())
+	if err := unix.Linkat(dirfd, name, unix.AT_FDCWD, tmp, 0); err != nil {
+		return err // EXDEV and friends: the caller copies instead
+	}
+	_ = os.Chmod(tmp, 0o444)
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// KeepFd copies the file open (readable) at fd into the store as hash:
+// a reflink where the filesystem offers one, else an in-kernel copy.
+func (s *Store) KeepFd(fd int, hash string) error {
+	if s.Has(hash) {
+		return nil
+	}
+	p, err := s.prepare(hash)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".copy-*")
+	if err != nil {
+		return fmt.Errorf("object store: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := copyFd(int(tmp.Fd()), fd); err != nil {
+		tmp.Close()
+		return fmt.Errorf("object store: copying: %w", err)
+	}
+	// Check what landed is what the ledger will name.
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		tmp.Close()
+		return err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != hash {
+		tmp.Close()
+		return fmt.Errorf("object store: the file changed while it was copied (%s, not %s)", got, hash)
+	}
+	tmp.Chmod(0o444)
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
+// copyFd copies all of src into dst from offset 0.
+func copyFd(dst, src int) error {
+	if err := unix.IoctlFileClone(dst, src); err == nil {
+		return nil
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(src, &st); err != nil {
+		return err
+	}
+	var off int64
+	for off < st.Size {
+		in := off
+		n, err := unix.CopyFileRange(src, &in, dst, nil, int(min(st.Size-off, 1<<30)), 0)
+		if err != nil || n == 0 {
+			// Fall back to read/write for the rest.
+			return copyRest(dst, src, off)
+		}
+		off += int64(n)
+	}
+	return nil
+}
+
+func copyRest(dst, src int, off int64) error {
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := syscall.Pread(src, buf, off)
+		if n > 0 {
+			if _, werr := syscall.Pwrite(dst, buf[:n], off); werr != nil {
+				return werr
+			}
+			off += int64(n)
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// Remove deletes the bytes of hash.
+func (s *Store) Remove(hash string) error {
+	p, ok := s.Path(hash)
+	if !ok {
+		return fmt.Errorf("%q is not a sha256 hash", hash)
+	}
+	return os.Remove(p)
+}
+
+// Object is one stored version.
+type Object struct {
+	Hash    string
+	Size    int64
+	ModTime time.Time
+}
+
+// Walk calls fn for every stored object.
+func (s *Store) Walk(fn func(Object) error) error {
+	base := filepath.Join(s.root, "sha256")
+	return filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == base {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasPrefix(d.Name(), ".") || strings.Contains(d.Name(), ".link-") {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		return fn(Object{Hash: "sha256:" + filepath.Base(filepath.Dir(p)) + d.Name(), Size: info.Size(), ModTime: info.ModTime()})
+	})
 }

@@ -48,6 +48,7 @@ Examples:
 			fs.Bool("fail-open", false, "allow changes that cannot be decided (default: deny them)")
 			fs.Bool("debug", false, "log every FUSE request")
 			fs.Int64("ledger-max-bytes", 256<<20, "rotate the ledger to agent_trace.N.jsonl at this size")
+			fs.Int64("keep-max-bytes", 64<<20, "keep pre-images of files up to this size; above it only hashes")
 			fs.String("lessons-file", "CLAUDE.md", "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 		},
 		run: runMount,
@@ -76,6 +77,7 @@ func runMount(a *app, args []string) error {
 		Version: version, Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Registry: control.DefaultRegistry(),
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file")}
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
+	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
 	ready := readyPipe()
 	daemon.SetProcessUmask()
 	d, err := daemon.Start(cfg)

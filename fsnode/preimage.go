@@ -1,0 +1,78 @@
+package fsnode
+
+import (
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Pre-image outcomes recorded in a record's pre_image field.
+const (
+	preImageStored = "stored"
+	preImageEmpty  = "empty"
+)
+
+// keepCopy stores the version open (readable) at fd before a change
+// destroys it, unless it is larger than the limit. It returns what the
+// record should say.
+func (r *Root) keepCopy(fd int, d Digest) string {
+	if r.objects == nil || d.Hash == "" {
+		return ""
+	}
+	if d.Hash == EmptyDigest.Hash {
+		return preImageEmpty
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return "failed: " + err.Error()
+	}
+	if st.Size > r.keepMax {
+		return fmt.Sprintf("not kept: %d bytes is over the %d-byte limit (--keep-max-bytes); only the hash is recorded", st.Size, r.keepMax)
+	}
+	if err := r.objects.KeepFd(fd, d.Hash); err != nil {
+		r.log.Error("keeping a pre-image failed", "hash", d.Hash, "err", err)
+		return "failed: " + err.Error()
+	}
+	return preImageStored
+}
+
+// keepBeforeRemoval stores the version of name in dirfd that an unlink or
+// a rename over it is about to destroy. A hard link into the store costs
+// nothing; it is safe only when nothing else can write the inode later (a
+// single link, no handle open for writing), otherwise the bytes are
+// copied.
+func (r *Root) keepBeforeRemoval(dirfd int, name string, d Digest, node *Node) string {
+	if r.objects == nil || d.Hash == "" {
+		return ""
+	}
+	if d.Hash == EmptyDigest.Hash {
+		return preImageEmpty
+	}
+	fd, err := openatForHash(dirfd, name)
+	if err != nil {
+		return "failed: " + err.Error()
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return "failed: " + err.Error()
+	}
+	if st.Size > r.keepMax {
+		return fmt.Sprintf("not kept: %d bytes is over the %d-byte limit (--keep-max-bytes); only the hash is recorded", st.Size, r.keepMax)
+	}
+	if st.Nlink == 1 && (node == nil || !node.hasOpenWriters()) {
+		if err := r.objects.KeepLink(dirfd, name, d.Hash); err == nil {
+			return preImageStored
+		} else if err != unix.EXDEV && err != syscall.EPERM {
+			r.log.Warn("linking a pre-image failed; copying", "err", err)
+		}
+	}
+	return r.keepCopy(fd, d)
+}
+
+func (n *Node) hasOpenWriters() bool {
+	n.openMu.Lock()
+	defer n.openMu.Unlock()
+	return len(n.open) > 0
+}

@@ -1,0 +1,59 @@
+package objects
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+func TestKeepFdAndLink(t *testing.T) {
+	src := t.TempDir()
+	s := New(src)
+	content := []byte(strings.Repeat("pre-image\n", 1000))
+	p := filepath.Join(src, "f")
+	os.WriteFile(p, content, 0o644)
+	fd, _ := syscall.Open(p, syscall.O_RDONLY, 0)
+	defer syscall.Close(fd)
+	h := sum(content)
+	if err := s.KeepFd(fd, h); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Read(h); err != nil || string(got) != string(content) {
+		t.Fatalf("read back: %v", err)
+	}
+	if err := s.KeepFd(fd, sum([]byte("other"))); err == nil {
+		t.Fatal("a wrong hash was stored")
+	}
+	// Hard link: the bytes survive the unlink, and nothing is copied.
+	os.WriteFile(filepath.Join(src, "g"), []byte("linked"), 0o644)
+	dir, _ := syscall.Open(src, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	defer syscall.Close(dir)
+	hg := sum([]byte("linked"))
+	if err := s.KeepLink(dir, "g", hg); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(src, "g"))
+	if got, _ := s.Read(hg); string(got) != "linked" {
+		t.Fatalf("linked object = %q", got)
+	}
+	var objs []Object
+	s.Walk(func(o Object) error { objs = append(objs, o); return nil })
+	if len(objs) != 2 {
+		t.Fatalf("walk found %v", objs)
+	}
+	if _, ok := s.Path("sha256:xyz"); ok {
+		t.Fatal("bad hash accepted")
+	}
+	if _, ok := s.Path("sha256:../../../../etc/passwd0000000000000000000000000000000000000000000"); ok {
+		t.Fatal("path traversal accepted")
+	}
+}
