@@ -27,6 +27,7 @@ const maxControlWrite = 4096
 //	intents    the intents, one line each: id, status, name, scope
 //	context    the <intent_context> block of the active intent
 //	lesson     write: a lesson learned, appended to .orchestration/CLAUDE.md
+//	mutation_class  read/write: the class declared for the agent's next writes (AST_REFACTOR, …) or "none"
 //	status     JSON status of the mount
 //	denials    recent denials, one line each, newest last
 //	README.md  how to work here, for agents
@@ -54,6 +55,7 @@ func (d *Dir) OnAdd(ctx context.Context) {
 		{name: "intents", mode: 0o444, read: d.backend.IntentList},
 		{name: "context", mode: 0o444, read: d.readContext},
 		{name: "lesson", mode: 0o222, read: func() []byte { return nil }, write: d.writeLesson},
+		{name: "mutation_class", mode: 0o666, read: d.readClass, write: d.writeClass},
 		{name: "status", mode: 0o444, read: d.readStatus},
 		{name: "denials", mode: 0o444, read: d.readDenials},
 		{name: "README.md", mode: 0o444, read: func() []byte { return []byte(AgentGuide) }},
@@ -119,6 +121,26 @@ func (d *Dir) writeLesson(data []byte, caller *fuse.Caller) syscall.Errno {
 	by := d.describe(caller)
 	if err := d.backend.Lesson(string(data), by); err != nil {
 		d.backend.InvalidControlWrite("lesson", data, err, by)
+		return syscall.EINVAL
+	}
+	return 0
+}
+
+func (d *Dir) readClass() []byte {
+	if c := d.backend.DeclaredClass(); c != "" {
+		return []byte(string(c) + "\n")
+	}
+	return []byte("none\n")
+}
+
+func (d *Dir) writeClass(data []byte, caller *fuse.Caller) syscall.Errno {
+	by := d.describe(caller)
+	class := strings.TrimSpace(string(data))
+	if class == "none" {
+		class = ""
+	}
+	if err := d.backend.DeclareClass(class, by); err != nil {
+		d.backend.InvalidControlWrite("mutation_class", data, err, by)
 		return syscall.EINVAL
 	}
 	return 0

@@ -34,6 +34,11 @@ type Backend interface {
 	Lesson(text string, by *ledger.Process) error
 	// IntentList describes the intents, one line each, for agents.
 	IntentList() []byte
+	// DeclareClass sets the mutation class of the agent's next writes
+	// ("" to stop declaring).
+	DeclareClass(class string, by *ledger.Process) error
+	// DeclaredClass returns the declared class.
+	DeclaredClass() ledger.MutationClass
 }
 
 // Denial is one refused change.

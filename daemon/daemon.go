@@ -72,8 +72,9 @@ type Daemon struct {
 	started time.Time
 	stopW   func()
 
-	active atomic.Pointer[string]
-	selMu  sync.Mutex
+	active   atomic.Pointer[string]
+	declared atomic.Pointer[ledger.MutationClass]
+	selMu    sync.Mutex
 
 	denials  denialRing
 	counters struct{ allowed, denied, recorded atomic.Uint64 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/intentfs/intentfs/attribution"
 	"github.com/intentfs/intentfs/handshake"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -127,4 +129,24 @@ func (d *Daemon) lessonOnDenial(req policy.Request, dec policy.Decision) {
 	if _, err := d.lessons.Add(req.Intent, text, time.Now()); err != nil {
 		d.log.Error("recording a lesson failed", "err", err)
 	}
+}
+
+// DeclareClass sets the mutation class of the agent's next content changes
+// (valid until changed); "" stops declaring.
+func (d *Daemon) DeclareClass(class string, by *ledger.Process) error {
+	c := ledger.MutationClass(class)
+	if c != "" && !slices.Contains(attribution.Declarable, c) {
+		return fmt.Errorf("%q is not a class that can be declared (one of %v, or none)", class, attribution.Declarable)
+	}
+	d.declared.Store(&c)
+	d.log.Info("mutation class declared", "class", class, "by_pid", by.Pid)
+	return nil
+}
+
+// DeclaredClass returns the declared mutation class.
+func (d *Daemon) DeclaredClass() ledger.MutationClass {
+	if p := d.declared.Load(); p != nil {
+		return *p
+	}
+	return ""
 }

@@ -21,6 +21,7 @@ type File struct {
 	*fs.LoopbackFile
 	fd    int
 	track *tracking
+	node  *Node // the node counting this handle, if any
 }
 
 var (
@@ -45,8 +46,11 @@ type tracking struct {
 	preImage string
 }
 
-func newFile(fd int, t *tracking) *File {
-	f := &File{LoopbackFile: fs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), "")), fd: fd, track: t}
+func newFile(node *Node, fd int, t *tracking) *File {
+	f := &File{LoopbackFile: fs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), "")), fd: fd, track: t, node: node}
+	if node != nil {
+		node.handles.Add(1)
+	}
 	if t != nil {
 		var st syscall.Stat_t
 		if syscall.Fstat(fd, &st) == nil {
@@ -64,6 +68,9 @@ func (f *File) Release(ctx context.Context) syscall.Errno {
 	if f.track != nil {
 		f.checkpoint(true)
 		f.track.node.removeOpen(f)
+	}
+	if f.node != nil {
+		f.node.handles.Add(-1)
 	}
 	return f.LoopbackFile.Release(ctx)
 }
@@ -83,7 +90,16 @@ func (f *File) checkpoint(final bool) {
 	if !t.created && k == t.baseKey {
 		return // nothing written since the last record
 	}
-	d, err := f.digest()
+	rel, ok := t.node.relPath()
+	if !ok {
+		rel = t.openRel
+	}
+	ev, pre := ledger.EventWrite, t.base.Hash
+	if t.created {
+		ev, pre = ledger.EventCreate, ""
+	}
+	cc, err := f.analyze(rel, pre)
+	d := cc.digest
 	reason := ""
 	if err != nil {
 		// Record the change without its hash rather than lose it.
@@ -95,16 +111,8 @@ func (f *File) checkpoint(final bool) {
 	if !t.created && d.Hash == t.base.Hash {
 		return // rewritten with the same bytes
 	}
-	rel, ok := t.node.relPath()
-	if !ok {
-		rel = t.openRel
-	}
-	ev, pre := ledger.EventWrite, t.base.Hash
-	if t.created {
-		ev, pre = ledger.EventCreate, ""
-	}
 	t.node.root.record(t.g, ledger.Change{Event: ev, Path: rel, PreHash: pre, PostHash: d.Hash, Lines: d.Lines, Op: "release", Reason: reason,
-		PreImage: t.preImage, Time: time.Now()})
+		PreImage: t.preImage, Ranges: cc.ranges, Class: cc.class, Time: time.Now()})
 	t.created = false
 	t.base = d
 	t.preImage = ""
@@ -119,15 +127,15 @@ func (f *File) checkpoint(final bool) {
 	}
 }
 
-// digest hashes the handle's file through a read-only descriptor of its
-// own, so write-only handles can be hashed too.
-func (f *File) digest() (Digest, error) {
+// analyze hashes and describes the handle's file through a read-only
+// descriptor of its own, so write-only handles can be hashed too.
+func (f *File) analyze(rel, pre string) (contentChange, error) {
 	rfd, err := reopenReadOnly(f.fd)
 	if err != nil {
-		return Digest{}, err
+		return contentChange{}, err
 	}
 	defer syscall.Close(rfd)
-	return f.track.node.root.hashes.HashFd(rfd)
+	return f.track.node.root.analyze(rel, pre, rfd)
 }
 
 // addOpen and removeOpen keep the node's list of tracked handles, which

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -20,6 +21,8 @@ type Node struct {
 
 	openMu sync.Mutex
 	open   []*File // tracked handles open on this node
+	// handles counts every handle open on this node through the mount.
+	handles atomic.Int32
 }
 
 var (

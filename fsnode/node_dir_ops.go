@@ -236,8 +236,23 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if errno != 0 {
 		return errno
 	}
-	n.root.record(g, ledger.Change{Event: ledger.EventRename, Path: newRel, FromPath: rel, PreHash: pre.Hash,
-		PostHash: post.Hash, Lines: post.Lines, PreImage: kept, Op: "rename", Time: time.Now()})
+	c := ledger.Change{Event: ledger.EventRename, Path: newRel, FromPath: rel, PreHash: pre.Hash,
+		PostHash: post.Hash, Lines: post.Lines, PreImage: kept, Op: "rename", Time: time.Now()}
+	if g.traced() && pre.Hash != "" && post.Hash != "" {
+		// A rename over a file (sed -i, editors) changes that file's content.
+		errnoAsError(dst.withDir(func(dstDir int) error {
+			fd, err := openatForHash(dstDir, newName)
+			if err != nil {
+				return err
+			}
+			defer syscall.Close(fd)
+			if cc, err := n.root.analyze(newRel, pre.Hash, fd); err == nil {
+				c.Ranges, c.Class = cc.ranges, cc.class
+			}
+			return nil
+		}))
+	}
+	n.root.record(g, c)
 	return 0
 }
 

@@ -41,7 +41,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		if err != nil {
 			return nil, 0, fs.ToErrno(err)
 		}
-		return newFile(fd, nil), 0, 0
+		return newFile(n, fd, nil), 0, 0
 	}
 	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpOpenWrite, Path: rel})
 	if errno != 0 {
@@ -60,9 +60,9 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, fs.ToErrno(err)
 	}
 	if !g.traced() {
-		return newFile(fd, nil), 0, 0
+		return newFile(n, fd, nil), 0, 0
 	}
-	return newFile(fd, &tracking{node: n, openRel: rel, g: g, base: pre, preImage: kept}), 0, 0
+	return newFile(n, fd, &tracking{node: n, openRel: rel, g: g, base: pre, preImage: kept}), 0, 0
 }
 
 // preImageAt hashes the file at rel and keeps its bytes in the object
@@ -155,11 +155,12 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errno
 	}
 	child := n.newChild(ctx, &st, out)
+	childNode := child.Operations().(*Node)
 	var t *tracking
 	if g.traced() {
-		t = &tracking{node: child.Operations().(*Node), openRel: rel, g: g, created: created, base: pre, preImage: kept}
+		t = &tracking{node: childNode, openRel: rel, g: g, created: created, base: pre, preImage: kept}
 	}
-	return child, newFile(fd, t), 0, 0
+	return child, newFile(childNode, fd, t), 0, 0
 }
 
 // giveToCaller makes a new entry belong to the calling user when the

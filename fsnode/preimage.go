@@ -39,8 +39,8 @@ func (r *Root) keepCopy(fd int, d Digest) string {
 
 // keepBeforeRemoval stores the version of name in dirfd that an unlink or
 // a rename over it is about to destroy. A hard link into the store costs
-// nothing; it is safe only when nothing else can write the inode later (a
-// single link, no handle open for writing), otherwise the bytes are
+// nothing; it is safe only when nothing else can reach the inode later (a
+// single link, no handle open through the mount), otherwise the bytes are
 // copied.
 func (r *Root) keepBeforeRemoval(dirfd int, name string, d Digest, node *Node) string {
 	if r.objects == nil || d.Hash == "" {
@@ -61,7 +61,9 @@ func (r *Root) keepBeforeRemoval(dirfd int, name string, d Digest, node *Node) s
 	if st.Size > r.keepMax {
 		return fmt.Sprintf("not kept: %d bytes is over the %d-byte limit (--keep-max-bytes); only the hash is recorded", st.Size, r.keepMax)
 	}
-	if st.Nlink == 1 && (node == nil || !node.hasOpenWriters()) {
+	// Linking shows: anyone holding the file open would see its link count
+	// stay 1 after the unlink. So link only what nobody has open.
+	if st.Nlink == 1 && (node == nil || node.handles.Load() == 0) {
 		if err := r.objects.KeepLink(dirfd, name, d.Hash); err == nil {
 			return preImageStored
 		} else if err != unix.EXDEV && err != syscall.EPERM {
@@ -69,10 +71,4 @@ func (r *Root) keepBeforeRemoval(dirfd int, name string, d Digest, node *Node) s
 		}
 	}
 	return r.keepCopy(fd, d)
-}
-
-func (n *Node) hasOpenWriters() bool {
-	n.openMu.Lock()
-	defer n.openMu.Unlock()
-	return len(n.open) > 0
 }

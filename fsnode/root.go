@@ -37,6 +37,9 @@ type Governor interface {
 	Denied(req policy.Request, d policy.Decision, p *ledger.Process)
 	// Record records a change that was made.
 	Record(c ledger.Change)
+	// DeclaredClass is the mutation class the agent declared for its
+	// writes ("" for none).
+	DeclaredClass() ledger.MutationClass
 }
 
 // Options configure a Root.

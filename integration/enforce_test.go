@@ -194,8 +194,16 @@ func TestAllowedChangesAreRecorded(t *testing.T) {
 		e.mustSh("echo '// more' >> src/existing.go")
 		r := e.waitRecord("write", event(ledger.EventWrite, "src/existing.go"))
 		g := r.Gov()
-		if ledger.Str(g.PreHash) != pre || ledger.Str(g.PostHash) != e.sha("src/existing.go") || g.MutationClass != ledger.ClassEvolution {
+		// Only a comment was added to Go source: documentation.
+		if ledger.Str(g.PreHash) != pre || ledger.Str(g.PostHash) != e.sha("src/existing.go") || g.MutationClass != "DOCUMENTATION" {
 			t.Fatalf("write record %+v (pre want %s)", g, pre)
+		}
+		// The new line is the changed hunk: line 4 of the new version.
+		if rg := r.Files[0].Conversations[0].Ranges; len(rg) != 1 || rg[0].StartLine != 4 || rg[0].EndLine != 4 {
+			t.Fatalf("ranges %+v", rg)
+		}
+		if g.PreImage != "stored" {
+			t.Fatalf("pre_image %q", g.PreImage)
 		}
 		if pre != oldExisting {
 			t.Fatal("precondition")
@@ -209,6 +217,13 @@ func TestAllowedChangesAreRecorded(t *testing.T) {
 		g := r.Gov()
 		if ledger.Str(g.PreHash) != pre || ledger.Str(g.PostHash) != e.sha("src/existing.go") || !strings.HasPrefix(g.FromPath, "src/sed") {
 			t.Fatalf("rename record %+v", g)
+		}
+		// sed changed code (func → fn): an evolution, with the hunk of line 3.
+		if g.MutationClass != ledger.ClassEvolution || g.PreImage != "stored" {
+			t.Fatalf("sed -i class %s pre_image %q", g.MutationClass, g.PreImage)
+		}
+		if rg := r.Files[0].Conversations[0].Ranges; len(rg) != 1 || rg[0].StartLine != 3 {
+			t.Fatalf("sed -i ranges %+v", rg)
 		}
 		e.waitRecord("create of sed temp", event(ledger.EventCreate, g.FromPath))
 	})

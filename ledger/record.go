@@ -210,8 +210,12 @@ type Change struct {
 	From, To string
 	// PreImage says whether the bytes of PreHash were kept.
 	PreImage string
-	Process  *Process
-	Time     time.Time
+	// Ranges, if set, are the changed hunks (else the whole file of Lines
+	// lines); Class, if set, overrides the event's mutation class.
+	Ranges  []Range
+	Class   MutationClass
+	Process *Process
+	Time    time.Time
 }
 
 // NewRecord builds the record for a change. toolVersion names the intentfs
@@ -221,9 +225,14 @@ func NewRecord(c Change, toolVersion string) *Record {
 	if ts.IsZero() {
 		ts = time.Now()
 	}
+	class := ClassOf(c.Event)
+	// Only a content change is re-classed (a rename over a file is one).
+	if c.Class != "" && (c.Event == EventWrite || c.Event == EventTruncate || c.Event == EventRename) {
+		class = c.Class
+	}
 	g := Governance{
 		Event:           c.Event,
-		MutationClass:   ClassOf(c.Event),
+		MutationClass:   class,
 		PreHash:         optional(c.PreHash),
 		PostHash:        optional(c.PostHash),
 		FromPath:        c.FromPath,
@@ -249,7 +258,10 @@ func NewRecord(c Change, toolVersion string) *Record {
 	}
 	if c.Path != "" {
 		conv := Conversation{Contributor: Contributor{Type: "ai"}, Ranges: []Range{}}
-		if c.Lines > 0 && c.PostHash != "" {
+		switch {
+		case c.Ranges != nil:
+			conv.Ranges = c.Ranges
+		case c.Lines > 0 && c.PostHash != "":
 			conv.Ranges = []Range{{StartLine: 1, EndLine: c.Lines, ContentHash: c.PostHash}}
 		}
 		if c.Intent != "" {

@@ -103,7 +103,8 @@ func (s *Store) KeepLink(dirfd int, name, hash string) error {
 	if err := unix.Linkat(dirfd, name, unix.AT_FDCWD, tmp, 0); err != nil {
 		return err // EXDEV and friends: the caller copies instead
 	}
-	_ = os.Chmod(tmp, 0o444)
+	// No chmod: the inode is shared with whoever might still see it. The
+	// store is read-only through the mount all the same.
 	if err := os.Rename(tmp, p); err != nil {
 		os.Remove(tmp)
 		return err

@@ -1,0 +1,180 @@
+// Package attribution describes a content change precisely: which line
+// hunks of the new version changed, each with the hash of its lines, and
+// what kind of change it was (configuration, documentation, a declared
+// refactor, or an evolution of the intent's behaviour).
+package attribution
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"go/scanner"
+	"go/token"
+	"path"
+	"slices"
+	"strings"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// Mutation classes beyond the core's.
+const (
+	ClassDocumentation ledger.MutationClass = "DOCUMENTATION"
+	ClassConfiguration ledger.MutationClass = "CONFIGURATION"
+	ClassASTRefactor   ledger.MutationClass = "AST_REFACTOR"
+)
+
+// Declarable lists the classes an agent may declare for its next writes.
+var Declarable = []ledger.MutationClass{ClassASTRefactor, ledger.ClassEvolution, ClassDocumentation, ClassConfiguration}
+
+// MaxDiffBytes bounds the files that are diffed line by line; larger ones
+// get a whole-file range.
+const MaxDiffBytes = 4 << 20
+
+// Ranges returns the changed line hunks of post (1-based, inclusive) with
+// the content hash of each hunk's lines. Lines only removed leave no hunk
+// in the new version.
+func Ranges(pre, post []byte) []ledger.Range {
+	if len(pre) > MaxDiffBytes || len(post) > MaxDiffBytes {
+		return WholeFile(post)
+	}
+	edits := udiff.Lines(string(pre), string(post))
+	var out []ledger.Range
+	delta := 0
+	for _, e := range edits {
+		start := e.Start + delta
+		delta += len(e.New) - (e.End - e.Start)
+		if e.New == "" {
+			continue
+		}
+		first := bytes.Count(post[:start], []byte{'\n'}) + 1
+		last := first + strings.Count(strings.TrimSuffix(e.New, "\n"), "\n")
+		if n := len(out); n > 0 && out[n-1].EndLine >= first-1 {
+			first = out[n-1].StartLine
+			out = out[:n-1]
+		}
+		out = append(out, ledger.Range{StartLine: first, EndLine: last})
+	}
+	for i := range out {
+		out[i].ContentHash = hashLines(post, out[i].StartLine, out[i].EndLine)
+	}
+	return out
+}
+
+// WholeFile is the range of every line of content (none if empty).
+func WholeFile(content []byte) []ledger.Range {
+	n := bytes.Count(content, []byte{'\n'})
+	if len(content) > 0 && content[len(content)-1] != '\n' {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	s := sha256.Sum256(content)
+	return []ledger.Range{{StartLine: 1, EndLine: n, ContentHash: "sha256:" + hex.EncodeToString(s[:])}}
+}
+
+// hashLines hashes lines first..last (1-based, inclusive) of content.
+func hashLines(content []byte, first, last int) string {
+	start, line := 0, 1
+	for line < first && start < len(content) {
+		i := bytes.IndexByte(content[start:], '\n')
+		if i < 0 {
+			start = len(content)
+			break
+		}
+		start += i + 1
+		line++
+	}
+	end := start
+	for line <= last && end < len(content) {
+		i := bytes.IndexByte(content[end:], '\n')
+		if i < 0 {
+			end = len(content)
+			break
+		}
+		end += i + 1
+		line++
+	}
+	s := sha256.Sum256(content[start:end])
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+var configExt = []string{".yaml", ".yml", ".json", ".toml", ".ini", ".cfg", ".conf", ".env", ".properties", ".lock", ".xml", ".plist", ".hcl", ".tf"}
+var configNames = []string{"Dockerfile", "Containerfile", "Makefile", "go.mod", "go.sum", "requirements.txt", "Pipfile", "Gemfile",
+	".gitignore", ".gitattributes", ".editorconfig", ".dockerignore", ".npmrc", ".intentignore", "docker-compose.yml", "Procfile"}
+var docExt = []string{".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc", ".org"}
+
+// IsConfiguration reports whether p is a configuration file by its name.
+func IsConfiguration(p string) bool {
+	base := path.Base(p)
+	return slices.Contains(configNames, base) || strings.HasPrefix(base, "Dockerfile") || strings.HasPrefix(base, ".env") ||
+		slices.Contains(configExt, strings.ToLower(path.Ext(base)))
+}
+
+// IsDocumentation reports whether p is a documentation file by its name.
+func IsDocumentation(p string) bool {
+	base := path.Base(p)
+	return slices.Contains(docExt, strings.ToLower(path.Ext(base))) || strings.HasPrefix(strings.ToUpper(base), "README") ||
+		strings.HasPrefix(strings.ToUpper(base), "LICENSE") || strings.HasPrefix(strings.ToUpper(base), "CHANGELOG")
+}
+
+// Classify names the kind of a content change of p from pre to post.
+// declared is what the agent announced for its writes ("" for nothing).
+func Classify(p string, pre, post []byte, declared ledger.MutationClass) ledger.MutationClass {
+	switch {
+	case declared != "":
+		return declared
+	case IsConfiguration(p):
+		return ClassConfiguration
+	case IsDocumentation(p):
+		return ClassDocumentation
+	case commentsOrSpaceOnly(p, pre, post):
+		return ClassDocumentation
+	}
+	return ledger.ClassEvolution
+}
+
+// commentsOrSpaceOnly reports whether only comments or whitespace changed:
+// for Go by comparing token streams without comments, for other text by
+// comparing it without whitespace.
+func commentsOrSpaceOnly(p string, pre, post []byte) bool {
+	if bytes.Equal(pre, post) || len(pre) > MaxDiffBytes || len(post) > MaxDiffBytes {
+		return false
+	}
+	if strings.HasSuffix(p, ".go") {
+		a, okA := goTokens(pre)
+		b, okB := goTokens(post)
+		return okA && okB && slices.Equal(a, b)
+	}
+	return bytes.IndexByte(pre, 0) < 0 && bytes.Equal(stripSpace(pre), stripSpace(post))
+}
+
+func stripSpace(b []byte) []byte {
+	return bytes.Join(bytes.Fields(b), nil)
+}
+
+// goTokens is the token stream of Go source without comments; automatic
+// semicolons are dropped so that reflowing comments onto their own lines
+// does not count as a change.
+func goTokens(src []byte) ([]string, bool) {
+	fset := token.NewFileSet()
+	f := fset.AddFile("", fset.Base(), len(src))
+	var s scanner.Scanner
+	bad := false
+	s.Init(f, src, func(token.Position, string) { bad = true }, 0)
+	var out []string
+	for {
+		_, tok, lit := s.Scan()
+		if tok == token.EOF {
+			break
+		}
+		if tok == token.SEMICOLON && lit == "\n" {
+			continue
+		}
+		out = append(out, tok.String()+" "+lit)
+	}
+	return out, !bad
+}

@@ -1,0 +1,73 @@
+package attribution
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+func TestRanges(t *testing.T) {
+	tests := []struct {
+		name      string
+		pre, post string
+		want      string // start-end pairs
+	}{
+		{"one line changed", "a\nb\nc\n", "a\nB\nc\n", "[2-2]"},
+		{"insert two", "a\nc\n", "a\nb1\nb2\nc\n", "[2-3]"},
+		{"append", "a\n", "a\nb\n", "[2-2]"},
+		{"delete only", "a\nb\nc\n", "a\nc\n", "[]"},
+		{"two hunks", "1\n2\n3\n4\n5\n6\n7\n8\n", "1\nX\n3\n4\n5\n6\nY\n8\n", "[2-2 7-7]"},
+		{"adjacent merge", "1\n2\n3\n", "X\nY\n3\n", "[1-2]"},
+		{"from empty", "", "a\nb\n", "[1-2]"},
+		{"no final newline", "a\nb", "a\nc", "[2-2]"},
+	}
+	for _, tt := range tests {
+		got := Ranges([]byte(tt.pre), []byte(tt.post))
+		s := "["
+		for i, r := range got {
+			if i > 0 {
+				s += " "
+			}
+			s += fmt.Sprintf("%d-%d", r.StartLine, r.EndLine)
+			if r.ContentHash != hashLines([]byte(tt.post), r.StartLine, r.EndLine) || len(r.ContentHash) != 71 {
+				t.Errorf("%s: bad content hash", tt.name)
+			}
+		}
+		s += "]"
+		if s != tt.want {
+			t.Errorf("%s: ranges %s, want %s", tt.name, s, tt.want)
+		}
+	}
+	// A hunk's hash is the hash of exactly its lines.
+	r := Ranges([]byte("a\nb\nc\n"), []byte("a\nB\nc\n"))
+	if r[0].ContentHash != WholeFile([]byte("B\n"))[0].ContentHash {
+		t.Error("hunk hash is not the hash of its lines")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	goPre := "package p\n\n// Add adds.\nfunc Add(a, b int) int { return a + b }\n"
+	tests := []struct {
+		name, path, pre, post string
+		declared              ledger.MutationClass
+		want                  ledger.MutationClass
+	}{
+		{"go comment only", "x.go", goPre, "package p\n\n// Add returns a+b.\n// It never fails.\nfunc Add(a, b int) int { return a + b }\n", "", ClassDocumentation},
+		{"go whitespace only", "x.go", goPre, "package p\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n", "", ClassDocumentation},
+		{"go code change", "x.go", goPre, "package p\n\n// Add adds.\nfunc Add(a, b int) int { return a - b }\n", "", ledger.ClassEvolution},
+		{"go string literal with //", "x.go", "package p\nvar s = \"a\"\n", "package p\nvar s = \"a // b\"\n", "", ledger.ClassEvolution},
+		{"yaml", "ci/config.yml", "a: 1\n", "a: 2\n", "", ClassConfiguration},
+		{"dockerfile", "Dockerfile", "FROM a\n", "FROM b\n", "", ClassConfiguration},
+		{"lock file", "package-lock.json", "{}", "{\"a\":1}", "", ClassConfiguration},
+		{"markdown", "docs/guide.md", "a\n", "b\n", "", ClassDocumentation},
+		{"python whitespace", "x.py", "def f():\n    return 1\n", "def f():\n    return  1\n", "", ClassDocumentation},
+		{"python code", "x.py", "def f():\n    return 1\n", "def f():\n    return 2\n", "", ledger.ClassEvolution},
+		{"declared refactor wins", "x.go", goPre, "package p\nfunc Sum(a, b int) int { return a + b }\n", ClassASTRefactor, ClassASTRefactor},
+	}
+	for _, tt := range tests {
+		if got := Classify(tt.path, []byte(tt.pre), []byte(tt.post), tt.declared); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

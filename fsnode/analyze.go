@@ -1,0 +1,107 @@
+package fsnode
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"syscall"
+
+	"github.com/intentfs/intentfs/attribution"
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// contentChange describes a file's new content against a previous version.
+type contentChange struct {
+	digest Digest
+	ranges []ledger.Range
+	class  ledger.MutationClass
+}
+
+// analyze hashes the file open at fd and, when it is small enough and its
+// previous version (preHash, "" for a new file) can be read, works out the
+// changed line hunks and the kind of change.
+func (r *Root) analyze(rel, preHash string, fd int) (contentChange, error) {
+	declared := r.gov.DeclaredClass()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return contentChange{}, err
+	}
+	if st.Size > attribution.MaxDiffBytes {
+		d, err := r.hashes.HashFd(fd)
+		return contentChange{digest: d, class: byName(rel, declared)}, err
+	}
+	// pread on the borrowed descriptor: an *os.File around it would close
+	// it when collected.
+	post := make([]byte, st.Size)
+	for off := 0; off < len(post); {
+		n, err := syscall.Pread(fd, post[off:], int64(off))
+		if err != nil {
+			return contentChange{}, err
+		}
+		if n == 0 {
+			post = post[:off] // shrank while read
+			break
+		}
+		off += n
+	}
+	sum := sha256.Sum256(post)
+	d := Digest{Hash: "sha256:" + hex.EncodeToString(sum[:]), Lines: countLines(post)}
+	r.hashes.hashed.Add(uint64(len(post)))
+	var after syscall.Stat_t
+	if syscall.Fstat(fd, &after) == nil && keyOf(&after) == keyOf(&st) {
+		r.hashes.put(keyOf(&st), d)
+	}
+	c := contentChange{digest: d}
+	if d.Lines == 0 {
+		c.class = byName(rel, declared)
+		return c, nil // binary or empty: no line ranges
+	}
+	var pre []byte
+	havePre := true
+	switch preHash {
+	case "":
+		havePre = false
+	case EmptyDigest.Hash:
+	default:
+		b, err := r.objects.Read(preHash)
+		pre, havePre = b, err == nil
+	}
+	if havePre {
+		c.ranges = attribution.Ranges(pre, post)
+		c.class = attribution.Classify(rel, pre, post, declared)
+	} else {
+		c.ranges = attribution.WholeFile(post)
+		c.class = byName(rel, declared)
+	}
+	if c.ranges == nil {
+		c.ranges = []ledger.Range{}
+	}
+	return c, nil
+}
+
+func byName(rel string, declared ledger.MutationClass) ledger.MutationClass {
+	switch {
+	case declared != "":
+		return declared
+	case attribution.IsConfiguration(rel):
+		return attribution.ClassConfiguration
+	case attribution.IsDocumentation(rel):
+		return attribution.ClassDocumentation
+	}
+	return ledger.ClassEvolution
+}
+
+func countLines(b []byte) int {
+	n := 0
+	for _, c := range b {
+		switch c {
+		case 0:
+			return 0
+		case '\n':
+			n++
+		}
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
+}
