@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -15,40 +17,60 @@ import (
 
 func logCmd() *command {
 	return &command{
-		name: "log", summary: "show recent ledger records", usage: "",
-		help: `Prints the most recent records of a ledger as a table: time, event, intent,
-path, process and hashes. Reads the ledger of a running mount (--mount, or
-the mount containing the current directory) or of a source directory
-(--source), mounted or not.
+		name: "log", summary: "query the ledger", usage: "[flags]",
+		help: `Prints ledger records as a table (time, event, intent, path, process, hashes),
+newest last; --json prints them as JSON lines. Filters combine. The ledger is
+read as a stream, across rotated files, so queries stay fast and flat in
+memory on millions of records. Reads the ledger of a mount (--mount, or the
+mount or workspace containing the current directory) or of a source
+directory (--source), mounted or not.
 
 Examples:
-  intentfs log --mount /workspace
-  intentfs log --source ./repo --limit 100
-  intentfs log --json | jq .metadata`,
+  intentfs log --intent INT-001
+  intentfs log --path "src/api/**" --since 2h
+  intentfs log --event denied --comm npm --json | jq .metadata`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("mount", "", "the mountpoint")
-			fs.String("source", "", "a source directory, instead of a mount")
-			fs.Int("limit", 20, "how many of the newest records to show")
+			sourceFlag(fs)
+			fs.String("intent", "", "only records of this intent")
+			fs.String("path", "", "only records whose path (or from_path) matches this glob")
+			fs.String("since", "", "only records since a duration ago (30m, 2h, 7d) or a time (2026-01-31, RFC 3339)")
+			fs.StringSlice("event", nil, "only these events (create, write, delete, rename, denied, select, transition, …)")
+			fs.String("comm", "", "only records made by processes with this name")
+			fs.Int("limit", 20, "show the newest N matching records (0: all)")
 			fs.Bool("json", false, "print records as JSON lines")
 		},
 		run: func(a *app, args []string) error {
 			if len(args) != 0 {
 				return usagef("unexpected arguments %v", args)
 			}
-			src, _ := a.fs.GetString("source")
 			limit, _ := a.fs.GetInt("limit")
-			if limit <= 0 {
-				return usagef("--limit must be positive")
+			if limit < 0 {
+				return usagef("--limit must not be negative")
 			}
-			if src == "" {
-				mnt, _ := a.fs.GetString("mount")
-				e, err := findMount(mnt)
+			f := ledger.Filter{Intent: flagString(a, "intent"), PathGlob: flagString(a, "path"), Comm: flagString(a, "comm")}
+			if s := flagString(a, "since"); s != "" {
+				t, err := ledger.ParseSince(s, time.Now())
 				if err != nil {
-					return err
+					return usagef("--since: %v", err)
 				}
-				src = e.Source
+				f.Since = t
 			}
-			recs, err := ledger.Tail(filepath.Join(src, ledger.FileName), limit, nil)
+			events, _ := a.fs.GetStringSlice("event")
+			for _, e := range events {
+				f.Events = append(f.Events, ledger.Event(e))
+			}
+			ws, err := workspaceFromFlags(a)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(ws.source, ledger.FileName)
+			if jsonOut(a) && limit == 0 {
+				// Everything: stream straight through.
+				enc := json.NewEncoder(a.stdout)
+				return ledger.Query(path, f, func(r *ledger.Record) error { return enc.Encode(r) })
+			}
+			recs, err := newestMatching(path, f, limit)
 			if err != nil {
 				return err
 			}
@@ -65,6 +87,26 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// newestMatching keeps the last limit matching records (all if 0) in a
+// ring, so memory stays bounded by the limit, not the ledger.
+func newestMatching(path string, f ledger.Filter, limit int) ([]*ledger.Record, error) {
+	var ring []*ledger.Record
+	start := 0
+	err := ledger.Query(path, f, func(r *ledger.Record) error {
+		if limit == 0 || len(ring) < limit {
+			ring = append(ring, r)
+			return nil
+		}
+		ring[start] = r
+		start = (start + 1) % limit
+		return nil
+	})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return append(ring[start:], ring[:start]...), err
 }
 
 func printRecords(a *app, recs []*ledger.Record) {
