@@ -8,6 +8,7 @@ import (
 
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
+	"github.com/intentfs/intentfs/undo"
 	"github.com/intentfs/intentfs/workflow"
 )
 
@@ -39,6 +40,8 @@ type Backend interface {
 	DeclareClass(class string, by *ledger.Process) error
 	// DeclaredClass returns the declared class.
 	DeclaredClass() ledger.MutationClass
+	// Revert undoes recorded changes in the source.
+	Revert(r undo.Request, by *ledger.Process) (*undo.Plan, int, error)
 }
 
 // Denial is one refused change.
@@ -90,15 +93,19 @@ type Request struct {
 	IntentOp *workflow.Request `json:"intent_op,omitempty"`
 	// Text is the lesson of Op "lesson".
 	Text string `json:"text,omitempty"`
+	// Revert is the request of Op "revert".
+	Revert *undo.Request `json:"revert,omitempty"`
 	// User names the human who ran the CLI, for the ledger.
 	User string `json:"user,omitempty"`
 }
 
 // Response answers a Request.
 type Response struct {
-	OK      bool     `json:"ok"`
-	Error   string   `json:"error,omitempty"`
-	Status  *Status  `json:"status,omitempty"`
-	Denials []Denial `json:"denials,omitempty"`
-	Context string   `json:"context,omitempty"`
+	OK      bool       `json:"ok"`
+	Error   string     `json:"error,omitempty"`
+	Status  *Status    `json:"status,omitempty"`
+	Denials []Denial   `json:"denials,omitempty"`
+	Context string     `json:"context,omitempty"`
+	Plan    *undo.Plan `json:"plan,omitempty"`
+	Applied int        `json:"applied,omitempty"`
 }

@@ -158,6 +158,15 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 			return Response{Error: err.Error()}
 		}
 		return Response{OK: true}
+	case "revert":
+		if req.Revert == nil {
+			return Response{Error: "revert: nothing named"}
+		}
+		plan, n, err := s.backend.Revert(*req.Revert, proc)
+		if err != nil {
+			return Response{Error: err.Error(), Plan: plan, Applied: n}
+		}
+		return Response{OK: true, Plan: plan, Applied: n}
 	case "unmount":
 		if err := s.backend.Unmount(); err != nil {
 			return Response{Error: err.Error()}

@@ -11,7 +11,9 @@ import (
 	"github.com/intentfs/intentfs/attribution"
 	"github.com/intentfs/intentfs/handshake"
 	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/objects"
 	"github.com/intentfs/intentfs/policy"
+	"github.com/intentfs/intentfs/undo"
 	"github.com/intentfs/intentfs/workflow"
 )
 
@@ -149,4 +151,27 @@ func (d *Daemon) DeclaredClass() ledger.MutationClass {
 		return *p
 	}
 	return ""
+}
+
+// Revert undoes recorded changes directly in the source, as the human
+// who asked; each step is recorded.
+func (d *Daemon) Revert(r undo.Request, by *ledger.Process) (*undo.Plan, int, error) {
+	if err := d.writer.Flush(); err != nil {
+		return nil, 0, err
+	}
+	return undo.Run(d.cfg.Source, d.LedgerPath(), objects.New(d.cfg.Source), r, func(c ledger.Change) {
+		c.Process = by
+		c.Intent = d.recordIntent(c.RevertOf)
+		d.Record(c)
+	})
+}
+
+// recordIntent finds the intent of a record by id, for revert records.
+func (d *Daemon) recordIntent(id string) string {
+	intent := ""
+	_ = ledger.Query(d.LedgerPath(), ledger.Filter{ID: id}, func(r *ledger.Record) error {
+		intent = ledger.Str(r.Gov().IntentID)
+		return nil
+	})
+	return intent
 }

@@ -127,6 +127,17 @@ func (f *File) checkpoint(final bool) {
 	}
 }
 
+// advance moves the baseline to version d, already recorded elsewhere.
+func (t *tracking) advance(fd int, d Digest) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) == nil {
+		t.baseKey = keyOf(&st)
+	}
+	t.base, t.created, t.preImage = d, false, ""
+}
+
 // analyze hashes and describes the handle's file through a read-only
 // descriptor of its own, so write-only handles can be hashed too.
 func (f *File) analyze(rel, pre string) (contentChange, error) {

@@ -82,6 +82,11 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		post, errno := n.root.digestAt(rel)
 		if errno == 0 {
 			c.PostHash, c.Lines = post.Hash, post.Lines
+			// A handle that truncated its file has recorded that change
+			// here; its release must not record it again.
+			if lf, ok := f.(*File); ok && lf != nil && lf.track != nil {
+				lf.track.advance(lf.fd, post)
+			}
 		}
 	}
 	c.Time = time.Now()

@@ -210,6 +210,8 @@ type Change struct {
 	From, To string
 	// PreImage says whether the bytes of PreHash were kept.
 	PreImage string
+	// RevertOf names the record a revert undid.
+	RevertOf string
 	// Ranges, if set, are the changed hunks (else the whole file of Lines
 	// lines); Class, if set, overrides the event's mutation class.
 	Ranges  []Range
@@ -243,6 +245,7 @@ func NewRecord(c Change, toolVersion string) *Record {
 		Mode:            c.Mode,
 		FromIntent:      optional(c.FromIntent),
 		PreImage:        c.PreImage,
+		RevertOf:        c.RevertOf,
 		From:            c.From,
 		To:              c.To,
 		Process:         c.Process,

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -238,9 +239,13 @@ func replay(state map[string]*fileState, r *Record, file string, line int) {
 			set(p, true, *g.PostHash)
 		}
 	case EventRevert:
-		if g.PostHash != nil {
+		switch {
+		case g.FromPath != "": // a move back
+			set(g.FromPath, false, "")
+			set(p, true, Str(g.PostHash))
+		case g.PostHash != nil:
 			set(p, true, *g.PostHash)
-		} else if p != "" {
+		case p != "":
 			set(p, false, "")
 		}
 	}
@@ -292,8 +297,13 @@ func checkTree(rep *Report, o VerifyOptions, state map[string]*fileState, since 
 		if _, known := state[rel]; known {
 			return nil
 		}
-		if info, err := d.Info(); err == nil && info.ModTime().After(since) {
-			rep.add(Problem{Kind: ProblemUntraced, Path: rel, Detail: fmt.Sprintf("modified %s, after the ledger began, but no record names it: changed outside the mount (or lost in a crash)", info.ModTime().UTC().Format(time.RFC3339))})
+		// ctime, not mtime: tools such as tar set mtime, nothing can set ctime.
+		if info, err := d.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				if ct := time.Unix(st.Ctim.Sec, st.Ctim.Nsec); ct.After(since) {
+					rep.add(Problem{Kind: ProblemUntraced, Path: rel, Detail: fmt.Sprintf("changed %s, after the ledger began, but no record names it: changed outside the mount (or lost in a crash)", ct.UTC().Format(time.RFC3339))})
+				}
+			}
 		}
 		return nil
 	})

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/safeio"
 )
 
 // Dir is the store's directory, relative to the source.
@@ -228,4 +230,53 @@ func (s *Store) Walk(fn func(Object) error) error {
 		}
 		return fn(Object{Hash: "sha256:" + filepath.Base(filepath.Dir(p)) + d.Name(), Size: info.Size(), ModTime: info.ModTime()})
 	})
+}
+
+// Version returns the bytes of hash for workspace path rel: from the
+// store, or the file itself when it still has that content (the newest
+// version of a file is not copied into the store).
+func (s *Store) Version(source, rel, hash string) ([]byte, error) {
+	if hash == "" {
+		return nil, errors.New("no content recorded")
+	}
+	if hash == emptyHash {
+		return []byte{}, nil
+	}
+	if b, err := s.Read(hash); err == nil {
+		return b, nil
+	}
+	if rel != "" {
+		if cur, err := safeio.HashFile(source, rel); err == nil && cur == hash {
+			return safeio.ReadPrefix(source, rel, 1<<31-1)
+		}
+	}
+	return nil, fmt.Errorf("the bytes of %s are neither in the object store nor the current %s", hash, rel)
+}
+
+const emptyHash = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// GC removes stored objects that needed does not name, if they have been
+// in the store since before cut (by ctime, which a hard link into the
+// store also sets). It returns how many were removed and their bytes.
+func (s *Store) GC(needed func(hash string) bool, cut time.Time, dryRun bool) (int, int64, error) {
+	n, freed := 0, int64(0)
+	err := s.Walk(func(o Object) error {
+		p, _ := s.Path(o.Hash)
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			return nil
+		}
+		if needed(o.Hash) || time.Unix(st.Ctim.Sec, st.Ctim.Nsec).After(cut) {
+			return nil
+		}
+		if !dryRun {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+		}
+		n++
+		freed += o.Size
+		return nil
+	})
+	return n, freed, err
 }

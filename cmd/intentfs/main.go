@@ -57,7 +57,7 @@ type app struct {
 
 func commands() []*command {
 	return []*command{
-		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), unmountCmd(), intentCmd(), contextCmd(), agentGuideCmd(), verifyCmd(), demoCmd(), versionCmd(),
+		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), unmountCmd(), intentCmd(), contextCmd(), agentGuideCmd(), verifyCmd(), diffCmd(), revertCmd(), blameCmd(), gcCmd(), demoCmd(), versionCmd(),
 	}
 }
 

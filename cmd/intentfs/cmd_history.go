@@ -1,0 +1,290 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/history"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/objects"
+	"github.com/intentfs/intentfs/undo"
+	"github.com/intentfs/intentfs/workflow"
+)
+
+func historySource(ws workspace) *history.Source {
+	return &history.Source{Dir: ws.source, Ledger: filepath.Join(ws.source, ledger.FileName), Store: objects.New(ws.source)}
+}
+
+func diffCmd() *command {
+	return &command{
+		name: "diff", summary: "show what recorded changes did, as unified diffs", usage: "RECORD_ID | --intent ID | PATH",
+		help: `Shows unified diffs built from the object store: of one record; of everything
+an intent changed (each file from its first recorded version to its last);
+or of everything recorded for a path.
+
+Examples:
+  intentfs diff 83e69104-61d8-46c5-a89e-5c873aedc895
+  intentfs diff --intent INT-001
+  intentfs diff src/api/handler.go`,
+		flags: func(fs *pflag.FlagSet) {
+			sourceFlag(fs)
+			fs.String("mount", "", "the mountpoint")
+			fs.String("intent", "", "diff everything this intent changed")
+		},
+		run: func(a *app, args []string) error {
+			intent := flagString(a, "intent")
+			if (intent == "") == (len(args) == 1) || len(args) > 1 {
+				return usagef("give a record id or a path, or --intent ID")
+			}
+			ws, err := workspaceFromFlags(a)
+			if err != nil {
+				return err
+			}
+			h := historySource(ws)
+			var f ledger.Filter
+			switch {
+			case intent != "":
+				f.Intent = intent
+			case looksLikeID(args[0]):
+				f.ID = args[0]
+			default:
+				f.PathGlob = strings.TrimPrefix(args[0], "./")
+			}
+			var recs []*ledger.Record
+			if err := ledger.Query(h.Ledger, f, func(r *ledger.Record) error { recs = append(recs, r); return nil }); err != nil {
+				return err
+			}
+			if len(recs) == 0 {
+				return errors.New("no matching records")
+			}
+			if f.ID != "" {
+				d, err := h.RecordDiff(recs[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprint(a.stdout, d)
+				return nil
+			}
+			diffs, err := h.NetDiffs(recs)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(a.stdout, strings.Join(diffs, ""))
+			return nil
+		},
+	}
+}
+
+func looksLikeID(s string) bool { return len(s) == 36 && strings.Count(s, "-") == 4 }
+
+func revertCmd() *command {
+	return &command{
+		name: "revert", summary: "undo recorded changes from their pre-images", usage: "RECORD_ID | --intent ID",
+		help: `Restores what recorded changes destroyed, newest first: content changes get
+their pre-image back, deleted files are recreated, renamed ones move back,
+created ones are removed. Files that changed since their record are refused
+and listed, unless --force. The revert itself is recorded in the ledger.
+Changes of mode, owner, times and xattrs are not reverted.
+
+Examples:
+  intentfs revert --intent INT-001 --dry-run
+  intentfs revert --intent INT-001
+  intentfs revert 83e69104-61d8-46c5-a89e-5c873aedc895 --force`,
+		flags: func(fs *pflag.FlagSet) {
+			sourceFlag(fs)
+			fs.String("mount", "", "the mountpoint")
+			fs.String("intent", "", "revert every change of this intent")
+			fs.Bool("dry-run", false, "show the plan without changing anything")
+			fs.Bool("force", false, "revert files that changed since their record too")
+			fs.Bool("json", false, "print the plan as JSON")
+		},
+		run: func(a *app, args []string) error {
+			intent := flagString(a, "intent")
+			if (intent == "") == (len(args) == 1) || len(args) > 1 {
+				return usagef("give a record id or --intent ID")
+			}
+			req := undo.Request{Intent: intent}
+			if len(args) == 1 {
+				req.Record = args[0]
+			}
+			req.DryRun, _ = a.fs.GetBool("dry-run")
+			req.Force, _ = a.fs.GetBool("force")
+			ws, err := workspaceFromFlags(a)
+			if err != nil {
+				return err
+			}
+			var plan *undo.Plan
+			var applied int
+			if ws.mount != nil {
+				resp, cerr := call(*ws.mount, control.Request{Op: "revert", Revert: &req})
+				if resp != nil {
+					plan, applied = resp.Plan, resp.Applied
+				}
+				err = cerr
+			} else {
+				err = offline(ws, "revert", func(w *workflow.Workflow) error {
+					var rerr error
+					plan, applied, rerr = undo.Run(ws.source, filepath.Join(ws.source, ledger.FileName), objects.New(ws.source), req, func(c ledger.Change) {
+						c.Process = cliProcess()
+						w.Record(c)
+					})
+					return rerr
+				})
+			}
+			if jsonOut(a) && plan != nil {
+				if perr := printJSON(a, map[string]any{"plan": plan, "applied": applied, "dry_run": req.DryRun}); perr != nil {
+					return perr
+				}
+				return err
+			}
+			if plan != nil {
+				tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+				for _, s := range plan.Steps {
+					if s.Action == "skip" && s.Note == "" {
+						continue
+					}
+					what := s.Path
+					if s.To != "" {
+						what = s.Path + " → " + s.To
+					}
+					note := s.Conflict
+					if note != "" {
+						note = "CONFLICT: " + note
+					} else {
+						note = s.Note
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Action, what, s.Event, note)
+				}
+				tw.Flush()
+			}
+			if err != nil {
+				return err
+			}
+			if req.DryRun {
+				fmt.Fprintln(a.stdout, "dry run: nothing changed")
+			} else {
+				fmt.Fprintf(a.stdout, "reverted: %d step(s) applied and recorded\n", applied)
+			}
+			return nil
+		},
+	}
+}
+
+func blameCmd() *command {
+	return &command{
+		name: "blame", summary: "show which record last wrote each line of a file", usage: "PATH",
+		help: `Prints each line of the current file with the intent, time and process of
+the record that last wrote it, following renames; "-" marks lines no record
+explains (the file as it was before the ledger, or edits made outside the
+mount).
+
+Examples:
+  intentfs blame src/api/handler.go
+  intentfs blame --json README.md`,
+		flags: func(fs *pflag.FlagSet) {
+			sourceFlag(fs)
+			fs.String("mount", "", "the mountpoint")
+			fs.Bool("json", false, "print JSON")
+		},
+		run: func(a *app, args []string) error {
+			if len(args) != 1 {
+				return usagef("give one path")
+			}
+			ws, err := workspaceFromFlags(a)
+			if err != nil {
+				return err
+			}
+			rel := args[0]
+			if filepath.IsAbs(rel) {
+				for _, root := range []string{ws.source, mountOf(ws)} {
+					if r, err := filepath.Rel(root, rel); err == nil && !strings.HasPrefix(r, "..") {
+						rel = r
+					}
+				}
+			}
+			lines, err := historySource(ws).Blame(strings.TrimPrefix(rel, "./"))
+			if err != nil {
+				return err
+			}
+			if jsonOut(a) {
+				return printJSON(a, lines)
+			}
+			for _, l := range lines {
+				who := fmt.Sprintf("%-10s %-19s %-16s", "-", "", "")
+				if l.Record != "" {
+					who = fmt.Sprintf("%-10s %-19s %-16s", orDash(l.Intent), l.Time.Local().Format("2006-01-02 15:04:05"), l.Process)
+				}
+				fmt.Fprintf(a.stdout, "%s %4d| %s\n", who, l.Line, l.Text)
+			}
+			return nil
+		},
+	}
+}
+
+func mountOf(ws workspace) string {
+	if ws.mount != nil {
+		return ws.mount.Mountpoint
+	}
+	return ws.source
+}
+
+func gcCmd() *command {
+	return &command{
+		name: "gc", summary: "drop stored pre-images no retained record needs", usage: "[--older-than 30d]",
+		help: `Removes objects from .orchestration/objects that no record newer than the cut
+names (as pre_hash or post_hash) and that have been stored since before the
+cut. An object a retained record needs is never removed.
+
+Examples:
+  intentfs gc --older-than 30d --dry-run
+  intentfs gc --older-than 90d`,
+		flags: func(fs *pflag.FlagSet) {
+			sourceFlag(fs)
+			fs.String("mount", "", "the mountpoint")
+			fs.String("older-than", "30d", "keep what records of this period need (30d, 12h, or a date)")
+			fs.Bool("dry-run", false, "only count what would be removed")
+			fs.Bool("json", false, "print JSON")
+		},
+		run: func(a *app, args []string) error {
+			cut, err := ledger.ParseSince(flagString(a, "older-than"), time.Now())
+			if err != nil {
+				return usagef("--older-than: %v", err)
+			}
+			dry, _ := a.fs.GetBool("dry-run")
+			ws, err := workspaceFromFlags(a)
+			if err != nil {
+				return err
+			}
+			needed := map[string]bool{}
+			err = ledger.Query(filepath.Join(ws.source, ledger.FileName), ledger.Filter{Since: cut}, func(r *ledger.Record) error {
+				g := r.Gov()
+				needed[ledger.Str(g.PreHash)], needed[ledger.Str(g.PostHash)] = true, true
+				return nil
+			})
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			n, freed, err := objects.New(ws.source).GC(func(h string) bool { return needed[h] }, cut, dry)
+			if err != nil {
+				return err
+			}
+			if jsonOut(a) {
+				return printJSON(a, map[string]any{"removed": n, "bytes": freed, "dry_run": dry, "cut": cut})
+			}
+			verb := "removed"
+			if dry {
+				verb = "would remove"
+			}
+			fmt.Fprintf(a.stdout, "%s %d object(s), %d bytes, not needed by records since %s\n", verb, n, freed, cut.Local().Format(time.RFC3339))
+			return nil
+		},
+	}
+}
