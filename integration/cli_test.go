@@ -229,7 +229,7 @@ func TestForegroundMountUnmountsOnSIGTERM(t *testing.T) {
 func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
 	top := c.must("--help")
-	for _, name := range []string{"init", "mount", "select", "status", "log", "unmount", "demo", "version"} {
+	for _, name := range []string{"init", "mount", "select", "status", "log", "unmount", "intent", "context", "agent-guide", "verify", "diff", "revert", "blame", "gc", "demo", "version"} {
 		if !strings.Contains(top, "  "+name+" ") {
 			t.Errorf("top-level help lacks %s", name)
 		}

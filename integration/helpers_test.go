@@ -253,3 +253,15 @@ func execCommand(name string, args ...string) *exec.Cmd { return exec.Command(na
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
 
 func syscallUnmount(dir string) { _ = syscall.Unmount(dir, syscall.MNT_DETACH) }
+
+// waitFor polls cond for up to five seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

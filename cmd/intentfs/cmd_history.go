@@ -41,7 +41,7 @@ Examples:
 		},
 		run: func(a *app, args []string) error {
 			intent := flagString(a, "intent")
-			if (intent == "") == (len(args) == 1) || len(args) > 1 {
+			if (intent != "") == (len(args) == 1) || len(args) > 1 {
 				return usagef("give a record id or a path, or --intent ID")
 			}
 			ws, err := workspaceFromFlags(a)
@@ -108,7 +108,7 @@ Examples:
 		},
 		run: func(a *app, args []string) error {
 			intent := flagString(a, "intent")
-			if (intent == "") == (len(args) == 1) || len(args) > 1 {
+			if (intent != "") == (len(args) == 1) || len(args) > 1 {
 				return usagef("give a record id or --intent ID")
 			}
 			req := undo.Request{Intent: intent}
