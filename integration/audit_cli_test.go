@@ -29,7 +29,9 @@ func TestAuditFromTheCLI(t *testing.T) {
 		t.Fatalf("%v %s", err, out)
 	}
 	c.dir = ws
-	waitFor(t, func() bool { return strings.Contains(c.must("log", "--path", "src/app.go", "--event", "create"), "src/app.go") })
+	waitFor(t, func() bool {
+		return strings.Contains(c.must("log", "--path", "src/app.go", "--event", "create"), "src/app.go")
+	})
 
 	if out := c.must("verify"); !strings.Contains(out, "OK:") || !strings.Contains(out, "hash chain intact") {
 		t.Fatalf("verify:\n%s", out)
@@ -44,7 +46,9 @@ func TestAuditFromTheCLI(t *testing.T) {
 		t.Errorf("blame:\n%s", out)
 	}
 	var plan struct {
-		Plan struct{ Steps []struct{ Action, Path string } } `json:"plan"`
+		Plan struct {
+			Steps []struct{ Action, Path string }
+		} `json:"plan"`
 	}
 	if err := json.Unmarshal([]byte(c.must("revert", "--intent", "INT-001", "--dry-run", "--json")), &plan); err != nil || len(plan.Plan.Steps) < 4 {
 		t.Fatalf("dry run plan: %v %+v", err, plan)

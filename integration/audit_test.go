@@ -96,7 +96,7 @@ func TestRevertIntentRestoresTheTreeByteForByte(t *testing.T) {
 	}
 	// Every hash the ledger names resolves to bytes.
 	e.records()
-	rep := ledger.Verify(ledger.VerifyOptions{Ledger: e.d.LedgerPath(), Source: e.src, HasObject: objects.New(e.src).Has})
+	rep := ledger.Verify(ledger.VerifyOptions{Ledger: e.d.LedgerPath(), Source: e.src, ListObjects: objects.New(e.src).List})
 	for _, p := range rep.Problems {
 		if p.Kind == ledger.ProblemPreImage || !rep.ChainOK() {
 			t.Errorf("verify: %s", p)

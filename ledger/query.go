@@ -76,6 +76,34 @@ func (f *Filter) quick(raw []byte) bool {
 	return true
 }
 
+// rawExact reports whether quick decides the filter exactly, so matching
+// lines need no decoding.
+func (f *Filter) rawExact() bool {
+	return f.PathGlob == "" && f.Since.IsZero() && f.Comm == "" && len(f.Events) <= 1
+}
+
+// QueryRaw calls fn with the raw bytes (one JSON record, no newline) of
+// every record the filter selects, in ledger order, decoding only when the
+// filter cannot be decided from the bytes. raw is valid during the call.
+func QueryRaw(path string, f Filter, fn func(raw []byte) error) error {
+	exact := f.rawExact()
+	return ScanRaw(path, func(file string, line int, raw []byte) error {
+		if len(raw) == 0 || !f.quick(raw) {
+			return nil
+		}
+		if !exact {
+			var r Record
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("%s:%d: not a ledger record: %w", file, line, err)
+			}
+			if !f.Match(&r) {
+				return nil
+			}
+		}
+		return fn(raw)
+	})
+}
+
 // Query calls fn, in ledger order, for every record the filter selects,
 // across rotated files. It streams.
 func Query(path string, f Filter, fn func(r *Record) error) error {

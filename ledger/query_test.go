@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -41,6 +42,17 @@ func TestQuery(t *testing.T) {
 		}
 		if fmt.Sprint(got) != tt.want {
 			t.Errorf("%s: %v, want %s", tt.name, got, tt.want)
+		}
+		// The raw path, which skips decoding when it can, selects the same.
+		var raw []Event
+		QueryRaw(path, tt.f, func(b []byte) error {
+			var r Record
+			json.Unmarshal(b, &r)
+			raw = append(raw, r.Gov().Event)
+			return nil
+		})
+		if fmt.Sprint(raw) != tt.want {
+			t.Errorf("%s: QueryRaw %v, want %s", tt.name, raw, tt.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -59,19 +60,23 @@ type VerifyOptions struct {
 	Source string
 	// Exempt reports paths that are not governed (.intentignore, .git).
 	Exempt func(rel string, isDir bool) bool
-	// HasObject, if set, reports whether the bytes of a hash are stored.
-	HasObject func(hash string) bool
+	// ListObjects, if set, lists the hashes whose bytes are stored; every
+	// version a record destroyed must be among them (or be a current file).
+	ListObjects func(fn func(hash string))
 	// Progress, if set, is called as lines are read (bytes done, total).
 	Progress func(done, total int64)
 }
 
 // Report is the result of Verify.
 type Report struct {
-	Files    []string      `json:"files"`
-	Records  int           `json:"records"`
-	Tracked  int           `json:"tracked_files"`
-	Problems []Problem     `json:"problems"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
+	Files    []string  `json:"files"`
+	Records  int       `json:"records"`
+	Tracked  int       `json:"tracked_files"`
+	Problems []Problem `json:"problems"`
+	// Counts has the number of problems of each kind, including those
+	// left out of Problems beyond the first maxProblemsPerKind.
+	Counts  map[string]int `json:"counts,omitempty"`
+	Elapsed time.Duration  `json:"elapsed_ns"`
 }
 
 // OK reports whether everything held.
@@ -92,13 +97,11 @@ func (r *Report) ChainOK() bool {
 const maxProblemsPerKind = 1000
 
 func (r *Report) add(p Problem) {
-	n := 0
-	for _, q := range r.Problems {
-		if q.Kind == p.Kind {
-			n++
-		}
+	if r.Counts == nil {
+		r.Counts = map[string]int{}
 	}
-	if n < maxProblemsPerKind {
+	r.Counts[p.Kind]++
+	if r.Counts[p.Kind] <= maxProblemsPerKind {
 		r.Problems = append(r.Problems, p)
 	}
 }
@@ -133,46 +136,54 @@ func Verify(o VerifyOptions) *Report {
 	state := map[string]*fileState{}
 	prev := Genesis
 	var firstTime time.Time
-	hashes := map[string]bool{}
+	// Pre-images: the store is listed once; each destroyed version is
+	// looked up there as its record goes by.
+	var stored map[string]bool
+	if o.ListObjects != nil {
+		stored = map[string]bool{}
+		o.ListObjects(func(h string) { stored[h] = true })
+	}
+	missing := map[string]Problem{}
 	for fi, f := range files {
 		last := fi == len(files)-1
 		if torn, err := hasTornTail(f); err == nil && torn && last {
 			rep.add(Problem{Kind: ProblemTorn, File: f, Detail: "the last line has no newline: a crash cut it off; the next mount moves it aside"})
 		}
-		err := ScanFile(f, func(line int, raw []byte) error {
-			done += int64(len(raw)) + 1
-			if o.Progress != nil && line%4096 == 0 {
+		err := scanParallel(f, func(l *checkedLine) {
+			done += int64(l.size) + 1
+			if o.Progress != nil && l.line%4096 == 0 {
 				o.Progress(done, total)
 			}
 			rep.Records++
-			var r Record
-			if err := json.Unmarshal(raw, &r); err != nil {
-				rep.add(Problem{Kind: ProblemParse, File: f, Line: line, Detail: "not JSON: " + err.Error()})
-				prev = LineHash(raw)
-				return nil
+			if l.parseErr != nil {
+				rep.add(Problem{Kind: ProblemParse, File: f, Line: l.line, Detail: "not JSON: " + l.parseErr.Error()})
+				prev = l.hash
+				return
 			}
-			if err := CheckRecord(&r); err != nil {
-				rep.add(Problem{Kind: ProblemRecord, File: f, Line: line, Detail: err.Error()})
+			r := l.rec
+			if l.recErr != nil {
+				rep.add(Problem{Kind: ProblemRecord, File: f, Line: l.line, Detail: l.recErr.Error()})
 			}
 			g := r.Gov()
 			if g.Prev != prev {
 				what := "a line before it was edited, inserted, deleted or reordered"
-				if line == 1 && fi > 0 {
+				if l.line == 1 && fi > 0 {
 					what = "the rotated file before it was changed or replaced"
 				}
-				rep.add(Problem{Kind: ProblemChain, File: f, Line: line, Detail: "prev does not match the line before: " + what})
+				rep.add(Problem{Kind: ProblemChain, File: f, Line: l.line, Detail: "prev does not match the line before: " + what})
 			}
-			prev = LineHash(raw)
+			prev = l.hash
 			if firstTime.IsZero() {
 				firstTime, _ = time.Parse(time.RFC3339Nano, r.Timestamp)
 			}
-			for _, h := range []*string{g.PreHash, g.PostHash} {
-				if h != nil && g.Event != EventTorn {
-					hashes[*h] = true
-				}
+			// A version this record destroyed must have its bytes kept,
+			// unless the record says why not.
+			if pre := Str(g.PreHash); stored != nil && pre != "" && pre != EmptyHash && !stored[pre] && !strings.HasPrefix(g.PreImage, "not kept") &&
+				g.Event != EventTorn && (g.Event != EventRename || g.PreHash != nil) {
+				missing[pre] = Problem{Kind: ProblemPreImage, File: f, Line: l.line, Path: r.Path(),
+					Detail: pre + ": the version this record replaced is not in the object store (destroyed out of band, or collected)"}
 			}
-			replay(state, &r, f, line)
-			return nil
+			replay(state, r, f, l.line)
 		})
 		if err != nil {
 			rep.add(Problem{Kind: ProblemParse, File: f, Detail: err.Error()})
@@ -184,23 +195,22 @@ func Verify(o VerifyOptions) *Report {
 	if o.Source != "" {
 		checkTree(rep, o, state, firstTime)
 	}
-	if o.HasObject != nil {
-		live := map[string]bool{}
-		for _, s := range state {
-			if s.exists {
-				live[s.hash] = true
-			}
+	// A version that is the current content of a file needs no copy.
+	live := map[string]bool{}
+	for _, s := range state {
+		if s.exists {
+			live[s.hash] = true
 		}
-		var missing []string
-		for h := range hashes {
-			if h != "" && !live[h] && !o.HasObject(h) && h != EmptyHash {
-				missing = append(missing, h)
-			}
+	}
+	hashes := make([]string, 0, len(missing))
+	for h := range missing {
+		if !live[h] {
+			hashes = append(hashes, h)
 		}
-		slices.Sort(missing)
-		for _, h := range missing {
-			rep.add(Problem{Kind: ProblemPreImage, Detail: h + " is named by the ledger but its bytes are neither in the object store nor the current tree (kept-size limit, or destroyed out of band)"})
-		}
+	}
+	slices.Sort(hashes)
+	for _, h := range hashes {
+		rep.add(missing[h])
 	}
 	rep.Elapsed = time.Since(start)
 	return rep
@@ -380,4 +390,77 @@ func CheckRecord(r *Record) error {
 		}
 	}
 	return nil
+}
+
+// checkedLine is one ledger line, decoded and checked by a worker.
+type checkedLine struct {
+	line     int
+	size     int
+	hash     string
+	rec      *Record
+	parseErr error
+	recErr   error
+}
+
+// scanParallel reads path in batches, decodes and checks the lines on all
+// cores, and hands them to fn in order.
+func scanParallel(path string, fn func(*checkedLine)) error {
+	const batchSize = 2048
+	type batch struct {
+		seq   int
+		lines []checkedLine
+		raw   [][]byte
+		done  chan struct{}
+	}
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	work := make(chan *batch, workers*2)
+	ordered := make(chan *batch, workers*4)
+	for range workers {
+		go func() {
+			for b := range work {
+				for i, raw := range b.raw {
+					l := &b.lines[i]
+					l.hash = LineHash(raw)
+					var r Record
+					if err := json.Unmarshal(raw, &r); err != nil {
+						l.parseErr = err
+						continue
+					}
+					l.rec = &r
+					l.recErr = CheckRecord(&r)
+				}
+				b.raw = nil
+				close(b.done)
+			}
+		}()
+	}
+	var scanErr error
+	go func() {
+		defer close(work)
+		defer close(ordered)
+		cur := &batch{done: make(chan struct{})}
+		flush := func() {
+			work <- cur
+			ordered <- cur
+			cur = &batch{seq: cur.seq + 1, done: make(chan struct{})}
+		}
+		scanErr = ScanFile(path, func(line int, raw []byte) error {
+			cur.lines = append(cur.lines, checkedLine{line: line, size: len(raw)})
+			cur.raw = append(cur.raw, append([]byte(nil), raw...))
+			if len(cur.raw) == batchSize {
+				flush()
+			}
+			return nil
+		})
+		if len(cur.raw) > 0 {
+			flush()
+		}
+	}()
+	for b := range ordered {
+		<-b.done
+		for i := range b.lines {
+			fn(&b.lines[i])
+		}
+	}
+	return scanErr
 }

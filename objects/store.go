@@ -280,3 +280,8 @@ func (s *Store) GC(needed func(hash string) bool, cut time.Time, dryRun bool) (i
 	})
 	return n, freed, err
 }
+
+// List calls fn with the hash of every stored object.
+func (s *Store) List(fn func(hash string)) {
+	_ = s.Walk(func(o Object) error { fn(o.Hash); return nil })
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,9 +67,16 @@ Examples:
 			}
 			path := filepath.Join(ws.source, ledger.FileName)
 			if jsonOut(a) && limit == 0 {
-				// Everything: stream straight through.
-				enc := json.NewEncoder(a.stdout)
-				return ledger.Query(path, f, func(r *ledger.Record) error { return enc.Encode(r) })
+				// Everything: the lines are JSON already; copy them through.
+				out := bufio.NewWriterSize(a.stdout, 1<<20)
+				err := ledger.QueryRaw(path, f, func(raw []byte) error {
+					out.Write(raw)
+					return out.WriteByte('\n')
+				})
+				if ferr := out.Flush(); err == nil {
+					err = ferr
+				}
+				return err
 			}
 			recs, err := newestMatching(path, f, limit)
 			if err != nil {
@@ -89,24 +97,36 @@ Examples:
 	}
 }
 
-// newestMatching keeps the last limit matching records (all if 0) in a
-// ring, so memory stays bounded by the limit, not the ledger.
+// newestMatching keeps the raw lines of the last limit matching records
+// (all if 0) in a ring, so memory stays bounded by the limit, not the
+// ledger, and decodes only those.
 func newestMatching(path string, f ledger.Filter, limit int) ([]*ledger.Record, error) {
-	var ring []*ledger.Record
+	var ring [][]byte
 	start := 0
-	err := ledger.Query(path, f, func(r *ledger.Record) error {
+	err := ledger.QueryRaw(path, f, func(raw []byte) error {
 		if limit == 0 || len(ring) < limit {
-			ring = append(ring, r)
+			ring = append(ring, append([]byte(nil), raw...))
 			return nil
 		}
-		ring[start] = r
+		ring[start] = append(ring[start][:0], raw...)
 		start = (start + 1) % limit
 		return nil
 	})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	return append(ring[start:], ring[:start]...), err
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*ledger.Record, 0, len(ring))
+	for _, raw := range append(ring[start:], ring[:start]...) {
+		var r ledger.Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, err
+		}
+		out = append(out, &r)
+	}
+	return out, nil
 }
 
 func printRecords(a *app, recs []*ledger.Record) {

@@ -40,7 +40,7 @@ Examples:
 			}
 			ig, _, _ := policy.LoadIgnore(ws.source)
 			opts := ledger.VerifyOptions{Ledger: filepath.Join(ws.source, ledger.FileName), Source: ws.source,
-				Exempt: func(rel string, isDir bool) bool { return ig.Match(rel, isDir) }, HasObject: objectStore(ws.source).Has}
+				Exempt: func(rel string, isDir bool) bool { return ig.Match(rel, isDir) }, ListObjects: objectStore(ws.source).List}
 			bar := newProgress(a, "verifying")
 			opts.Progress = bar.update
 			rep := ledger.Verify(opts)
