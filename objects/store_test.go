@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func sum(b []byte) string {
@@ -55,5 +56,47 @@ func TestKeepFdAndLink(t *testing.T) {
 	}
 	if _, ok := s.Path("sha256:../../../../etc/passwd0000000000000000000000000000000000000000000"); ok {
 		t.Fatal("path traversal accepted")
+	}
+}
+
+func TestGCKeepsWhatIsNeededAndWhatIsFresh(t *testing.T) {
+	src := t.TempDir()
+	s := New(src)
+	keep := func(content string) string {
+		p := filepath.Join(t.TempDir(), "f")
+		os.WriteFile(p, []byte(content), 0o644)
+		fd, _ := syscall.Open(p, syscall.O_RDONLY, 0)
+		defer syscall.Close(fd)
+		h := sum([]byte(content))
+		if err := s.KeepFd(fd, h); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	needed, unneeded := keep("needed by a recent record"), keep("nobody needs this")
+	tests := []struct {
+		name    string
+		cut     time.Time
+		dry     bool
+		removed int
+		left    []string
+	}{
+		{"fresh objects stay", time.Now().Add(-time.Hour), false, 0, []string{needed, unneeded}},
+		{"dry run removes nothing", time.Now().Add(time.Hour), true, 1, []string{needed, unneeded}},
+		{"old unneeded goes", time.Now().Add(time.Hour), false, 1, []string{needed}},
+	}
+	for _, tt := range tests {
+		n, _, err := s.GC(func(h string) bool { return h == needed }, tt.cut, tt.dry)
+		if err != nil || n != tt.removed {
+			t.Fatalf("%s: removed %d (%v), want %d", tt.name, n, err, tt.removed)
+		}
+		for _, h := range tt.left {
+			if !s.Has(h) {
+				t.Fatalf("%s: %s was removed", tt.name, h)
+			}
+		}
+	}
+	if s.Has(unneeded) {
+		t.Fatal("unneeded object survived")
 	}
 }
