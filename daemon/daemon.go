@@ -67,6 +67,7 @@ type Daemon struct {
 	procs   *procinfo.Cache
 	root    *fsnode.Node
 	server  *fuse.Server
+	ops     *fsnode.OpCounter
 	ctl     *control.Server
 	lock    *os.File
 	started time.Time
@@ -161,7 +162,13 @@ func Start(cfg Config) (d *Daemon, err error) {
 	}
 	cleanup = append(cleanup, func() { d.root.Close() })
 
-	if d.server, err = fs.Mount(cfg.Mountpoint, d.root, mountOptions(cfg)); err != nil {
+	opts := mountOptions(cfg)
+	d.ops = fsnode.CountOps(fs.NewNodeFS(d.root, opts))
+	if d.server, err = fuse.NewServer(d.ops, cfg.Mountpoint, &opts.MountOptions); err != nil {
+		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
+	}
+	go d.server.Serve()
+	if err = d.server.WaitMount(); err != nil {
 		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
 	}
 	cleanup = append(cleanup, func() { d.server.Unmount() })

@@ -157,6 +157,9 @@ func (d *Daemon) Status() control.Status {
 		st.Counters.BytesHashed = d.root.Hashes().BytesHashed()
 		st.Counters.HashCacheHits = d.root.Hashes().Hits()
 	}
+	if d.ops != nil {
+		st.Ops = d.ops.Counts()
+	}
 	if len(st.RecentDenials) > 10 {
 		st.RecentDenials = st.RecentDenials[len(st.RecentDenials)-10:]
 	}

@@ -23,6 +23,25 @@ type Node struct {
 	open   []*File // tracked handles open on this node
 	// handles counts every handle open on this node through the mount.
 	handles atomic.Int32
+
+	// dir caches an O_PATH handle on this directory for *at calls, so an
+	// operation does not resolve the path from the root each time. It is
+	// opened lazily and closed when the kernel forgets the node; the read
+	// lock is held while it is in use.
+	dirMu sync.RWMutex
+	dirFd int // 0: not open
+}
+
+var _ = (fs.NodeOnForgetter)((*Node)(nil))
+
+// OnForget closes the cached directory handle.
+func (n *Node) OnForget() {
+	n.dirMu.Lock()
+	defer n.dirMu.Unlock()
+	if n.dirFd > 0 {
+		syscall.Close(n.dirFd)
+		n.dirFd = 0
+	}
 }
 
 var (
@@ -57,15 +76,36 @@ func (n *Node) childPath(name string) (string, bool) {
 	return joinRel(dir, name), ok
 }
 
-// withDir runs fn with an O_PATH handle on directory n.
+// withDir runs fn with an O_PATH handle on directory n: the cached one,
+// opened (without following symlinks) on first use.
 func (n *Node) withDir(fn func(dirfd int) error) syscall.Errno {
+	if n.IsRoot() {
+		return fs.ToErrno(fn(n.root.rootFd))
+	}
 	rel, ok := n.relPath()
 	if !ok {
 		return syscall.ENOENT
 	}
-	if rel == "" {
-		return fs.ToErrno(fn(n.root.rootFd))
+	for range 2 {
+		n.dirMu.RLock()
+		if fd := n.dirFd; fd > 0 {
+			defer n.dirMu.RUnlock()
+			return fs.ToErrno(fn(fd))
+		}
+		n.dirMu.RUnlock()
+		dirfd, err := openDir(n.root.rootFd, rel)
+		if err != nil {
+			return fs.ToErrno(err)
+		}
+		n.dirMu.Lock()
+		if n.dirFd == 0 {
+			n.dirFd = dirfd
+		} else {
+			syscall.Close(dirfd) // another request cached one meanwhile
+		}
+		n.dirMu.Unlock()
 	}
+	// Forgotten twice while we looked: use a handle of our own.
 	dirfd, err := openDir(n.root.rootFd, rel)
 	if err != nil {
 		return fs.ToErrno(err)
@@ -92,6 +132,11 @@ func (n *Node) withParent(fn func(dirfd int, name string) error) syscall.Errno {
 	}
 	if rel == "" {
 		return fs.ToErrno(fn(n.root.rootFd, ""))
+	}
+	if name, parent := n.Parent(); parent != nil {
+		if p, ok := parent.Operations().(*Node); ok {
+			return p.withDir(func(dirfd int) error { return fn(dirfd, name) })
+		}
 	}
 	dir, name := splitRel(rel)
 	if dir == "" {

@@ -44,9 +44,25 @@ func (n *Node) withProcPath(fn func(p string) error) syscall.Errno {
 	return fs.ToErrno(fn(fmt.Sprintf("/proc/self/fd/%d", fd)))
 }
 
-// Getxattr reads an extended attribute.
+// Getxattr reads an extended attribute. The kernel asks for
+// security.capability around every write, so this is a hot path: one
+// getxattrat on the cached parent handle where the kernel has it.
 func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	var sz int
+	if !n.IsRoot() && !n.root.noXattrAt.Load() {
+		errno := n.withParent(func(dirfd int, name string) error {
+			var err error
+			sz, err = getxattrat(dirfd, name, attr, dest)
+			return err
+		})
+		if errno != syscall.ENOSYS {
+			if errno == syscall.ENOTSUP && n.isSymlink() {
+				errno = syscall.ENODATA
+			}
+			return uint32(sz), errno
+		}
+		n.root.noXattrAt.Store(true)
+	}
 	errno := n.withProcPath(func(p string) error {
 		var err error
 		sz, err = unix.Getxattr(p, attr, dest)
@@ -61,6 +77,17 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 // Listxattr lists extended attributes.
 func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
 	var sz int
+	if !n.IsRoot() && !n.root.noXattrAt.Load() {
+		errno := n.withParent(func(dirfd int, name string) error {
+			var err error
+			sz, err = listxattrat(dirfd, name, dest)
+			return err
+		})
+		if errno != syscall.ENOSYS {
+			return uint32(sz), errno
+		}
+		n.root.noXattrAt.Store(true)
+	}
 	errno := n.withProcPath(func(p string) error {
 		var err error
 		sz, err = unix.Listxattr(p, dest)
@@ -97,3 +124,5 @@ func (n *Node) changeXattr(ctx context.Context, op policy.Op, attr string, fn fu
 	n.root.record(g, ledger.Change{Event: ledger.EventXattr, Path: rel, Op: string(op) + " " + attr, Time: time.Now()})
 	return 0
 }
+
+func (n *Node) isSymlink() bool { return n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFLNK }

@@ -74,6 +74,8 @@ type Root struct {
 	chownNew bool
 
 	controlInode atomic.Pointer[fs.Inode]
+	// noXattrAt is set once the kernel turns out to lack getxattrat(2).
+	noXattrAt atomic.Bool
 }
 
 // NewRoot opens the source directory and returns the root node of the

@@ -2,6 +2,7 @@ package procinfo
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -55,5 +56,26 @@ func TestLookupSelfAndReusedPid(t *testing.T) {
 	}
 	if got := c.Lookup(99999999, 5, 6); got.Comm != "" || got.Uid != 5 {
 		t.Fatalf("gone process = %+v", got)
+	}
+}
+
+func TestPidfdCacheNoticesExitAndReuse(t *testing.T) {
+	c := NewCache()
+	cmd := exec.Command("sleep", "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	first := c.Lookup(pid, 0, 0)
+	if first.Comm != "sleep" {
+		t.Fatalf("comm %q", first.Comm)
+	}
+	if again := c.Lookup(pid, 0, 0); again != first {
+		t.Fatal("a live process was not served from the cache")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if gone := c.Lookup(pid, 0, 0); gone == first || gone.Comm != "" {
+		t.Fatalf("an exited process was still served from the cache: %+v", gone)
 	}
 }

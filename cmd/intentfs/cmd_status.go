@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -70,6 +71,27 @@ func printStatus(a *app, st *control.Status) {
 	fmt.Fprintf(w, "passthrough: %v\n", st.Passthrough)
 	c := st.Counters
 	fmt.Fprintf(w, "counters:   %d allowed, %d denied, %d recorded, %d bytes hashed (%d cache hits)\n", c.Allowed, c.Denied, c.Recorded, c.BytesHashed, c.HashCacheHits)
+	if len(st.Ops) > 0 {
+		type kv struct {
+			k string
+			v uint64
+		}
+		var ops []kv
+		var total uint64
+		for k, v := range st.Ops {
+			ops = append(ops, kv{k, v})
+			total += v
+		}
+		sort.Slice(ops, func(i, j int) bool { return ops[i].v > ops[j].v })
+		var parts []string
+		for i, o := range ops {
+			if i == 8 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", o.k, o.v))
+		}
+		fmt.Fprintf(w, "fuse:       %d requests (%s)\n", total, strings.Join(parts, ", "))
+	}
 	if len(st.RecentDenials) == 0 {
 		fmt.Fprintf(w, "denials:    none\n")
 		return

@@ -18,10 +18,19 @@ import (
 )
 
 func main() {
-	workloads := pflag.StringSlice("workloads", []string{"ledger"}, "workloads to run: ledger")
+	if len(os.Args) == 4 && os.Args[1] == "--serve-loopback" {
+		serveLoopback(os.Args[2], os.Args[3])
+		return
+	}
+	workloads := pflag.StringSlice("workloads", []string{"untar", "rm", "git", "build", "stream", "edit", "ledger"}, "workloads to run: untar, rm, git, build, stream, edit, ledger")
 	records := pflag.Int("ledger-records", 1_000_000, "records in the generated ledger")
+	reps := pflag.Int("reps", 5, "repetitions of each file-tree workload per mode (after one warm-up)")
+	corpus := pflag.String("corpus", "", "subdirectory of $(go env GOROOT)/src to use as the corpus (default: all of it)")
+	gitCorpus := pflag.String("git-corpus", "net", "subdirectory of $(go env GOROOT)/src for the git and edit workloads")
+	storage := pflag.StringSlice("storage", []string{"tmpfs", "disk"}, "where sources live: tmpfs (/dev/shm) and/or disk (--workdir)")
+	bindfs := pflag.Bool("bindfs", true, "include bindfs as a comparison when it is installed")
 	jsonOut := pflag.String("json", "", "also write the results as JSON to this file")
-	workdir := pflag.String("workdir", "", "scratch directory (default: a temporary one)")
+	workdir := pflag.String("workdir", "", "scratch directory on the disk (default: a temporary one)")
 	pflag.Parse()
 
 	dir := *workdir
@@ -38,8 +47,58 @@ func main() {
 		fail(fmt.Errorf("building intentfs (run from the repository root): %v\n%s", err, out))
 	}
 	results := map[string]any{}
+	self, _ := os.Executable()
+	var fileNames []string
+	for _, w := range *workloads {
+		if w != "ledger" {
+			fileNames = append(fileNames, w)
+		}
+	}
+	if len(fileNames) > 0 {
+		env := &benchEnv{repo: mustCwd(), gocache: filepath.Join(dir, "gocache")}
+		var err error
+		if env.corpusTar, env.corpusFiles, err = prepareCorpus(dir, *corpus); err != nil {
+			fail(err)
+		}
+		if env.gitTar, env.gitFiles, err = prepareCorpus(dir, *gitCorpus); err != nil {
+			fail(err)
+		}
+		modes := []mode{modeNative, modeLoopback, modeIntentfs}
+		if _, err := exec.LookPath("bindfs"); err == nil && *bindfs {
+			modes = append(modes, modeBindfs)
+		}
+		storages := map[string]string{}
+		for _, s := range *storage {
+			switch s {
+			case "disk":
+				storages["disk"] = dir
+			case "tmpfs":
+				shm, err := os.MkdirTemp("/dev/shm", "intentfs-bench-")
+				if err != nil {
+					fail(err)
+				}
+				defer os.RemoveAll(shm)
+				storages["tmpfs"] = shm
+			}
+		}
+		fmt.Fprintf(os.Stderr, "corpus: %d files (%s); git/edit corpus: %d files; modes %v; %d reps after a warm-up; page cache warm\n",
+			env.corpusFiles, env.corpusTar, env.gitFiles, modes, *reps)
+		res, err := runFileWorkloads(env, fileNames, modes, storages, *reps, bin, self)
+		if len(res) > 0 {
+			fmt.Print(report(res))
+			results["file_workloads"] = res
+			results["intentfs_fuse_requests"] = opsLog
+			for w, ops := range opsLog {
+				fmt.Printf("intentfs FUSE requests, %s: %v\n", w, ops)
+			}
+		}
+		if err != nil {
+			fail(err)
+		}
+	}
 	for _, w := range *workloads {
 		switch w {
+		case "untar", "rm", "git", "build", "stream", "edit":
 		case "ledger":
 			fmt.Fprintf(os.Stderr, "ledger: generating %d records…\n", *records)
 			r, err := runLedger(bin, *records, dir)
@@ -60,6 +119,14 @@ func main() {
 		}
 	}
 	_ = strings.TrimSpace
+}
+
+func mustCwd() string {
+	d, err := os.Getwd()
+	if err != nil {
+		fail(err)
+	}
+	return d
 }
 
 func fail(err error) {

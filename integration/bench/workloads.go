@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// workload is one measured task. prepare fills the source before it is
+// mounted (untimed); phases run in the mount and are timed one by one.
+type workload struct {
+	name    string
+	prepare func(env *benchEnv, src string) error
+	phases  []phase
+	// expect is the least number of ledger records of these events an
+	// intentfs run must leave, so a fast run that skipped work fails.
+	expect func(env *benchEnv) (events []string, n int)
+}
+
+type phase struct {
+	name string
+	run  func(env *benchEnv, dir string) error
+}
+
+// benchEnv holds what workloads share.
+type benchEnv struct {
+	corpusTar   string // tar of the corpus (a directory named "src")
+	corpusFiles int
+	gitTar      string
+	gitFiles    int
+	repo        string // this repository, for the build workload
+	gocache     string
+}
+
+func sh(dir, script string, env ...string) error {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v\n%s", script, err, tail(string(out), 5))
+	}
+	return nil
+}
+
+func workloads() []workload {
+	untar := func(e *benchEnv, dir string) error { return sh(dir, "tar -xf "+e.corpusTar) }
+	return []workload{
+		{name: "untar", phases: []phase{{"untar", untar}},
+			expect: func(e *benchEnv) ([]string, int) { return []string{"create"}, e.corpusFiles }},
+		{name: "rm", prepare: func(e *benchEnv, src string) error { return untar(e, src) },
+			phases: []phase{{"rm", func(e *benchEnv, dir string) error { return sh(dir, "rm -rf src") }}},
+			expect: func(e *benchEnv) ([]string, int) { return []string{"delete"}, e.corpusFiles }},
+		{name: "git", prepare: func(e *benchEnv, src string) error { return sh(src, "tar -xf "+e.gitTar) },
+			phases: []phase{
+				{"git-commit", func(e *benchEnv, dir string) error {
+					return sh(dir, "git init -q . && git add -A && git -c user.name=b -c user.email=b@b commit -qm corpus")
+				}},
+				{"git-status", func(e *benchEnv, dir string) error {
+					return sh(dir, "for i in 1 2 3 4 5 6 7 8 9 10; do git status --porcelain >/dev/null || exit 1; done")
+				}},
+			},
+			expect: func(e *benchEnv) ([]string, int) { return []string{"create", "mkdir"}, 1 }},
+		{name: "build", prepare: func(e *benchEnv, src string) error {
+			return sh(src, "tar -C "+e.repo+" --exclude=.git -cf - . | tar -xf -")
+		},
+			phases: []phase{
+				{"build-cold", func(e *benchEnv, dir string) error {
+					os.RemoveAll(e.gocache)
+					return sh(dir, "go build ./...", "GOCACHE="+e.gocache, "GOFLAGS=-mod=mod", "GOPROXY=off")
+				}},
+				{"build-warm", func(e *benchEnv, dir string) error {
+					return sh(dir, "go build ./... && go vet ./...", "GOCACHE="+e.gocache, "GOFLAGS=-mod=mod", "GOPROXY=off")
+				}},
+			}},
+		{name: "stream", phases: []phase{
+			{"stream-write", func(e *benchEnv, dir string) error {
+				return sh(dir, "dd if=/dev/zero of=big bs=1M count=1024 status=none")
+			}},
+			{"stream-read", func(e *benchEnv, dir string) error { return sh(dir, "dd if=big of=/dev/null bs=1M status=none") }},
+			{"small-writes", func(e *benchEnv, dir string) error {
+				return sh(dir, "dd if=/dev/zero of=small bs=4k count=100000 status=none")
+			}},
+		}},
+		{name: "edit", prepare: func(e *benchEnv, src string) error { return sh(src, "tar -xf "+e.gitTar) },
+			phases: []phase{{"edit", edits}},
+			expect: func(e *benchEnv) ([]string, int) { return []string{"rename"}, 2000 }},
+	}
+}
+
+// edits is what editors and sed -i do, 2,000 times: read a source file,
+// write a temp file beside it, rename it over the original.
+func edits(e *benchEnv, dir string) error {
+	var files []string
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() && strings.HasSuffix(p, ".go") && len(files) < 500 {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) == 0 {
+		return fmt.Errorf("no files to edit")
+	}
+	for i := range 2000 {
+		f := files[i%len(files)]
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		b = append(b, fmt.Sprintf("// edit %d\n", i)...)
+		tmp := f + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareCorpus tars $(go env GOROOT)/src (or a subdirectory of it) as a
+// directory named "src", and counts its regular files.
+func prepareCorpus(dir, sub string) (string, int, error) {
+	goroot := runtime.GOROOT()
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		goroot = strings.TrimSpace(string(out))
+	}
+	base := filepath.Join(goroot, "src", sub)
+	name := "corpus"
+	if sub != "" {
+		name += "-" + strings.ReplaceAll(sub, "/", "-")
+	}
+	tarPath := filepath.Join(dir, name+".tar")
+	files := 0
+	filepath.Walk(base, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() {
+			files++
+		}
+		return nil
+	})
+	if _, err := os.Stat(tarPath); err == nil {
+		return tarPath, files, nil
+	}
+	// --transform puts everything under "src/" whatever the subdirectory.
+	cmd := exec.Command("tar", "-cf", tarPath, "-C", base, "--transform", "s,^\\.,src,", ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", 0, fmt.Errorf("making the corpus: %v %s", err, out)
+	}
+	return tarPath, files, nil
+}
+
+// timed runs fn and returns its wall time.
+func timed(fn func() error) (time.Duration, error) {
+	start := time.Now()
+	err := fn()
+	return time.Since(start), err
+}
