@@ -127,8 +127,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	var kept string
 	errno = n.withDir(func(dirfd int) error {
 		if g.traced() {
-			pre = n.root.digestRegularAt(dirfd, name)
-			kept = n.root.keepBeforeRemoval(dirfd, name, pre, n.childNode(name))
+			pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
 		}
 		return unix.Unlinkat(dirfd, name, 0)
 	})
@@ -137,6 +136,26 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, PreImage: kept, Op: "unlink"})
 	return 0
+}
+
+// preImageBeforeRemoval hashes the regular file name in dirfd and keeps
+// its bytes, with one open, before an unlink or a rename over it.
+func (r *Root) preImageBeforeRemoval(dirfd int, name string, node *Node) (Digest, string) {
+	fd, err := openatForHash(dirfd, name)
+	if err != nil {
+		return Digest{}, ""
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return Digest{}, ""
+	}
+	d, err := r.hashes.HashFd(fd)
+	if err != nil {
+		r.log.Error("content hash failed", "name", name, "err", err)
+		return Digest{}, ""
+	}
+	return d, r.keepBeforeRemoval(dirfd, name, fd, &st, d, node)
 }
 
 // digestRegularAt hashes name in dirfd if it is a regular file; other
@@ -225,8 +244,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			if g.traced() {
 				// What is replaced is destroyed: keep its bytes.
 				if dstExists && flags&policy.RenameExchange == 0 {
-					pre = n.root.digestRegularAt(dstDir, newName)
-					kept = n.root.keepBeforeRemoval(dstDir, newName, pre, dst.childNode(newName))
+					pre, kept = n.root.preImageBeforeRemoval(dstDir, newName, dst.childNode(newName))
 				}
 				post = n.root.digestRegularAt(srcDir, name)
 			}

@@ -42,21 +42,12 @@ func (r *Root) keepCopy(fd int, d Digest) string {
 // nothing; it is safe only when nothing else can reach the inode later (a
 // single link, no handle open through the mount), otherwise the bytes are
 // copied.
-func (r *Root) keepBeforeRemoval(dirfd int, name string, d Digest, node *Node) string {
+func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Stat_t, d Digest, node *Node) string {
 	if r.objects == nil || d.Hash == "" {
 		return ""
 	}
 	if d.Hash == EmptyDigest.Hash {
 		return preImageEmpty
-	}
-	fd, err := openatForHash(dirfd, name)
-	if err != nil {
-		return "failed: " + err.Error()
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return "failed: " + err.Error()
 	}
 	if st.Size > r.keepMax {
 		return fmt.Sprintf("not kept: %d bytes is over the %d-byte limit (--keep-max-bytes); only the hash is recorded", st.Size, r.keepMax)

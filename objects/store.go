@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,6 +33,8 @@ const DefaultKeepMaxBytes = 64 << 20
 // Store is the object store of one source directory.
 type Store struct {
 	root string
+	// made remembers fan-out directories already created.
+	made sync.Map
 }
 
 // New returns the store of source.
@@ -83,8 +86,12 @@ func (s *Store) prepare(hash string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%q is not a sha256 hash", hash)
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return "", fmt.Errorf("object store: %w", err)
+	dir := filepath.Dir(p)
+	if _, done := s.made.Load(dir); !done {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("object store: %w", err)
+		}
+		s.made.Store(dir, true)
 	}
 	return p, nil
 }
@@ -94,24 +101,19 @@ func (s *Store) prepare(hash string) (string, error) {
 // cheap. The caller must know that nothing else can still write to the
 // inode (no other links, no writable handle); otherwise use KeepFd.
 func (s *Store) KeepLink(dirfd int, name, hash string) error {
-	if s.Has(hash) {
-		return nil
-	}
 	p, err := s.prepare(hash)
 	if err != nil {
 		return err
 	}
-	tmp := fmt.Sprintf("%s.link-%d-%d", p, os.Getpid(), time.Now().UnixNano())
-	if err := unix.Linkat(dirfd, name, unix.AT_FDCWD, tmp, 0); err != nil {
-		return err // EXDEV and friends: the caller copies instead
+	// One system call: linking to the final name is atomic, and EEXIST
+	// means these bytes are already stored. No chmod: the inode is shared
+	// with whoever might still see it (the store is read-only through the
+	// mount all the same).
+	err = unix.Linkat(dirfd, name, unix.AT_FDCWD, p, 0)
+	if err == unix.EEXIST {
+		return nil
 	}
-	// No chmod: the inode is shared with whoever might still see it. The
-	// store is read-only through the mount all the same.
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return err // EXDEV and friends: the caller copies instead
 }
 
 // KeepFd copies the file open (readable) at fd into the store as hash:
