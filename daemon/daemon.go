@@ -211,13 +211,16 @@ func mountOptions(cfg Config) *fs.Options {
 		MountOptions: fuse.MountOptions{
 			// As root, the mount serves every user, and the kernel checks
 			// each caller's permissions against the source's modes.
-			AllowOther:        root,
-			Options:           []string{"default_permissions"},
-			FsName:            cfg.Source,
-			Name:              "intentfs",
-			DirectMount:       root,
-			Debug:             cfg.Debug,
-			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+			AllowOther:  root,
+			Options:     []string{"default_permissions"},
+			FsName:      cfg.Source,
+			Name:        "intentfs",
+			DirectMount: root,
+			Debug:       cfg.Debug,
+			// HANDLE_KILLPRIV_V2: the daemon clears set-ID bits itself
+			// (fsnode.killSuidGid), which spares the kernel a
+			// security.capability GETXATTR round trip on every write.
+			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2,
 			// fcntl and flock locks reach the source, so tools that lock
 			// (sqlite, package managers) work as on the disk.
 			EnableLocks: true,

@@ -59,6 +59,8 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
+	caller, _ := fuse.FromContext(ctx)
+	killSuidGid(fd, caller)
 	if !g.traced() {
 		return newFile(n, fd, nil), 0, 0
 	}
@@ -145,6 +147,8 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 			if fd, err = unix.Openat(dirfd, name, cleanOpenFlags(flags)|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err != nil {
 				return err
 			}
+			caller, _ := fuse.FromContext(ctx)
+			killSuidGid(fd, caller)
 		}
 		return syscall.Fstat(fd, &st)
 	})

@@ -75,6 +75,26 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if errno != 0 {
 		return errno
 	}
+	if _, setsMode := in.GetMode(); !setsMode && in.Valid&fuse.FATTR_KILL_SUIDGID != 0 {
+		// The kernel leaves this to us (HANDLE_KILLPRIV_V2): an
+		// unprivileged chown or truncate clears set-ID bits.
+		caller, _ := fuse.FromContext(ctx)
+		n.withParent(func(dirfd int, name string) error {
+			fd, err := unix.Openat(dirfd, name, unix.O_PATH|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			defer syscall.Close(fd)
+			rfd, err := reopenReadOnly(fd)
+			if err != nil {
+				return err
+			}
+			defer syscall.Close(rfd)
+			killSuidGid(rfd, caller)
+			return nil
+		})
+		n.Getattr(ctx, nil, out)
+	}
 	if m, ok := in.GetMode(); ok {
 		c.Mode = fmt.Sprintf("%04o", m&07777)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -62,4 +64,30 @@ func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Sta
 		}
 	}
 	return r.keepCopy(fd, d)
+}
+
+// killSuidGid clears the set-user-ID bit, and the set-group-ID bit of a
+// group-executable file, of the file open at fd, as the kernel does when
+// an unprivileged caller writes to it. The mount asks the kernel to leave
+// this to it (HANDLE_KILLPRIV_V2, which saves a getxattr round trip per
+// write): passthrough writes run with the daemon's credentials, which the
+// kernel would not clear the bits for.
+func killSuidGid(fd int, caller *fuse.Caller) {
+	if caller == nil || caller.Uid == 0 {
+		return
+	}
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return
+	}
+	kill := uint32(0)
+	if st.Mode&syscall.S_ISUID != 0 {
+		kill |= syscall.S_ISUID
+	}
+	if st.Mode&syscall.S_ISGID != 0 && st.Mode&syscall.S_IXGRP != 0 {
+		kill |= syscall.S_ISGID
+	}
+	if kill != 0 {
+		syscall.Fchmod(fd, (st.Mode&07777)&^kill)
+	}
 }

@@ -69,6 +69,23 @@ func TestNonRootCallerGetsNoMoreThanOnTheSource(t *testing.T) {
 			t.Errorf("as uid %d, %q:\n  native:  %q\n  mounted: %q (err %v)", uid, script, native, mounted, merr)
 		}
 	}
+	// A write by an unprivileged caller clears set-ID bits, through the
+	// mount as on the disk.
+	for _, f := range []string{"shared/suid", "shared/suid-native"} {
+		must(os.WriteFile(filepath.Join(e.src, f), []byte("#!/bin/sh\n"), 0o777))
+		must(os.Chmod(filepath.Join(e.src, f), 0o777|os.ModeSetuid|os.ModeSetgid))
+	}
+	if out, err := e.shAs(uid, gid, "echo x >> shared/suid"); err != nil {
+		t.Fatalf("write to a world-writable set-ID file: %v %s", err, out)
+	}
+	if out, err := runAs(e.src, uid, gid, "echo x >> shared/suid-native"); err != nil {
+		t.Fatalf("native write: %v %s", err, out)
+	}
+	stM, _ := os.Stat(filepath.Join(e.src, "shared/suid"))
+	stN, _ := os.Stat(filepath.Join(e.src, "shared/suid-native"))
+	if stM.Mode() != stN.Mode() || stM.Mode()&os.ModeSetuid != 0 {
+		t.Errorf("set-ID bits after a write: mount %v, native %v", stM.Mode(), stN.Mode())
+	}
 	if got, _ := e.srcContent("pub.txt"); got != "public\n" {
 		t.Errorf("pub.txt changed: %q", got)
 	}

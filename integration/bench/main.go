@@ -91,6 +91,12 @@ func main() {
 			for w, ops := range opsLog {
 				fmt.Printf("intentfs FUSE requests, %s: %v\n", w, ops)
 			}
+			if ops, ok := opsLog["stream"]; ok {
+				// Passthrough is checked, not assumed: the data of 1 GiB
+				// written and read must not have reached the daemon.
+				fmt.Printf("kernel passthrough during stream: %v (READ requests %d, WRITE requests %d)\n",
+					ops["READ"] == 0 && ops["WRITE"] == 0, ops["READ"], ops["WRITE"])
+			}
 		}
 		if err != nil {
 			fail(err)
