@@ -14,7 +14,14 @@ type contentChange struct {
 	digest Digest
 	ranges []ledger.Range
 	class  ledger.MutationClass
+	// attribute, when set, computes ranges and class later (in the ledger
+	// writer) from the bytes captured now.
+	attribute func() ([]ledger.Range, ledger.MutationClass)
 }
+
+// maxDeferredBytes bounds the post-images held in the ledger queue for a
+// deferred diff; a larger change is attributed on the spot.
+const maxDeferredBytes = 1 << 20
 
 // analyze hashes the file open at fd and, when it is small enough and its
 // previous version (preHash, "" for a new file) can be read, works out the
@@ -55,25 +62,30 @@ func (r *Root) analyze(rel, preHash string, fd int) (contentChange, error) {
 		c.class = byName(rel, declared)
 		return c, nil // binary or empty: no line ranges
 	}
-	var pre []byte
-	havePre := true
-	switch preHash {
-	case "":
-		havePre = false
-	case EmptyDigest.Hash:
-	default:
-		b, err := r.objects.Read(preHash)
-		pre, havePre = b, err == nil
+	if preHash == "" {
+		// A new file: its whole content is the change.
+		c.ranges, c.class = attribution.WholeFile(post), byName(rel, declared)
+		return c, nil
 	}
-	if havePre {
-		c.ranges = attribution.Ranges(pre, post)
-		c.class = attribution.Classify(rel, pre, post, declared)
+	diff := func() ([]ledger.Range, ledger.MutationClass) {
+		var pre []byte
+		if preHash != EmptyDigest.Hash {
+			b, err := r.objects.Read(preHash)
+			if err != nil {
+				return attribution.WholeFile(post), byName(rel, declared)
+			}
+			pre = b
+		}
+		ranges := attribution.Ranges(pre, post)
+		if ranges == nil {
+			ranges = []ledger.Range{}
+		}
+		return ranges, attribution.Classify(rel, pre, post, declared)
+	}
+	if len(post) <= maxDeferredBytes {
+		c.attribute = diff
 	} else {
-		c.ranges = attribution.WholeFile(post)
-		c.class = byName(rel, declared)
-	}
-	if c.ranges == nil {
-		c.ranges = []ledger.Range{}
+		c.ranges, c.class = diff()
 	}
 	return c, nil
 }

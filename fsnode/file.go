@@ -112,7 +112,7 @@ func (f *File) checkpoint(final bool) {
 		return // rewritten with the same bytes
 	}
 	t.node.root.record(t.g, ledger.Change{Event: ev, Path: rel, PreHash: pre, PostHash: d.Hash, Lines: d.Lines, Op: "release", Reason: reason,
-		PreImage: t.preImage, Ranges: cc.ranges, Class: cc.class, Time: time.Now()})
+		PreImage: t.preImage, Ranges: cc.ranges, Class: cc.class, Attribute: cc.attribute, Time: time.Now()})
 	t.created = false
 	t.base = d
 	t.preImage = ""

@@ -265,7 +265,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			}
 			defer syscall.Close(fd)
 			if cc, err := n.root.analyze(newRel, pre.Hash, fd); err == nil {
-				c.Ranges, c.Class = cc.ranges, cc.class
+				c.Ranges, c.Class, c.Attribute = cc.ranges, cc.class, cc.attribute
 			}
 			return nil
 		}))

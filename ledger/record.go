@@ -90,6 +90,10 @@ type Record struct {
 	Tool      Tool     `json:"tool"`
 	Files     []File   `json:"files"`
 	Metadata  Metadata `json:"metadata"`
+
+	// attribute, if set, computes the ranges and class just before the
+	// record is written (see Change.Attribute).
+	attribute func() ([]Range, MutationClass)
 }
 
 // VCS names the revision the workspace was at.
@@ -214,10 +218,15 @@ type Change struct {
 	RevertOf string
 	// Ranges, if set, are the changed hunks (else the whole file of Lines
 	// lines); Class, if set, overrides the event's mutation class.
-	Ranges  []Range
-	Class   MutationClass
-	Process *Process
-	Time    time.Time
+	Ranges []Range
+	Class  MutationClass
+	// Attribute, if set, computes Ranges and Class later, in the writer's
+	// goroutine just before the record is encoded: diffing and classifying
+	// a change is the costly part of recording it, and this keeps it off
+	// the caller's path without reordering the ledger.
+	Attribute func() ([]Range, MutationClass)
+	Process   *Process
+	Time      time.Time
 }
 
 // NewRecord builds the record for a change. toolVersion names the intentfs
@@ -228,8 +237,7 @@ func NewRecord(c Change, toolVersion string) *Record {
 		ts = time.Now()
 	}
 	class := ClassOf(c.Event)
-	// Only a content change is re-classed (a rename over a file is one).
-	if c.Class != "" && (c.Event == EventWrite || c.Event == EventTruncate || c.Event == EventRename) {
+	if c.Class != "" && reclassable(c.Event) {
 		class = c.Class
 	}
 	g := Governance{
@@ -271,8 +279,28 @@ func NewRecord(c Change, toolVersion string) *Record {
 			conv.Related = []Related{{Type: "intent", URL: IntentURN(c.Intent)}}
 		}
 		r.Files = []File{{Path: c.Path, Conversations: []Conversation{conv}}}
+		r.attribute = c.Attribute
 	}
 	return r
+}
+
+// reclassable reports whether an event is a content change whose class
+// depends on the change (a rename over a file is one).
+func reclassable(e Event) bool { return e == EventWrite || e == EventTruncate || e == EventRename }
+
+// finish runs a deferred attribution.
+func (r *Record) finish() {
+	if r.attribute == nil {
+		return
+	}
+	ranges, class := r.attribute()
+	r.attribute = nil
+	if ranges != nil && len(r.Files) > 0 && len(r.Files[0].Conversations) > 0 {
+		r.Files[0].Conversations[0].Ranges = ranges
+	}
+	if class != "" && reclassable(r.Gov().Event) {
+		r.Gov().MutationClass = class
+	}
 }
 
 func optional(s string) *string {

@@ -199,6 +199,7 @@ func (w *Writer) writeNow(r *Record) error {
 // encode stamps the chain and VCS fields and returns the line with its
 // newline.
 func (w *Writer) encode(r *Record) ([]byte, error) {
+	r.finish()
 	if w.opts.Rev != nil && r.VCS == nil {
 		if rev := w.opts.Rev(); rev != "" {
 			r.VCS = &VCS{Type: "git", Revision: rev}
