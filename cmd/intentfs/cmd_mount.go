@@ -80,6 +80,10 @@ func runMount(a *app, args []string) error {
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
 	ready := readyPipe()
 	daemon.SetProcessUmask()
+	// The handler is in place before the mount is announced, so a
+	// SIGTERM right after "mounted" still unmounts cleanly.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	d, err := daemon.Start(cfg)
 	if err != nil {
 		if ready != nil {
@@ -94,8 +98,6 @@ func runMount(a *app, args []string) error {
 	} else {
 		fmt.Fprintf(a.stdout, "mounted %s at %s (pid %d); Ctrl-C to unmount\n", d.Source(), d.Mountpoint(), os.Getpid())
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		for range sigs {
 			if err := d.Unmount(); err != nil {
