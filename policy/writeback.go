@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/intentfs/intentfs/safeio"
 )
 
 // maxWriteAttempts bounds how often UpdateFile re-applies an edit when the
@@ -42,7 +44,7 @@ func UpdateFile(path string, edit func(data []byte) ([]byte, error)) error {
 		if err != nil {
 			return err
 		}
-		tmp, err := writeTemp(path, out, st.Mode().Perm())
+		tmp, err := safeio.WriteTemp(path, out, st.Mode().Perm())
 		if err != nil {
 			return err
 		}
@@ -58,28 +60,6 @@ func UpdateFile(path string, edit func(data []byte) ([]byte, error)) error {
 		return syncDir(filepath.Dir(path))
 	}
 	return ErrConcurrentEdit
-}
-
-func writeTemp(path string, data []byte, mode os.FileMode) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Name(), nil
 }
 
 func syncDir(dir string) error {

@@ -7,35 +7,23 @@ package sidecar
 import (
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/intentfs/intentfs/safeio"
 )
 
 // writeAtomic replaces path with data: a temporary file in the same
-// directory, fsync'ed, renamed over the original.
+// directory, fsync'ed, renamed over the original (whose mode it keeps).
 func writeAtomic(path string, data []byte) error {
 	mode := os.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	tmp, err := safeio.WriteTemp(path, data, mode)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
