@@ -217,14 +217,15 @@ Examples:
 			if jsonOut(a) {
 				return printJSON(a, lines)
 			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 1, ' ', 0)
 			for _, l := range lines {
-				who := fmt.Sprintf("%-10s %-19s %-16s", "-", "", "")
-				if l.Record != "" {
-					who = fmt.Sprintf("%-10s %-19s %-16s", orDash(l.Intent), l.Time.Local().Format("2006-01-02 15:04:05"), l.Process)
+				if l.Record == "" {
+					fmt.Fprintf(tw, "-\t\t\t%4d| %s\n", l.Line, l.Text)
+					continue
 				}
-				fmt.Fprintf(a.stdout, "%s %4d| %s\n", who, l.Line, l.Text)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%4d| %s\n", orDash(l.Intent), l.Time.Local().Format("2006-01-02 15:04:05"), l.Process, l.Line, l.Text)
 			}
-			return nil
+			return tw.Flush()
 		},
 	}
 }
