@@ -72,15 +72,6 @@ func (s *Store) Read(hash string) ([]byte, error) {
 	return b, err
 }
 
-// Open opens the bytes of hash for reading.
-func (s *Store) Open(hash string) (*os.File, error) {
-	p, ok := s.Path(hash)
-	if !ok {
-		return nil, fmt.Errorf("%q is not a sha256 hash", hash)
-	}
-	return os.Open(p)
-}
-
 func (s *Store) prepare(hash string) (string, error) {
 	p, ok := s.Path(hash)
 	if !ok {

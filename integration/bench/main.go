@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -124,7 +123,6 @@ func main() {
 			fail(err)
 		}
 	}
-	_ = strings.TrimSpace
 }
 
 func mustCwd() string {
