@@ -114,6 +114,18 @@ func (n *Node) withDir(fn func(dirfd int) error) syscall.Errno {
 	return fs.ToErrno(fn(dirfd))
 }
 
+// withDirs runs fn with handles on directories a and b, locking a shared
+// directory once: a second read lock on the same node would deadlock
+// against a forget waiting for the first.
+func withDirs(a, b *Node, fn func(afd, bfd int) error) syscall.Errno {
+	if a == b {
+		return a.withDir(func(fd int) error { return fn(fd, fd) })
+	}
+	return a.withDir(func(afd int) error {
+		return errnoAsError(b.withDir(func(bfd int) error { return fn(afd, bfd) }))
+	})
+}
+
 // errnoAsError turns a zero errno into a nil error, so nested *at helpers can
 // pass results through an error-returning callback.
 func errnoAsError(e syscall.Errno) error {

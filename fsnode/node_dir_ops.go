@@ -93,14 +93,20 @@ func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, errno
 	}
 	src.checkpointOpen()
+	srcName, srcParent := src.Parent()
+	if srcParent == nil {
+		return nil, syscall.ENOENT
+	}
+	sp, ok := srcParent.Operations().(*Node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
 	var st syscall.Stat_t
-	errno = src.withParent(func(srcDir int, srcName string) error {
-		return errnoAsError(n.withDir(func(dirfd int) error {
-			if err := unix.Linkat(srcDir, srcName, dirfd, name, 0); err != nil {
-				return err
-			}
-			return fstatat(dirfd, name, &st)
-		}))
+	errno = withDirs(sp, n, func(srcDir, dirfd int) error {
+		if err := unix.Linkat(srcDir, srcName, dirfd, name, 0); err != nil {
+			return err
+		}
+		return fstatat(dirfd, name, &st)
 	})
 	if errno != 0 {
 		return nil, errno
@@ -239,17 +245,15 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	n.checkpointChild(name)
 	var pre, post Digest
 	var kept string
-	errno = n.withDir(func(srcDir int) error {
-		return errnoAsError(dst.withDir(func(dstDir int) error {
-			if g.traced() {
-				// What is replaced is destroyed: keep its bytes.
-				if dstExists && flags&policy.RenameExchange == 0 {
-					pre, kept = n.root.preImageBeforeRemoval(dstDir, newName, dst.childNode(newName))
-				}
-				post = n.root.digestRegularAt(srcDir, name)
+	errno = withDirs(n, dst, func(srcDir, dstDir int) error {
+		if g.traced() {
+			// What is replaced is destroyed: keep its bytes.
+			if dstExists && flags&policy.RenameExchange == 0 {
+				pre, kept = n.root.preImageBeforeRemoval(dstDir, newName, dst.childNode(newName))
 			}
-			return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags))
-		}))
+			post = n.root.digestRegularAt(srcDir, name)
+		}
+		return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags))
 	})
 	if errno != 0 {
 		return errno
