@@ -152,6 +152,8 @@ func Start(cfg Config) (d *Daemon, err error) {
 	}
 
 	ctlDir := control.NewDir(d, d.Process)
+	// Pre-images a crash left pending are filed under their hashes.
+	objects.New(cfg.Source).AdoptPending()
 	keepMax := cfg.KeepMaxBytes
 	if keepMax == 0 {
 		keepMax = objects.DefaultKeepMaxBytes

@@ -87,6 +87,14 @@ func (c *HashCache) HashFd(fd int) (Digest, error) {
 	return d, nil
 }
 
+// cached returns the digest of the version st describes, if known.
+func (c *HashCache) cached(st *syscall.Stat_t) (Digest, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.m[keyOf(st)]
+	return d, ok
+}
+
 func (c *HashCache) put(k statKey, d Digest) {
 	c.mu.Lock()
 	if len(c.m) >= maxHashCacheEntries {

@@ -131,16 +131,20 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	n.checkpointChild(name)
 	var pre Digest
 	var kept string
+	var finish func(*ledger.Record)
 	errno = n.withDir(func(dirfd int) error {
 		if g.traced() {
-			pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
+			if finish = n.root.deferredRemoval(dirfd, name, n.childNode(name)); finish == nil {
+				pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
+			}
 		}
 		return unix.Unlinkat(dirfd, name, 0)
 	})
 	if errno != 0 {
+		// The pending link, if any, is adopted at the next start.
 		return errno
 	}
-	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, PreImage: kept, Op: "unlink"})
+	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, PreImage: kept, Op: "unlink", Finish: finish})
 	return 0
 }
 

@@ -6,6 +6,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/intentfs/intentfs/ledger"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -89,5 +91,43 @@ func killSuidGid(fd int, caller *fuse.Caller) {
 	}
 	if kill != 0 {
 		syscall.Fchmod(fd, (st.Mode&07777)&^kill)
+	}
+}
+
+// deferredRemoval keeps a regular file that is about to be unlinked by
+// linking it into the store's pending area, and returns what computes its
+// pre_hash later, in the ledger writer: rm -rf of a large tree then costs
+// a link per file on the caller's path instead of a full read. It returns
+// nil, and the caller does it all at once, when the hash is already
+// cached, or when linking would not be safe (other links, open handles)
+// or not allowed (over the size limit).
+func (r *Root) deferredRemoval(dirfd int, name string, node *Node) func(*ledger.Record) {
+	if r.objects == nil {
+		return nil
+	}
+	var st syscall.Stat_t
+	if err := fstatat(dirfd, name, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG ||
+		st.Nlink != 1 || st.Size == 0 || st.Size > r.keepMax || (node != nil && node.handles.Load() != 0) {
+		return nil
+	}
+	if _, cached := r.hashes.cached(&st); cached {
+		return nil
+	}
+	pending, err := r.objects.LinkPending(dirfd, name)
+	if err != nil {
+		return nil
+	}
+	return func(rec *ledger.Record) {
+		hash, _, err := r.objects.Adopt(pending)
+		g := rec.Gov()
+		if err != nil {
+			r.log.Error("keeping a pre-image failed", "path", rec.Path(), "err", err)
+			g.PreImage = "failed: " + err.Error()
+		} else {
+			g.PreImage = preImageStored
+		}
+		if hash != "" {
+			g.PreHash = &hash
+		}
 	}
 }

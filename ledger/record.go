@@ -91,9 +91,10 @@ type Record struct {
 	Files     []File   `json:"files"`
 	Metadata  Metadata `json:"metadata"`
 
-	// attribute, if set, computes the ranges and class just before the
-	// record is written (see Change.Attribute).
+	// attribute and complete, if set, run just before the record is
+	// written (see Change.Attribute and Change.Finish).
 	attribute func() ([]Range, MutationClass)
+	complete  func(*Record)
 }
 
 // VCS names the revision the workspace was at.
@@ -225,8 +226,11 @@ type Change struct {
 	// a change is the costly part of recording it, and this keeps it off
 	// the caller's path without reordering the ledger.
 	Attribute func() ([]Range, MutationClass)
-	Process   *Process
-	Time      time.Time
+	// Finish, if set, completes the record in the writer's goroutine just
+	// before it is encoded (a removed file's pre_hash is computed there).
+	Finish  func(*Record)
+	Process *Process
+	Time    time.Time
 }
 
 // NewRecord builds the record for a change. toolVersion names the intentfs
@@ -281,6 +285,7 @@ func NewRecord(c Change, toolVersion string) *Record {
 		r.Files = []File{{Path: c.Path, Conversations: []Conversation{conv}}}
 		r.attribute = c.Attribute
 	}
+	r.complete = c.Finish
 	return r
 }
 
@@ -288,8 +293,12 @@ func NewRecord(c Change, toolVersion string) *Record {
 // depends on the change (a rename over a file is one).
 func reclassable(e Event) bool { return e == EventWrite || e == EventTruncate || e == EventRename }
 
-// finish runs a deferred attribution.
+// finish runs the deferred parts of a record.
 func (r *Record) finish() {
+	if r.complete != nil {
+		r.complete(r)
+		r.complete = nil
+	}
 	if r.attribute == nil {
 		return
 	}

@@ -6,6 +6,7 @@
 package objects
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +37,7 @@ type Store struct {
 	root string
 	// made remembers fan-out directories already created.
 	made sync.Map
+	seq  atomic.Uint64
 }
 
 // New returns the store of source.
@@ -277,4 +280,77 @@ func (s *Store) GC(needed func(hash string) bool, cut time.Time, dryRun bool) (i
 // List calls fn with the hash of every stored object.
 func (s *Store) List(fn func(hash string)) {
 	_ = s.Walk(func(o Object) error { fn(o.Hash); return nil })
+}
+
+// pendingDir holds pre-images linked before their hash is known.
+func (s *Store) pendingDir() string { return filepath.Join(s.root, "pending") }
+
+// LinkPending links name in dirfd into the store before its hash is
+// known, so the caller need not read it now; Adopt files it under its hash
+// later. The caller must know nothing else can write the inode.
+func (s *Store) LinkPending(dirfd int, name string) (string, error) {
+	dir := s.pendingDir()
+	if _, done := s.made.Load(dir); !done {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		s.made.Store(dir, true)
+	}
+	p := filepath.Join(dir, fmt.Sprintf("%d-%d", os.Getpid(), s.seq.Add(1)))
+	return p, unix.Linkat(dirfd, name, unix.AT_FDCWD, p, 0)
+}
+
+// Adopt hashes a pending object, files it under its hash (dropping it if
+// those bytes are already stored) and returns the hash and line count.
+func (s *Store) Adopt(pending string) (string, int, error) {
+	f, err := os.Open(pending)
+	if err != nil {
+		return "", 0, err
+	}
+	h := sha256.New()
+	lines, binary := 0, false
+	buf := make([]byte, 256<<10)
+	var last byte
+	for {
+		n, rerr := f.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			if !binary {
+				binary = bytes.IndexByte(buf[:n], 0) >= 0
+				lines += bytes.Count(buf[:n], []byte{'\n'})
+			}
+			last = buf[n-1]
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			f.Close()
+			return "", 0, rerr
+		}
+	}
+	f.Close()
+	if last != '\n' && last != 0 {
+		lines++
+	}
+	if binary {
+		lines = 0
+	}
+	hash := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	p, err := s.prepare(hash)
+	if err != nil {
+		return hash, lines, err
+	}
+	if err := os.Link(pending, p); err != nil && !errors.Is(err, fs.ErrExist) {
+		return hash, lines, err
+	}
+	return hash, lines, os.Remove(pending)
+}
+
+// AdoptPending files pre-images a crash left pending.
+func (s *Store) AdoptPending() {
+	entries, _ := os.ReadDir(s.pendingDir())
+	for _, e := range entries {
+		s.Adopt(filepath.Join(s.pendingDir(), e.Name()))
+	}
 }

@@ -3,6 +3,7 @@ package objects
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,5 +99,34 @@ func TestGCKeepsWhatIsNeededAndWhatIsFresh(t *testing.T) {
 	}
 	if s.Has(unneeded) {
 		t.Fatal("unneeded object survived")
+	}
+}
+
+func TestPendingIsAdoptedUnderItsHash(t *testing.T) {
+	src := t.TempDir()
+	s := New(src)
+	dir, _ := syscall.Open(src, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	defer syscall.Close(dir)
+	for i, content := range []string{"one\ntwo\n", "one\ntwo\n", "bin\x00ary"} {
+		name := fmt.Sprintf("f%d", i)
+		os.WriteFile(filepath.Join(src, name), []byte(content), 0o644)
+		p, err := s.LinkPending(dir, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(src, name))
+		hash, lines, err := s.Adopt(p)
+		if err != nil || hash != sum([]byte(content)) {
+			t.Fatalf("adopt %q: %s %v", content, hash, err)
+		}
+		if want := map[int]int{0: 2, 1: 2, 2: 0}[i]; lines != want {
+			t.Errorf("lines %d, want %d", lines, want)
+		}
+		if got, _ := s.Read(hash); string(got) != content {
+			t.Fatalf("stored %q", got)
+		}
+	}
+	if left, _ := os.ReadDir(s.pendingDir()); len(left) != 0 {
+		t.Fatalf("pending left: %v", left)
 	}
 }
