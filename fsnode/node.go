@@ -255,5 +255,8 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 		syscall.Close(fd)
 		return nil, 0, errno
 	}
-	return ds, 0, 0
+	// The kernel may keep the listing: a change through the mount drops it,
+	// and one made in the source behind the mount shows when the
+	// directory's attributes are next refreshed (its mtime moved).
+	return ds, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }

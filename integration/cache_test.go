@@ -1,0 +1,47 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSourceChangesShowThroughTheMount: the kernel caches attributes,
+// entries and directory listings for a second; a change made directly in
+// the source must show in the mount once that second has passed, and one
+// made through the mount at once.
+func TestSourceChangesShowThroughTheMount(t *testing.T) {
+	e := mount(t, scopePolicy, "INT-002", map[string]string{"dir/a.txt": "a\n"})
+	list := func() string {
+		entries, err := os.ReadDir(filepath.Join(e.mnt, "dir"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, d := range entries {
+			names = append(names, d.Name())
+		}
+		return strings.Join(names, " ")
+	}
+	if got := list(); got != "a.txt" {
+		t.Fatalf("listing %q", got)
+	}
+	// Through the mount: visible at once.
+	e.mustSh("echo b > dir/b.txt")
+	if got := list(); got != "a.txt b.txt" {
+		t.Fatalf("after a create through the mount: %q", got)
+	}
+	// Behind the mount's back: visible within the cache timeout.
+	writeFile(t, filepath.Join(e.src, "dir/c.txt"), "c\n")
+	os.Remove(filepath.Join(e.src, "dir/a.txt"))
+	start := time.Now()
+	for list() != "b.txt c.txt" {
+		if time.Since(start) > 3*time.Second {
+			t.Fatalf("source changes not visible after 3s: %q", list())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("source changes visible after %v", time.Since(start).Round(time.Millisecond))
+}
