@@ -63,8 +63,10 @@ func (r *Root) analyze(rel, preHash string, fd int) (contentChange, error) {
 		return c, nil // binary or empty: no line ranges
 	}
 	if preHash == "" {
-		// A new file: its whole content is the change.
-		c.ranges, c.class = attribution.WholeFile(post), byName(rel, declared)
+		// A new file: its whole content is the change, and the hash of its
+		// lines is the file's hash.
+		c.ranges = []ledger.Range{{StartLine: 1, EndLine: d.Lines, ContentHash: d.Hash}}
+		c.class = byName(rel, declared)
 		return c, nil
 	}
 	diff := func() ([]ledger.Range, ledger.MutationClass) {

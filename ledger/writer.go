@@ -53,6 +53,9 @@ type Writer struct {
 	size int64
 	// prev is the hash of the last line written; chain the chain's id.
 	prev, chain string
+	// rev is the VCS revision stamped on the records of the current
+	// group, read once per group rather than once per record.
+	rev string
 
 	queue chan writeReq
 	done  chan struct{}
@@ -183,8 +186,16 @@ func (w *Writer) moveTorn(torn []byte) error {
 	return w.writeNow(r)
 }
 
+// refreshRev reads the VCS revision for the next group of records.
+func (w *Writer) refreshRev() {
+	if w.opts.Rev != nil {
+		w.rev = w.opts.Rev()
+	}
+}
+
 // writeNow writes and syncs one record outside the queue (at open).
 func (w *Writer) writeNow(r *Record) error {
+	w.refreshRev()
 	line, err := w.encode(r)
 	if err != nil {
 		return err
@@ -200,10 +211,8 @@ func (w *Writer) writeNow(r *Record) error {
 // newline.
 func (w *Writer) encode(r *Record) ([]byte, error) {
 	r.finish()
-	if w.opts.Rev != nil && r.VCS == nil {
-		if rev := w.opts.Rev(); rev != "" {
-			r.VCS = &VCS{Type: "git", Revision: rev}
-		}
+	if r.VCS == nil && w.rev != "" {
+		r.VCS = &VCS{Type: "git", Revision: w.rev}
 	}
 	r.Gov().Prev = w.prev
 	line, err := json.Marshal(r)
@@ -313,6 +322,7 @@ func (w *Writer) run() {
 	var waiters []chan error
 	for first := range w.queue {
 		buf, waiters = buf[:0], waiters[:0]
+		w.refreshRev()
 		buf, waiters = w.add(buf, waiters, first)
 		// Take whatever else is already queued: one write and one fsync
 		// for the whole group.
