@@ -1,8 +1,7 @@
 package fsnode
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
 	"syscall"
 
 	"github.com/intentfs/intentfs/attribution"
@@ -50,12 +49,16 @@ func (r *Root) analyze(rel, preHash string, fd int) (contentChange, error) {
 		}
 		off += n
 	}
-	sum := sha256.Sum256(post)
-	d := Digest{Hash: "sha256:" + hex.EncodeToString(sum[:]), Lines: countLines(post)}
-	r.hashes.hashed.Add(uint64(len(post)))
-	var after syscall.Stat_t
-	if syscall.Fstat(fd, &after) == nil && keyOf(&after) == keyOf(&st) {
-		r.hashes.put(keyOf(&st), d)
+	// The bytes are needed for the diff; their hash may already be known
+	// (a rename over a file moves a version released a moment ago).
+	d, known := r.hashes.cached(&st)
+	if !known {
+		d, _, _ = digestReader(bytes.NewReader(post))
+		r.hashes.hashed.Add(uint64(len(post)))
+		var after syscall.Stat_t
+		if syscall.Fstat(fd, &after) == nil && keyOf(&after) == keyOf(&st) {
+			r.hashes.put(keyOf(&st), d)
+		}
 	}
 	c := contentChange{digest: d}
 	if d.Lines == 0 {
@@ -102,20 +105,4 @@ func byName(rel string, declared ledger.MutationClass) ledger.MutationClass {
 		return attribution.ClassDocumentation
 	}
 	return ledger.ClassEvolution
-}
-
-func countLines(b []byte) int {
-	n := 0
-	for _, c := range b {
-		switch c {
-		case 0:
-			return 0
-		case '\n':
-			n++
-		}
-	}
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		n++
-	}
-	return n
 }

@@ -1,14 +1,13 @@
 package fsnode
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/intentfs/intentfs/ledger"
 )
 
 // Digest is the content identity of a file: its sha256 and, for text, its
@@ -19,7 +18,7 @@ type Digest struct {
 }
 
 // EmptyDigest is the digest of zero bytes.
-var EmptyDigest = Digest{Hash: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}
+var EmptyDigest = Digest{Hash: ledger.EmptyHash}
 
 // statKey identifies a version of a file without reading it: same device,
 // inode, size, mtime and ctime means the same bytes, since any write
@@ -110,40 +109,8 @@ func (c *HashCache) BytesHashed() uint64 { return c.hashed.Load() }
 // Hits is how many digests came from the cache.
 func (c *HashCache) Hits() uint64 { return c.hits.Load() }
 
-// digestReader hashes r and counts its lines; content with a NUL byte is
-// binary and gets no line count.
+// digestReader hashes r and counts its lines.
 func digestReader(r io.Reader) (Digest, int64, error) {
-	h := sha256.New()
-	buf := make([]byte, 256<<10)
-	var n int64
-	lines, binary := 0, false
-	var last byte
-	for {
-		m, err := r.Read(buf)
-		if m > 0 {
-			chunk := buf[:m]
-			h.Write(chunk)
-			n += int64(m)
-			if !binary {
-				if bytes.IndexByte(chunk, 0) >= 0 {
-					binary = true
-				}
-				lines += bytes.Count(chunk, []byte{'\n'})
-			}
-			last = chunk[m-1]
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return Digest{}, n, err
-		}
-	}
-	if n > 0 && last != '\n' {
-		lines++
-	}
-	if binary {
-		lines = 0
-	}
-	return Digest{Hash: "sha256:" + hex.EncodeToString(h.Sum(nil)), Lines: lines}, n, nil
+	hash, lines, n, err := ledger.ContentHash(r)
+	return Digest{Hash: hash, Lines: lines}, n, err
 }

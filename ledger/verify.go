@@ -216,9 +216,6 @@ func Verify(o VerifyOptions) *Report {
 	return rep
 }
 
-// EmptyHash is the sha256 of no bytes.
-const EmptyHash = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
 // replay applies a record to the ledger's view of the tree.
 func replay(state map[string]*fileState, r *Record, file string, line int) {
 	g := r.Gov()
@@ -280,7 +277,7 @@ func checkTree(rep *Report, o VerifyOptions, state map[string]*fileState, since 
 		case err != nil:
 			rep.add(Problem{Kind: ProblemChanged, Path: p, File: s.file, Line: s.line, Detail: "cannot be read: " + err.Error()})
 		case got != s.hash:
-			rep.add(Problem{Kind: ProblemChanged, Path: p, File: s.file, Line: s.line, Detail: fmt.Sprintf("content is %s, the ledger's last record says %s: changed behind the ledger's back", short(got), short(s.hash))})
+			rep.add(Problem{Kind: ProblemChanged, Path: p, File: s.file, Line: s.line, Detail: fmt.Sprintf("content is %s, the ledger's last record says %s: changed behind the ledger's back", ShortHash(got), ShortHash(s.hash))})
 		}
 	}
 	if since.IsZero() {
@@ -317,14 +314,6 @@ func checkTree(rep *Report, o VerifyOptions, state map[string]*fileState, since 
 		}
 		return nil
 	})
-}
-
-func short(h string) string {
-	h = strings.TrimPrefix(h, "sha256:")
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 func hasTornTail(path string) (bool, error) {

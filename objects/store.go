@@ -6,9 +6,6 @@
 package objects
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/safeio"
 )
 
@@ -134,12 +132,12 @@ func (s *Store) KeepFd(fd int, hash string) error {
 		tmp.Close()
 		return err
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, tmp); err != nil {
+	got, _, _, err := ledger.ContentHash(tmp)
+	if err != nil {
 		tmp.Close()
 		return err
 	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != hash {
+	if got != hash {
 		tmp.Close()
 		return fmt.Errorf("object store: the file changed while it was copied (%s, not %s)", got, hash)
 	}
@@ -235,7 +233,7 @@ func (s *Store) Version(source, rel, hash string) ([]byte, error) {
 	if hash == "" {
 		return nil, errors.New("no content recorded")
 	}
-	if hash == emptyHash {
+	if hash == ledger.EmptyHash {
 		return []byte{}, nil
 	}
 	if b, err := s.Read(hash); err == nil {
@@ -248,8 +246,6 @@ func (s *Store) Version(source, rel, hash string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("the bytes of %s are neither in the object store nor the current %s", hash, rel)
 }
-
-const emptyHash = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // GC removes stored objects that needed does not name, if they have been
 // in the store since before cut (by ctime, which a hard link into the
@@ -307,36 +303,11 @@ func (s *Store) Adopt(pending string) (string, int, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	h := sha256.New()
-	lines, binary := 0, false
-	buf := make([]byte, 256<<10)
-	var last byte
-	for {
-		n, rerr := f.Read(buf)
-		if n > 0 {
-			h.Write(buf[:n])
-			if !binary {
-				binary = bytes.IndexByte(buf[:n], 0) >= 0
-				lines += bytes.Count(buf[:n], []byte{'\n'})
-			}
-			last = buf[n-1]
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			f.Close()
-			return "", 0, rerr
-		}
-	}
+	hash, lines, _, err := ledger.ContentHash(f)
 	f.Close()
-	if last != '\n' && last != 0 {
-		lines++
+	if err != nil {
+		return "", 0, err
 	}
-	if binary {
-		lines = 0
-	}
-	hash := "sha256:" + hex.EncodeToString(h.Sum(nil))
 	p, err := s.prepare(hash)
 	if err != nil {
 		return hash, lines, err

@@ -7,10 +7,9 @@
 package undo
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -120,7 +119,7 @@ func (p *planner) step(r *ledger.Record) Step {
 		case !cur.exists:
 			return "it no longer exists"
 		case cur.hash != want:
-			return fmt.Sprintf("it changed since the record (now %s, recorded %s)", short(cur.hash), short(want))
+			return fmt.Sprintf("it changed since the record (now %s, recorded %s)", ledger.ShortHash(cur.hash), ledger.ShortHash(want))
 		}
 		return ""
 	}
@@ -289,22 +288,11 @@ func keepExisting(dirfd int, name string, store *objects.Store) error {
 	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size == 0 {
 		return err
 	}
-	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	for off := int64(0); ; {
-		n, err := syscall.Pread(fd, buf, off)
-		if n > 0 {
-			h.Write(buf[:n])
-			off += int64(n)
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
+	hash, _, _, err := ledger.ContentHash(io.NewSectionReader(fdReader(fd), 0, st.Size))
+	if err != nil {
+		return err
 	}
-	return store.KeepFd(fd, "sha256:"+hex.EncodeToString(h.Sum(nil)))
+	return store.KeepFd(fd, hash)
 }
 
 // writeVersion puts the bytes of hash at name, atomically: a temporary
@@ -345,13 +333,14 @@ func writeVersion(dirfd int, name string, store *objects.Store, hash string) err
 	return err
 }
 
-func short(h string) string {
-	h = strings.TrimPrefix(h, "sha256:")
-	if len(h) > 12 {
-		return h[:12]
+// fdReader reads a borrowed descriptor by offset, without taking ownership
+// of it (an *os.File would close it when collected).
+type fdReader int
+
+func (fd fdReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := syscall.Pread(int(fd), p, off)
+	if n == 0 && err == nil && len(p) > 0 {
+		return 0, io.EOF
 	}
-	if h == "" {
-		return "-"
-	}
-	return h
+	return n, err
 }

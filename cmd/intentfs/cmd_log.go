@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -158,7 +157,7 @@ func printRecords(a *app, recs []*ledger.Record) {
 			note = fmt.Sprintf("%s → %s %s", orDash(g.From), g.To, g.Reason)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s → %s\t%s\n", ts.Local().Format("15:04:05.000"), g.Event, orDash(ledger.Str(g.IntentID)),
-			orDash(path), proc, short(g.PreHash), short(g.PostHash), note)
+			orDash(path), proc, ledger.ShortHash(ledger.Str(g.PreHash)), ledger.ShortHash(ledger.Str(g.PostHash)), note)
 	}
 	tw.Flush()
 }
@@ -168,12 +167,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// short abbreviates a "sha256:<hex>" hash for tables.
-func short(h *string) string {
-	if h == nil {
-		return "-"
-	}
-	return strings.TrimPrefix(*h, "sha256:")[:12]
 }
