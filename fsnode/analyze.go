@@ -53,7 +53,7 @@ func (r *Root) analyze(rel, preHash string, fd int) (contentChange, error) {
 	// (a rename over a file moves a version released a moment ago).
 	d, known := r.hashes.cached(&st)
 	if !known {
-		d, _, _ = digestReader(bytes.NewReader(post))
+		d, _, _ = r.hashes.digest(bytes.NewReader(post))
 		r.hashes.hashed.Add(uint64(len(post)))
 		var after syscall.Stat_t
 		if syscall.Fstat(fd, &after) == nil && keyOf(&after) == keyOf(&st) {

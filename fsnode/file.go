@@ -44,6 +44,9 @@ type tracking struct {
 	baseKey statKey
 	// preImage says what happened to the bytes of base (see keepCopy).
 	preImage string
+	// mode is the permission bits set through this handle before its
+	// creation was recorded ("" if none); the creation record carries it.
+	mode string
 }
 
 func newFile(node *Node, fd int, t *tracking) *File {
@@ -111,8 +114,12 @@ func (f *File) checkpoint(final bool) {
 	if !t.created && d.Hash == t.base.Hash {
 		return // rewritten with the same bytes
 	}
+	mode := ""
+	if t.created {
+		mode = t.mode
+	}
 	t.node.root.record(t.g, ledger.Change{Event: ev, Path: rel, PreHash: pre, PostHash: d.Hash, Lines: d.Lines, Op: "release", Reason: reason,
-		PreImage: t.preImage, Ranges: cc.ranges, Class: cc.class, Attribute: cc.attribute, Time: time.Now()})
+		PreImage: t.preImage, Ranges: cc.ranges, Class: cc.class, Attribute: cc.attribute, Mode: mode, Time: time.Now()})
 	t.created = false
 	t.base = d
 	t.preImage = ""
@@ -125,6 +132,38 @@ func (f *File) checkpoint(final bool) {
 			syscall.Close(rfd)
 		}
 	}
+}
+
+// absorb folds a chmod, chown or utimes of the file, made by the process
+// that created it through this handle and under the same intent, into the
+// creation record still to be written, and reports whether it did.
+// Archivers set a new file's times, owner and mode through its descriptor
+// before closing it (tar: futimens, fchown, fchmod; the kernel sends these
+// without the handle); one record saying what was created, with which
+// mode, replaces four.
+func (t *tracking) absorb(g grant, mode string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.created || g.intent != t.g.intent || g.proc == nil || t.g.proc == nil || g.proc.Pid != t.g.proc.Pid {
+		return false
+	}
+	if mode != "" {
+		t.mode = mode
+	}
+	return true
+}
+
+// absorbIntoCreation offers a metadata change to the tracked handles open
+// on n (see tracking.absorb).
+func (n *Node) absorbIntoCreation(g grant, mode string) bool {
+	n.openMu.Lock()
+	defer n.openMu.Unlock()
+	for _, f := range n.open {
+		if f.track.absorb(g, mode) {
+			return true
+		}
+	}
+	return false
 }
 
 // advance moves the baseline to version d, already recorded elsewhere.

@@ -2,7 +2,6 @@ package fsnode
 
 import (
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -42,10 +41,19 @@ type HashCache struct {
 	m      map[statKey]Digest
 	hashed atomic.Uint64 // bytes read for hashing
 	hits   atomic.Uint64
+	// bufs holds read buffers: one per concurrent hash, not one per file,
+	// keeps hashing small files from churning the garbage collector.
+	bufs sync.Pool
 }
 
+const hashBufferSize = 128 << 10
+
 // NewHashCache returns an empty cache.
-func NewHashCache() *HashCache { return &HashCache{m: map[statKey]Digest{}} }
+func NewHashCache() *HashCache {
+	c := &HashCache{m: map[statKey]Digest{}}
+	c.bufs.New = func() any { return new([hashBufferSize]byte) }
+	return c
+}
 
 // HashFd returns the digest of the file open at fd (readable), using the
 // cache when the file's stat matches.
@@ -65,14 +73,7 @@ func (c *HashCache) HashFd(fd int) (Digest, error) {
 		c.hits.Add(1)
 		return d, nil
 	}
-	// Read through a duplicate so closing the reader leaves fd open.
-	dup, err := syscall.Dup(fd)
-	if err != nil {
-		return Digest{}, err
-	}
-	f := os.NewFile(uintptr(dup), "")
-	d, n, err := digestReader(io.NewSectionReader(f, 0, st.Size))
-	f.Close()
+	d, n, err := c.digest(&fdSection{fd: fd, remain: st.Size})
 	c.hashed.Add(uint64(n))
 	if err != nil {
 		return Digest{}, err
@@ -109,8 +110,39 @@ func (c *HashCache) BytesHashed() uint64 { return c.hashed.Load() }
 // Hits is how many digests came from the cache.
 func (c *HashCache) Hits() uint64 { return c.hits.Load() }
 
-// digestReader hashes r and counts its lines.
-func digestReader(r io.Reader) (Digest, int64, error) {
-	hash, lines, n, err := ledger.ContentHash(r)
+// digest hashes r through a pooled buffer and counts its lines.
+func (c *HashCache) digest(r io.Reader) (Digest, int64, error) {
+	buf := c.bufs.Get().(*[hashBufferSize]byte)
+	defer c.bufs.Put(buf)
+	hash, lines, n, err := ledger.ContentHashBuffer(r, buf[:])
 	return Digest{Hash: hash, Lines: lines}, n, err
+}
+
+// fdSection reads the first remain bytes of a borrowed descriptor with
+// pread: no duplicate descriptor, no *os.File, and the descriptor's file
+// position is left alone. Stopping at the size taken from fstat keeps a
+// file that grows while it is read from being hashed past that version.
+type fdSection struct {
+	fd     int
+	off    int64
+	remain int64
+}
+
+func (s *fdSection) Read(b []byte) (int, error) {
+	if s.remain <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(b)) > s.remain {
+		b = b[:s.remain]
+	}
+	n, err := syscall.Pread(s.fd, b, s.off)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, io.EOF // shrank while read
+	}
+	s.off += int64(n)
+	s.remain -= int64(n)
+	return n, nil
 }

@@ -17,6 +17,13 @@ var (
 	_ = (fs.NodeCreater)((*Node)(nil))
 )
 
+// openFlags are the FOPEN flags of every file handle. FOPEN_NOFLUSH: the
+// kernel sends no FLUSH at close(2). A FLUSH would cost a round trip per
+// close and has nothing to do here: the source is written through at once
+// (no write-back cache), locks are open-file-description locks released
+// with the handle, and the audit record is made at RELEASE.
+const openFlags = fuse.FOPEN_NOFLUSH
+
 // opensForWrite reports whether open flags can change the file: write
 // access, or O_TRUNC even with O_RDONLY.
 func opensForWrite(flags uint32) bool {
@@ -41,7 +48,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		if err != nil {
 			return nil, 0, fs.ToErrno(err)
 		}
-		return newFile(n, fd, nil), 0, 0
+		return newFile(n, fd, nil), openFlags, 0
 	}
 	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpOpenWrite, Path: rel})
 	if errno != 0 {
@@ -62,9 +69,9 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	caller, _ := fuse.FromContext(ctx)
 	killSuidGid(fd, caller)
 	if !g.traced() {
-		return newFile(n, fd, nil), 0, 0
+		return newFile(n, fd, nil), openFlags, 0
 	}
-	return newFile(n, fd, &tracking{node: n, openRel: rel, g: g, base: pre, preImage: kept}), 0, 0
+	return newFile(n, fd, &tracking{node: n, openRel: rel, g: g, base: pre, preImage: kept}), openFlags, 0
 }
 
 // preImageAt hashes the file at rel and keeps its bytes in the object
@@ -164,7 +171,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if g.traced() {
 		t = &tracking{node: childNode, openRel: rel, g: g, created: created, base: pre, preImage: kept}
 	}
-	return child, newFile(childNode, fd, t), 0, 0
+	return child, newFile(childNode, fd, t), openFlags, 0
 }
 
 // giveToCaller makes a new entry belong to the calling user when the

@@ -98,6 +98,9 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if m, ok := in.GetMode(); ok {
 		c.Mode = fmt.Sprintf("%04o", m&07777)
 	}
+	if op != policy.OpTruncate && n.absorbIntoCreation(g, c.Mode) {
+		return 0
+	}
 	if _, size := in.GetSize(); size && g.traced() {
 		post, errno := n.root.digestAt(rel)
 		if errno == 0 {

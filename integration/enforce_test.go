@@ -250,6 +250,9 @@ func TestAllowedChangesAreRecorded(t *testing.T) {
 		tmp := t.TempDir()
 		writeFile(t, filepath.Join(tmp, "t/a.txt"), "a\n")
 		writeFile(t, filepath.Join(tmp, "t/b/c.txt"), "c\n")
+		if err := os.Chmod(filepath.Join(tmp, "t/a.txt"), 0o751); err != nil {
+			t.Fatal(err)
+		}
 		out, err := runCmd("tar", "-cf", filepath.Join(tmp, "x.tar"), "-C", tmp, "t")
 		if err != nil {
 			t.Fatal(out)
@@ -260,6 +263,20 @@ func TestAllowedChangesAreRecorded(t *testing.T) {
 			if ledger.Str(r.Gov().PostHash) != e.sha(p) {
 				t.Fatalf("%s post hash", p)
 			}
+		}
+		// tar sets each file's times, owner and mode through the descriptor
+		// it created the file with: that is part of the creation, which is
+		// one record carrying the mode.
+		for _, r := range e.records() {
+			if r.Path() == "src/t/a.txt" && r.Gov().Event != ledger.EventCreate {
+				t.Fatalf("tar -x made a %s record for a file it created", r.Gov().Event)
+			}
+		}
+		if r := e.waitRecord("tar create", event(ledger.EventCreate, "src/t/a.txt")); r.Gov().Mode != "0751" {
+			t.Fatalf("creation record mode %q, want 0751", r.Gov().Mode)
+		}
+		if st, err := os.Stat(filepath.Join(e.src, "src/t/a.txt")); err != nil || st.Mode().Perm() != 0o751 {
+			t.Fatalf("source mode %v, err %v", st.Mode(), err)
 		}
 	})
 	t.Run("ln, ln -s, chmod, touch, truncate", func(t *testing.T) {

@@ -28,6 +28,9 @@ func TestReadsAndWritesBypassTheDaemon(t *testing.T) {
 	if ops["READ"] != 0 || ops["WRITE"] != 0 {
 		t.Fatalf("data went through the daemon: %v", ops)
 	}
+	if ops["FLUSH"] != 0 {
+		t.Fatalf("close(2) cost a FLUSH round trip: %v", ops)
+	}
 	if ops["CREATE"] == 0 || ops["OPEN"] == 0 {
 		t.Fatalf("request counts look wrong: %v", ops)
 	}
