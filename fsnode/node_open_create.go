@@ -186,6 +186,9 @@ func (r *Root) giveToCaller(ctx context.Context, dirfd, fd int, name string) {
 	if !ok {
 		return
 	}
+	if caller.Uid == 0 && caller.Gid == r.gid {
+		return // the daemon's own identity: the entry is already theirs
+	}
 	uid, gid := int(caller.Uid), int(caller.Gid)
 	var dst syscall.Stat_t
 	if syscall.Fstat(dirfd, &dst) == nil && dst.Mode&syscall.S_ISGID != 0 {

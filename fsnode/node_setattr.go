@@ -75,10 +75,10 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if errno != 0 {
 		return errno
 	}
-	if _, setsMode := in.GetMode(); !setsMode && in.Valid&fuse.FATTR_KILL_SUIDGID != 0 {
+	caller, _ := fuse.FromContext(ctx)
+	if _, setsMode := in.GetMode(); !setsMode && in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && hasSetID(out.Attr.Mode, caller) {
 		// The kernel leaves this to us (HANDLE_KILLPRIV_V2): an
 		// unprivileged chown or truncate clears set-ID bits.
-		caller, _ := fuse.FromContext(ctx)
 		n.withParent(func(dirfd int, name string) error {
 			fd, err := unix.Openat(dirfd, name, unix.O_PATH|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 			if err != nil {

@@ -82,16 +82,30 @@ func killSuidGid(fd int, caller *fuse.Caller) {
 	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return
 	}
-	kill := uint32(0)
-	if st.Mode&syscall.S_ISUID != 0 {
-		kill |= syscall.S_ISUID
-	}
-	if st.Mode&syscall.S_ISGID != 0 && st.Mode&syscall.S_IXGRP != 0 {
-		kill |= syscall.S_ISGID
-	}
-	if kill != 0 {
+	if kill := setIDBitsToKill(st.Mode); kill != 0 {
 		syscall.Fchmod(fd, (st.Mode&07777)&^kill)
 	}
+}
+
+// setIDBitsToKill are the bits of a regular file's mode that a write or
+// chown by an unprivileged caller clears: set-user-ID, and set-group-ID
+// when the group may execute (without it, the bit marks mandatory
+// locking, which the kernel leaves alone).
+func setIDBitsToKill(mode uint32) uint32 {
+	kill := uint32(0)
+	if mode&syscall.S_ISUID != 0 {
+		kill |= syscall.S_ISUID
+	}
+	if mode&syscall.S_ISGID != 0 && mode&syscall.S_IXGRP != 0 {
+		kill |= syscall.S_ISGID
+	}
+	return kill
+}
+
+// hasSetID reports whether killSuidGid would change a file of this mode
+// for caller, so the common case costs no extra syscalls.
+func hasSetID(mode uint32, caller *fuse.Caller) bool {
+	return caller != nil && caller.Uid != 0 && mode&syscall.S_IFMT == syscall.S_IFREG && setIDBitsToKill(mode) != 0
 }
 
 // deferredRemoval keeps a regular file that is about to be unlinked by

@@ -72,6 +72,7 @@ type Root struct {
 	// chownNew is set when the daemon runs as root: created files are
 	// then given to the calling user, as if the caller had made them.
 	chownNew bool
+	gid      uint32 // the daemon's effective group
 
 	controlInode atomic.Pointer[fs.Inode]
 	// noXattrAt is set once the kernel turns out to lack getxattrat(2).
@@ -94,7 +95,7 @@ func NewRoot(o Options) (*Node, error) {
 		return nil, fmt.Errorf("stat source %s: %w", o.Source, err)
 	}
 	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
-		control: o.ControlDir, chownNew: os.Geteuid() == 0}
+		control: o.ControlDir, chownNew: os.Geteuid() == 0, gid: uint32(os.Getegid())}
 	return &Node{root: r}, nil
 }
 

@@ -15,7 +15,7 @@ const EmptyHash = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca49599
 // it ("sha256:<hex>"), its line count (0 for binary content, which has a
 // NUL byte, and for empty content) and its size.
 func ContentHash(r io.Reader) (hash string, lines int, size int64, err error) {
-	return ContentHashBuffer(r, make([]byte, 256<<10))
+	return ContentHashBuffer(r, make([]byte, 64<<10))
 }
 
 // ContentHashBuffer is ContentHash reading through buf, for callers that

@@ -36,6 +36,21 @@ type Store struct {
 	// made remembers fan-out directories already created.
 	made sync.Map
 	seq  atomic.Uint64
+	// bufs holds read buffers for hashing, so filing many small objects
+	// does not allocate (and clear) a buffer per object.
+	bufs sync.Pool
+}
+
+// contentHash is ledger.ContentHash through a pooled buffer.
+func (s *Store) contentHash(r io.Reader) (hash string, lines int, err error) {
+	buf, _ := s.bufs.Get().(*[]byte)
+	if buf == nil {
+		b := make([]byte, 128<<10)
+		buf = &b
+	}
+	defer s.bufs.Put(buf)
+	hash, lines, _, err = ledger.ContentHashBuffer(r, *buf)
+	return hash, lines, err
 }
 
 // New returns the store of source.
@@ -132,7 +147,7 @@ func (s *Store) KeepFd(fd int, hash string) error {
 		tmp.Close()
 		return err
 	}
-	got, _, _, err := ledger.ContentHash(tmp)
+	got, _, err := s.contentHash(tmp)
 	if err != nil {
 		tmp.Close()
 		return err
@@ -303,7 +318,7 @@ func (s *Store) Adopt(pending string) (string, int, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	hash, lines, _, err := ledger.ContentHash(f)
+	hash, lines, err := s.contentHash(f)
 	f.Close()
 	if err != nil {
 		return "", 0, err
