@@ -165,7 +165,7 @@ func Start(cfg Config) (d *Daemon, err error) {
 	cleanup = append(cleanup, func() { d.root.Close() })
 
 	opts := mountOptions(cfg)
-	d.ops = fsnode.CountOps(fs.NewNodeFS(d.root, opts))
+	d.ops = fsnode.CountOps(fsnode.ElideOpendir{RawFileSystem: fs.NewNodeFS(d.root, opts)})
 	if d.server, err = fuse.NewServer(d.ops, cfg.Mountpoint, &opts.MountOptions); err != nil {
 		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
 	}
@@ -198,17 +198,18 @@ func Start(cfg Config) (d *Daemon, err error) {
 }
 
 func mountOptions(cfg Config) *fs.Options {
-	// Entries and attributes are cached for a second: every change made
-	// through the mount invalidates them, and a change made directly in
-	// the source shows within that second. Negative lookups are not
-	// cached, so a file created in the source is visible at once.
+	// Entries, attributes and "no such file" answers are cached for a
+	// second: every change made through the mount invalidates them, and a
+	// change made directly in the source shows within that second. Caching
+	// the negative answers matters: tools probe for files that are not
+	// there (git looks for .gitignore in every directory, compilers search
+	// include paths), and each probe would otherwise be a round trip.
 	second := time.Second
-	zero := time.Duration(0)
 	root := os.Geteuid() == 0
 	return &fs.Options{
 		EntryTimeout:    &second,
 		AttrTimeout:     &second,
-		NegativeTimeout: &zero,
+		NegativeTimeout: &second,
 		NullPermissions: true,
 		MountOptions: fuse.MountOptions{
 			// As root, the mount serves every user, and the kernel checks

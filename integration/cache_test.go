@@ -44,4 +44,28 @@ func TestSourceChangesShowThroughTheMount(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("source changes visible after %v", time.Since(start).Round(time.Millisecond))
+
+	// "No such file" is cached too: a probe that missed must not hide a
+	// file created through the mount, nor, beyond the timeout, one
+	// created in the source.
+	for _, name := range []string{"dir/d.txt", "dir/e.txt"} {
+		if _, err := os.Stat(filepath.Join(e.mnt, name)); !os.IsNotExist(err) {
+			t.Fatalf("%s before it exists: %v", name, err)
+		}
+	}
+	e.mustSh("echo d > dir/d.txt")
+	if _, err := os.Stat(filepath.Join(e.mnt, "dir/d.txt")); err != nil {
+		t.Fatalf("created through the mount after a missed probe: %v", err)
+	}
+	writeFile(t, filepath.Join(e.src, "dir/e.txt"), "e\n")
+	start = time.Now()
+	for {
+		if _, err := os.Stat(filepath.Join(e.mnt, "dir/e.txt")); err == nil {
+			break
+		}
+		if time.Since(start) > 3*time.Second {
+			t.Fatal("a file created in the source after a missed probe is not visible after 3s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -41,9 +41,9 @@ func serveLoopback(src, mnt string) {
 	if err != nil {
 		fail(err)
 	}
-	second, zero := time.Second, time.Duration(0)
+	second := time.Second
 	isRoot := os.Geteuid() == 0
-	opts := &fs.Options{EntryTimeout: &second, AttrTimeout: &second, NegativeTimeout: &zero, NullPermissions: true,
+	opts := &fs.Options{EntryTimeout: &second, AttrTimeout: &second, NegativeTimeout: &second, NullPermissions: true,
 		MountOptions: fuse.MountOptions{AllowOther: isRoot, Options: []string{"default_permissions"}, FsName: src, Name: "loopback",
 			DirectMount: isRoot, EnableLocks: true, ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC}}
 	syscall.Umask(0)
