@@ -145,9 +145,7 @@ func commentsOrSpaceOnly(p string, pre, post []byte) bool {
 		return false
 	}
 	if strings.HasSuffix(p, ".go") {
-		a, okA := goTokens(pre)
-		b, okB := goTokens(post)
-		return okA && okB && slices.Equal(a, b)
+		return sameGoTokens(pre, post)
 	}
 	return bytes.IndexByte(pre, 0) < 0 && bytes.Equal(stripSpace(pre), stripSpace(post))
 }
@@ -156,25 +154,99 @@ func stripSpace(b []byte) []byte {
 	return bytes.Join(bytes.Fields(b), nil)
 }
 
-// goTokens is the token stream of Go source without comments; automatic
-// semicolons are dropped so that reflowing comments onto their own lines
-// does not count as a change.
-func goTokens(src []byte) ([]string, bool) {
-	fset := token.NewFileSet()
-	f := fset.AddFile("", fset.Base(), len(src))
-	var s scanner.Scanner
-	bad := false
-	s.Init(f, src, func(token.Position, string) { bad = true }, 0)
-	var out []string
+// sameGoTokens reports whether two Go sources scan to the same tokens,
+// comments aside, and both scan without error. Automatic semicolons are
+// skipped so that reflowing a comment onto its own line does not count as
+// a change.
+//
+// The bytes the two share at the start scan the same way in both, so
+// they are scanned once, in a, up to the last token that starts well
+// inside the shared prefix; from there the two are scanned side by side
+// and compared as they go, so a code change stops the scan where it is.
+func sameGoTokens(a, b []byte) bool {
+	restart := goRestartPoint(a, commonPrefix(a, b))
+	if restart < 0 {
+		return false // a does not scan
+	}
+	return sameGoTokensFrom(a[restart:], b[restart:])
+}
+
+// scanLookahead is more than the bytes go/scanner reads past a token to
+// end it, so a token that starts this far inside the shared prefix starts
+// at the same offset in both sources.
+const scanLookahead = 4
+
+// goRestartPoint is the offset of the last token of src that starts at
+// least scanLookahead bytes before limit (0 if none), or -1 if src has a
+// scan error before it. A fresh scanner started there yields the tokens
+// a scanner from the start would; only automatic semicolons, which the
+// comparison skips, can differ.
+func goRestartPoint(src []byte, limit int) int {
+	var g goTokenScanner
+	g.init(src)
+	restart := 0
 	for {
-		_, tok, lit := s.Scan()
-		if tok == token.EOF {
+		pos, tok, _ := g.s.Scan()
+		off := g.file.Offset(pos)
+		if tok == token.EOF || off+scanLookahead > limit {
 			break
 		}
+		if tok != token.SEMICOLON { // an automatic semicolon starts no token
+			restart = off
+		}
+	}
+	if g.bad {
+		return -1
+	}
+	return restart
+}
+
+// sameGoTokensFrom compares two sources token by token, as scanned.
+func sameGoTokensFrom(a, b []byte) bool {
+	var sa, sb goTokenScanner
+	sa.init(a)
+	sb.init(b)
+	for {
+		ta, la := sa.next()
+		tb, lb := sb.next()
+		if ta != tb || la != lb {
+			return false
+		}
+		if ta == token.EOF {
+			return !sa.bad && !sb.bad
+		}
+	}
+}
+
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// goTokenScanner yields Go tokens without comments or automatic
+// semicolons.
+type goTokenScanner struct {
+	s    scanner.Scanner
+	file *token.File
+	bad  bool
+}
+
+func (g *goTokenScanner) init(src []byte) {
+	g.file = token.NewFileSet().AddFile("", 1, len(src))
+	g.s.Init(g.file, src, func(token.Position, string) { g.bad = true }, 0)
+}
+
+func (g *goTokenScanner) next() (token.Token, string) {
+	for {
+		_, tok, lit := g.s.Scan()
 		if tok == token.SEMICOLON && lit == "\n" {
 			continue
 		}
-		out = append(out, tok.String()+" "+lit)
+		return tok, lit
 	}
-	return out, !bad
 }
