@@ -64,7 +64,7 @@ func printStatus(a *app, st *control.Status) {
 		fmt.Fprintf(w, "            LAST EDIT REJECTED, previous policy in force:\n            %s\n",
 			strings.ReplaceAll(st.Policy.ReloadError, "\n", "\n            "))
 	}
-	fmt.Fprintf(w, "ledger:     %s (%d records written, %d commits, last fsync %.1f ms)\n", st.LedgerPath, st.Ledger.Appended, st.Ledger.Commits, st.Ledger.LastFsyncMs)
+	fmt.Fprintf(w, "ledger:     %s (%d records written, %d commits, %d queued, fsync last %.1f ms, max %.1f ms)\n", st.LedgerPath, st.Ledger.Appended, st.Ledger.Commits, st.Ledger.QueueDepth, st.Ledger.LastFsyncMs, st.Ledger.MaxFsyncMs)
 	if st.Ledger.LastWriteErr != "" {
 		fmt.Fprintf(w, "            LEDGER WRITE ERROR: %s\n", st.Ledger.LastWriteErr)
 	}
