@@ -46,7 +46,8 @@ type Config struct {
 	// Owner is the uid/gid of the human who mounted; they own the socket.
 	OwnerUID, OwnerGID int
 	// KeepMaxBytes is the largest file whose pre-images are kept (0: the
-	// default, 64 MiB); above it only hashes are recorded.
+	// default, 64 MiB; negative: none are kept); above it only hashes are
+	// recorded.
 	KeepMaxBytes int64
 	// LedgerMaxBytes rotates the ledger at this size (0: the default).
 	LedgerMaxBytes int64
@@ -155,8 +156,11 @@ func Start(cfg Config) (d *Daemon, err error) {
 	// Pre-images a crash left pending are filed under their hashes.
 	objects.New(cfg.Source).AdoptPending()
 	keepMax := cfg.KeepMaxBytes
-	if keepMax == 0 {
+	switch {
+	case keepMax == 0:
 		keepMax = objects.DefaultKeepMaxBytes
+	case keepMax < 0:
+		keepMax = 0 // every non-empty file is over the limit
 	}
 	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir,
 		Objects: objects.New(cfg.Source), KeepMaxBytes: keepMax}); err != nil {

@@ -248,3 +248,40 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 		t.Errorf("status with no mount: exit %d %q", code, out)
 	}
 }
+
+// TestKeepMaxBytesZeroKeepsNoPreImages: --keep-max-bytes 0 trades undo for
+// speed. Changes are still hashed and recorded, but no version is kept.
+func TestKeepMaxBytesZeroKeepsNoPreImages(t *testing.T) {
+	requireFUSE(t)
+	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
+	os.Chmod(c.dir, 0o755)
+	repo, ws := filepath.Join(c.dir, "repo"), filepath.Join(c.dir, "workspace")
+	os.Mkdir(ws, 0o755)
+	c.must("init", "./repo")
+	pol := filepath.Join(repo, policy.IntentsFile)
+	b, _ := os.ReadFile(pol)
+	os.WriteFile(pol, []byte(strings.Replace(string(b), "status: PENDING", "status: IN_PROGRESS", 1)), 0o644)
+	writeFile(t, filepath.Join(repo, "src/a.txt"), "alpha\n")
+
+	c.must("mount", "--keep-max-bytes", "0", "--intent", "INT-001", "./repo", ws)
+	t.Cleanup(func() { syscall.Unmount(ws, syscall.MNT_DETACH) })
+	sh := exec.Command("sh", "-c", "sed -i s/alpha/beta/ src/a.txt && rm src/a.txt")
+	sh.Dir = ws
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	c.must("unmount", ws)
+
+	kept := map[ledger.Event]string{}
+	ledger.Scan(filepath.Join(repo, ledger.FileName), func(_ int, r *ledger.Record) error {
+		if g := r.Gov(); g != nil && r.Path() == "src/a.txt" {
+			kept[g.Event] = g.PreImage
+		}
+		return nil
+	})
+	for _, ev := range []ledger.Event{ledger.EventRename, ledger.EventDelete} {
+		if pi, ok := kept[ev]; !ok || !strings.HasPrefix(pi, "not kept") {
+			t.Fatalf("%s record: pre_image %q (recorded: %v), want \"not kept…\"", ev, pi, ok)
+		}
+	}
+}

@@ -48,7 +48,7 @@ Examples:
 			fs.Bool("fail-open", false, "allow changes that cannot be decided (default: deny them)")
 			fs.Bool("debug", false, "log every FUSE request")
 			fs.Int64("ledger-max-bytes", 256<<20, "rotate the ledger to agent_trace.N.jsonl at this size")
-			fs.Int64("keep-max-bytes", 64<<20, "keep pre-images of files up to this size; above it only hashes")
+			fs.Int64("keep-max-bytes", 64<<20, "keep pre-images of files up to this size; above it only hashes (0: keep none, no undo)")
 			fs.String("lessons-file", "CLAUDE.md", "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 		},
 		run: runMount,
@@ -78,6 +78,9 @@ func runMount(a *app, args []string) error {
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file")}
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
+	if cfg.KeepMaxBytes <= 0 {
+		cfg.KeepMaxBytes = -1 // the daemon's "none"; its 0 means the default
+	}
 	ready := readyPipe()
 	daemon.SetProcessUmask()
 	// The handler is in place before the mount is announced, so a
