@@ -40,9 +40,19 @@ func Ranges(pre, post []byte) []ledger.Range {
 	if len(pre) > MaxDiffBytes || len(post) > MaxDiffBytes {
 		return WholeFile(post)
 	}
-	edits := udiff.Lines(string(pre), string(post))
+	// Only the lines between the shared head and tail can differ; diffing
+	// just those keeps a one-line edit of a large file from splitting and
+	// comparing every line of both versions.
+	head, tail := sharedLines(pre, post)
+	return diffRanges(pre, post, head, tail)
+}
+
+// diffRanges is Ranges with the diff limited to the lines after head
+// bytes and before the last tail bytes (whole lines both versions share).
+func diffRanges(pre, post []byte, head, tail int) []ledger.Range {
+	edits := udiff.Lines(string(pre[head:len(pre)-tail]), string(post[head:len(post)-tail]))
 	var out []ledger.Range
-	delta := 0
+	delta := head
 	for _, e := range edits {
 		start := e.Start + delta
 		delta += len(e.New) - (e.End - e.Start)
@@ -61,6 +71,36 @@ func Ranges(pre, post []byte) []ledger.Range {
 		out[i].ContentHash = hashLines(post, out[i].StartLine, out[i].EndLine)
 	}
 	return out
+}
+
+// sharedLines returns the lengths of the longest head and tail of whole
+// lines that pre and post share, not overlapping in either.
+func sharedLines(pre, post []byte) (head, tail int) {
+	n := min(len(pre), len(post))
+	for head < n && pre[head] == post[head] {
+		head++
+	}
+	if head == len(pre) && head == len(post) {
+		return head, 0 // identical
+	}
+	head = bytes.LastIndexByte(pre[:head], '\n') + 1 // whole lines only
+	for tail < n-head && pre[len(pre)-1-tail] == post[len(post)-1-tail] {
+		tail++
+	}
+	// The tail must start a line in both versions. Its bytes are shared,
+	// so after the first newline inside it, it does.
+	for tail > 0 {
+		a, b := len(pre)-tail, len(post)-tail
+		if (a == 0 || pre[a-1] == '\n') && (b == 0 || post[b-1] == '\n') {
+			break
+		}
+		i := bytes.IndexByte(pre[a:], '\n')
+		if i < 0 {
+			return head, 0
+		}
+		tail -= i + 1
+	}
+	return head, tail
 }
 
 // WholeFile is the range of every line of content (none if empty).

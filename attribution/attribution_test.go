@@ -2,6 +2,8 @@ package attribution
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/intentfs/intentfs/ledger"
@@ -21,6 +23,14 @@ func TestRanges(t *testing.T) {
 		{"adjacent merge", "1\n2\n3\n", "X\nY\n3\n", "[1-2]"},
 		{"from empty", "", "a\nb\n", "[1-2]"},
 		{"no final newline", "a\nb", "a\nc", "[2-2]"},
+		{"insert at the start", "b\nc\n", "a\nb\nc\n", "[1-1]"},
+		{"change the last line, no final newline", "a\nb\nc", "a\nb\nC", "[3-3]"},
+		{"line grows at its end", "a\nb\nc\n", "a\nbx\nc\n", "[2-2]"},
+		{"line grows at its start", "a\nb\nc\n", "a\nxb\nc\n", "[2-2]"},
+		{"shared bytes across the edit", "ab\nab\n", "ab\nxab\nab\n", "[2-2]"},
+		{"final newline added", "a\nb", "a\nb\n", "[2-2]"},
+		{"to empty", "a\nb\n", "", "[]"},
+		{"identical", "a\nb\n", "a\nb\n", "[]"},
 	}
 	for _, tt := range tests {
 		got := Ranges([]byte(tt.pre), []byte(tt.post))
@@ -71,6 +81,46 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		if got := Classify(tt.path, []byte(tt.pre), []byte(tt.post), tt.declared); got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestRangesOnlyDiffsTheMiddle checks that diffing only the lines between
+// the shared head and tail finds the hunks a diff of the whole files
+// finds, over random edits of files whose lines are all different (so
+// there is one right answer).
+func TestRangesOnlyDiffsTheMiddle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	next := 0
+	line := func() string { next++; return fmt.Sprintf("line %d\n", next) }
+	for i := range 2000 {
+		var pre []string
+		for range 1 + rng.IntN(40) {
+			pre = append(pre, line())
+		}
+		post := append([]string(nil), pre...)
+		for range 1 + rng.IntN(3) {
+			at := rng.IntN(len(post) + 1)
+			switch rng.IntN(3) {
+			case 0: // insert
+				post = append(post[:at], append([]string{line()}, post[at:]...)...)
+			case 1: // delete
+				if at < len(post) {
+					post = append(post[:at], post[at+1:]...)
+				}
+			default: // replace
+				if at < len(post) {
+					post[at] = line()
+				}
+			}
+		}
+		a, b := []byte(strings.Join(pre, "")), []byte(strings.Join(post, ""))
+		if rng.IntN(4) == 0 && len(b) > 0 { // sometimes no final newline
+			b = b[:len(b)-1]
+		}
+		got, want := Ranges(a, b), diffRanges(a, b, 0, 0)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("case %d: ranges %v, a whole-file diff gives %v\npre:\n%s\npost:\n%s", i, got, want, a, b)
 		}
 	}
 }
