@@ -28,40 +28,33 @@ func (e ElideOpendir) OpenDir(cancel <-chan struct{}, input *fuse.OpenIn, out *f
 	return fuse.ENOSYS
 }
 
-// withDirHandle runs do with a handle of the directory hdr names, opened
-// for this request and released after it.
-func (e ElideOpendir) withDirHandle(cancel <-chan struct{}, hdr *fuse.InHeader, do func(fh uint64) fuse.Status) fuse.Status {
+// withHandle runs call with *fh a handle of the directory hdr names: the
+// kernel's, or, for handle 0, one opened for this request and released
+// after it.
+func (e ElideOpendir) withHandle(cancel <-chan struct{}, hdr *fuse.InHeader, fh *uint64, call func() fuse.Status) fuse.Status {
+	if *fh != 0 {
+		return call()
+	}
 	var out fuse.OpenOut
 	in := fuse.OpenIn{InHeader: *hdr, Flags: syscall.O_RDONLY | syscall.O_DIRECTORY}
 	if st := e.RawFileSystem.OpenDir(cancel, &in, &out); !st.Ok() {
 		return st
 	}
 	defer e.RawFileSystem.ReleaseDir(&fuse.ReleaseIn{InHeader: *hdr, Fh: out.Fh})
-	return do(out.Fh)
+	*fh = out.Fh
+	return call()
 }
 
 // ReadDir lists from input.Offset (a position an earlier reply gave).
 func (e ElideOpendir) ReadDir(cancel <-chan struct{}, input *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	if input.Fh != 0 {
-		return e.RawFileSystem.ReadDir(cancel, input, out)
-	}
-	return e.withDirHandle(cancel, &input.InHeader, func(fh uint64) fuse.Status {
-		in := *input
-		in.Fh = fh
-		return e.RawFileSystem.ReadDir(cancel, &in, out)
-	})
+	in := *input
+	return e.withHandle(cancel, &in.InHeader, &in.Fh, func() fuse.Status { return e.RawFileSystem.ReadDir(cancel, &in, out) })
 }
 
 // ReadDirPlus lists with attributes from input.Offset.
 func (e ElideOpendir) ReadDirPlus(cancel <-chan struct{}, input *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	if input.Fh != 0 {
-		return e.RawFileSystem.ReadDirPlus(cancel, input, out)
-	}
-	return e.withDirHandle(cancel, &input.InHeader, func(fh uint64) fuse.Status {
-		in := *input
-		in.Fh = fh
-		return e.RawFileSystem.ReadDirPlus(cancel, &in, out)
-	})
+	in := *input
+	return e.withHandle(cancel, &in.InHeader, &in.Fh, func() fuse.Status { return e.RawFileSystem.ReadDirPlus(cancel, &in, out) })
 }
 
 // ReleaseDir has nothing to release for handle 0.
@@ -74,25 +67,13 @@ func (e ElideOpendir) ReleaseDir(input *fuse.ReleaseIn) {
 // FsyncDir makes the directory durable on the source: fsync(2) of a
 // directory (after a rename or create) must not become a silent no-op.
 func (e ElideOpendir) FsyncDir(cancel <-chan struct{}, input *fuse.FsyncIn) fuse.Status {
-	if input.Fh != 0 {
-		return e.RawFileSystem.FsyncDir(cancel, input)
-	}
-	return e.withDirHandle(cancel, &input.InHeader, func(fh uint64) fuse.Status {
-		in := *input
-		in.Fh = fh
-		return e.RawFileSystem.FsyncDir(cancel, &in)
-	})
+	in := *input
+	return e.withHandle(cancel, &in.InHeader, &in.Fh, func() fuse.Status { return e.RawFileSystem.FsyncDir(cancel, &in) })
 }
 
 // Ioctl on a directory (lsattr -d, chattr on a directory) goes to a
 // handle of it; a file's ioctl always carries its own handle.
 func (e ElideOpendir) Ioctl(cancel <-chan struct{}, input *fuse.IoctlIn, inbuf []byte, output *fuse.IoctlOut, outbuf []byte) fuse.Status {
-	if input.Fh != 0 {
-		return e.RawFileSystem.Ioctl(cancel, input, inbuf, output, outbuf)
-	}
-	return e.withDirHandle(cancel, &input.InHeader, func(fh uint64) fuse.Status {
-		in := *input
-		in.Fh = fh
-		return e.RawFileSystem.Ioctl(cancel, &in, inbuf, output, outbuf)
-	})
+	in := *input
+	return e.withHandle(cancel, &in.InHeader, &in.Fh, func() fuse.Status { return e.RawFileSystem.Ioctl(cancel, &in, inbuf, output, outbuf) })
 }

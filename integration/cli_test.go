@@ -80,23 +80,35 @@ func (c *cli) must(args ...string) string {
 	return out
 }
 
+// newStoryRepo runs "intentfs init ./repo" in a fresh directory and starts
+// the example intent (PENDING until a human edits it), as the README's
+// story does. It returns the CLI, the repo and an empty workspace.
+func newStoryRepo(t *testing.T) (c *cli, repo, ws string) {
+	t.Helper()
+	requireFUSE(t)
+	c = &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
+	os.Chmod(c.dir, 0o755)
+	repo, ws = filepath.Join(c.dir, "repo"), filepath.Join(c.dir, "workspace")
+	os.Mkdir(ws, 0o755)
+	c.must("init", "./repo")
+	pol := filepath.Join(repo, policy.IntentsFile)
+	b, err := os.ReadFile(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pol, []byte(strings.Replace(string(b), "status: PENDING", "status: IN_PROGRESS", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c, repo, ws
+}
+
 // TestUserStory is the README's story, run with the real binary: init,
 // edit, mount in the background, select, work, status, log, unmount.
 func TestUserStory(t *testing.T) {
-	requireFUSE(t)
-	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
-	os.Chmod(c.dir, 0o755)
-	repo, ws := filepath.Join(c.dir, "repo"), filepath.Join(c.dir, "workspace")
-	os.Mkdir(ws, 0o755)
-
-	c.must("init", "./repo")
+	c, repo, ws := newStoryRepo(t)
 	if out, code := c.run("init", "./repo"); code != 1 || !strings.Contains(out, "already exists") {
 		t.Fatalf("second init: exit %d %q", code, out)
 	}
-	// Without editing, the example intent is PENDING: mount works, writes don't.
-	pol := filepath.Join(repo, policy.IntentsFile)
-	b, _ := os.ReadFile(pol)
-	os.WriteFile(pol, []byte(strings.Replace(string(b), "status: PENDING", "status: IN_PROGRESS", 1)), 0o644)
 
 	out := c.must("mount", "./repo", ws)
 	mounted := true
@@ -252,15 +264,7 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 // TestKeepMaxBytesZeroKeepsNoPreImages: --keep-max-bytes 0 trades undo for
 // speed. Changes are still hashed and recorded, but no version is kept.
 func TestKeepMaxBytesZeroKeepsNoPreImages(t *testing.T) {
-	requireFUSE(t)
-	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
-	os.Chmod(c.dir, 0o755)
-	repo, ws := filepath.Join(c.dir, "repo"), filepath.Join(c.dir, "workspace")
-	os.Mkdir(ws, 0o755)
-	c.must("init", "./repo")
-	pol := filepath.Join(repo, policy.IntentsFile)
-	b, _ := os.ReadFile(pol)
-	os.WriteFile(pol, []byte(strings.Replace(string(b), "status: PENDING", "status: IN_PROGRESS", 1)), 0o644)
+	c, repo, ws := newStoryRepo(t)
 	writeFile(t, filepath.Join(repo, "src/a.txt"), "alpha\n")
 
 	c.must("mount", "--keep-max-bytes", "0", "--intent", "INT-001", "./repo", ws)
