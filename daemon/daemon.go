@@ -169,7 +169,7 @@ func Start(cfg Config) (d *Daemon, err error) {
 	cleanup = append(cleanup, func() { d.root.Close() })
 
 	opts := mountOptions(cfg)
-	d.ops = fsnode.CountOps(fsnode.ElideOpendir{RawFileSystem: fs.NewNodeFS(d.root, opts)})
+	d.ops = fsnode.CountOps(fsnode.ElideOpendir(fs.NewNodeFS(d.root, opts)))
 	if d.server, err = fuse.NewServer(d.ops, cfg.Mountpoint, &opts.MountOptions); err != nil {
 		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
 	}
