@@ -23,6 +23,10 @@ const maxEvolution = 200
 type IntentMap struct {
 	Path string
 
+	// flushMu serializes Flush; mu guards the sections. Flush holds mu
+	// only to copy them, so the file's read, render and write never keep
+	// a file operation (which calls Touch) waiting.
+	flushMu  sync.Mutex
 	mu       sync.Mutex
 	loaded   bool
 	sections map[string]*mapSection
@@ -30,10 +34,61 @@ type IntentMap struct {
 	dirty    bool
 }
 
+// mapSection is one intent's part of the map. Touch, Remove and Move are
+// called for every file operation, so membership is a set: a tar -x of
+// 10,000 files must not compare each new path with all earlier ones.
 type mapSection struct {
-	name      string
+	name string
+	// files lists paths in the order they were touched; it may still
+	// hold paths removed since, until it is compacted. live maps each
+	// listed path to its entry in files.
 	files     []string
+	live      map[string]int
 	evolution []string
+}
+
+func newSection() *mapSection { return &mapSection{live: map[string]int{}} }
+
+// add lists path, reporting whether it was not listed yet.
+func (s *mapSection) add(path string) bool {
+	if _, ok := s.live[path]; ok {
+		return false
+	}
+	s.live[path] = len(s.files)
+	s.files = append(s.files, path)
+	return true
+}
+
+// remove unlists path, reporting whether it was listed.
+func (s *mapSection) remove(path string) bool {
+	if _, ok := s.live[path]; !ok {
+		return false
+	}
+	delete(s.live, path)
+	if len(s.files) > 64 && len(s.files) > 2*len(s.live) {
+		s.files = s.listed()
+		for i, f := range s.files {
+			s.live[f] = i
+		}
+	}
+	return true
+}
+
+// isLive reports whether entry i of files is a listed path.
+func (s *mapSection) isLive(i int) bool {
+	j, ok := s.live[s.files[i]]
+	return ok && j == i
+}
+
+// listed returns the listed paths in order.
+func (s *mapSection) listed() []string {
+	out := make([]string, 0, len(s.live))
+	for i, f := range s.files {
+		if s.isLive(i) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func beginMarker(id string) string { return "<!-- intentfs:begin " + id + " -->" }
@@ -63,7 +118,7 @@ func (m *IntentMap) load() error {
 		switch {
 		case strings.HasPrefix(line, "<!-- intentfs:begin "):
 			id := strings.TrimSuffix(strings.TrimPrefix(line, "<!-- intentfs:begin "), " -->")
-			cur = &mapSection{}
+			cur = newSection()
 			m.sections[id] = cur
 			m.order = append(m.order, id)
 		case strings.HasPrefix(line, "<!-- intentfs:end "):
@@ -74,7 +129,7 @@ func (m *IntentMap) load() error {
 		case line == "### Evolution Log":
 			part = "evolution"
 		case strings.HasPrefix(line, "- ") && part == "files":
-			cur.files = append(cur.files, strings.Trim(strings.TrimPrefix(line, "- "), "`"))
+			cur.add(strings.Trim(strings.TrimPrefix(line, "- "), "`"))
 		case strings.HasPrefix(line, "- ") && part == "evolution":
 			cur.evolution = append(cur.evolution, strings.TrimPrefix(line, "- "))
 		}
@@ -86,7 +141,7 @@ func (m *IntentMap) load() error {
 func (m *IntentMap) section(id, name string) *mapSection {
 	s, ok := m.sections[id]
 	if !ok {
-		s = &mapSection{}
+		s = newSection()
 		m.sections[id] = s
 		m.order = append(m.order, id)
 	}
@@ -105,8 +160,7 @@ func (m *IntentMap) Touch(id, name, path string, evolved bool, when time.Time) {
 		return
 	}
 	s := m.section(id, name)
-	if !slices.Contains(s.files, path) {
-		s.files = append(s.files, path)
+	if s.add(path) {
 		m.dirty = true
 	}
 	if evolved {
@@ -121,23 +175,36 @@ func (m *IntentMap) Touch(id, name, path string, evolved bool, when time.Time) {
 	}
 }
 
-// Move follows a rename in every section that lists from.
+// Move follows a rename in every section that lists from, or files below
+// it. A moved path keeps its place in the list.
 func (m *IntentMap) Move(from, to string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.load() != nil {
 		return
 	}
+	below := from + "/"
 	for _, s := range m.sections {
 		for i, f := range s.files {
+			if !s.isLive(i) {
+				continue
+			}
+			var moved string
 			switch {
 			case f == from:
-				s.files[i] = to
-				m.dirty = true
-			case strings.HasPrefix(f, from+"/"):
-				s.files[i] = to + strings.TrimPrefix(f, from)
-				m.dirty = true
+				moved = to
+			case strings.HasPrefix(f, below):
+				moved = to + strings.TrimPrefix(f, from)
+			default:
+				continue
 			}
+			delete(s.live, f)
+			m.dirty = true
+			if _, ok := s.live[moved]; ok {
+				continue // already listed where it was first touched
+			}
+			s.live[moved] = i
+			s.files[i] = moved
 		}
 	}
 }
@@ -150,8 +217,7 @@ func (m *IntentMap) Remove(path string) {
 		return
 	}
 	for _, s := range m.sections {
-		if i := slices.Index(s.files, path); i >= 0 {
-			s.files = slices.Delete(s.files, i, i+1)
+		if s.remove(path) {
 			m.dirty = true
 		}
 	}
@@ -164,30 +230,59 @@ func (m *IntentMap) Files(id string) []string {
 	if m.load() != nil || m.sections[id] == nil {
 		return nil
 	}
-	return slices.Clone(m.sections[id].files)
+	return m.sections[id].listed()
 }
 
 // Flush writes the file if anything changed.
 func (m *IntentMap) Flush() error {
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if !m.dirty {
+		m.mu.Unlock()
 		return nil
 	}
-	data, err := os.ReadFile(m.Path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	out := m.render(string(data))
-	if err := writeAtomic(m.Path, []byte(out)); err != nil {
-		return err
-	}
+	snap := m.snapshot()
 	m.dirty = false
-	return nil
+	m.mu.Unlock()
+
+	err := func() error {
+		data, err := os.ReadFile(m.Path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return writeAtomic(m.Path, []byte(snap.render(string(data))))
+	}()
+	if err != nil {
+		m.mu.Lock()
+		m.dirty = true // try again at the next flush
+		m.mu.Unlock()
+	}
+	return err
 }
 
-func (m *IntentMap) renderSection(id string) string {
-	s := m.sections[id]
+// mapSnapshot is what Flush renders: the sections as they were when it
+// began.
+type mapSnapshot struct {
+	order    []string
+	sections map[string]sectionSnapshot
+}
+
+type sectionSnapshot struct {
+	name             string
+	files, evolution []string
+}
+
+func (m *IntentMap) snapshot() mapSnapshot {
+	snap := mapSnapshot{order: slices.Clone(m.order), sections: make(map[string]sectionSnapshot, len(m.sections))}
+	for id, s := range m.sections {
+		snap.sections[id] = sectionSnapshot{name: s.name, files: s.listed(), evolution: slices.Clone(s.evolution)}
+	}
+	return snap
+}
+
+func (snap mapSnapshot) renderSection(id string) string {
+	s := snap.sections[id]
 	var b strings.Builder
 	b.WriteString(beginMarker(id) + "\n")
 	b.WriteString("### Files\n\n")
@@ -206,12 +301,12 @@ func (m *IntentMap) renderSection(id string) string {
 
 // render replaces each managed block in doc and appends sections for new
 // intents, leaving all other text alone.
-func (m *IntentMap) render(doc string) string {
+func (snap mapSnapshot) render(doc string) string {
 	if doc == "" {
 		doc = "# Intent map\n\nWhich files each intent created or changed. intentfs keeps the parts between\nits markers up to date; write your own notes anywhere outside them.\n"
 	}
-	for _, id := range m.order {
-		block := m.renderSection(id)
+	for _, id := range snap.order {
+		block := snap.renderSection(id)
 		begin, end := beginMarker(id), endMarker(id)
 		i := strings.Index(doc, begin)
 		j := strings.Index(doc, end)
@@ -237,7 +332,7 @@ func (m *IntentMap) render(doc string) string {
 			doc = doc[:end] + sep + block + doc[end:]
 			continue
 		}
-		name := m.sections[id].name
+		name := snap.sections[id].name
 		if name == "" {
 			name = id
 		}

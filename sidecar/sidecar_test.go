@@ -1,8 +1,10 @@
 package sidecar
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,5 +120,80 @@ func TestIntentMapKeepsHumanTextAndFollowsRenames(t *testing.T) {
 	b, _ = os.ReadFile(p)
 	if strings.Count(string(b), "intentfs:begin INT-001") != 1 || !strings.Contains(string(b), "src/d.go") {
 		t.Fatalf("after reload:\n%s", b)
+	}
+}
+
+func TestIntentMapListsEachPathOnce(t *testing.T) {
+	type op struct {
+		kind     string // touch, remove, move
+		from, to string
+	}
+	tests := []struct {
+		name string
+		ops  []op
+		want []string
+	}{
+		{"touched twice", []op{{"touch", "a", ""}, {"touch", "b", ""}, {"touch", "a", ""}}, []string{"a", "b"}},
+		{"removed", []op{{"touch", "a", ""}, {"touch", "b", ""}, {"remove", "a", ""}}, []string{"b"}},
+		{"removed then touched again", []op{{"touch", "a", ""}, {"touch", "b", ""}, {"remove", "a", ""}, {"touch", "a", ""}}, []string{"b", "a"}},
+		{"renamed in place", []op{{"touch", "a", ""}, {"touch", "b", ""}, {"move", "a", "c"}}, []string{"c", "b"}},
+		{"renamed over a listed path (sed -i)", []op{{"touch", "f", ""}, {"touch", "tmp", ""}, {"move", "tmp", "f"}}, []string{"f"}},
+		{"directory renamed", []op{{"touch", "d/x", ""}, {"touch", "dx", ""}, {"touch", "d/y", ""}, {"move", "d", "e"}}, []string{"e/x", "dx", "e/y"}},
+		{"unlisted path renamed", []op{{"touch", "a", ""}, {"move", "z", "y"}}, []string{"a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &IntentMap{Path: filepath.Join(t.TempDir(), "intent_map.md")}
+			for _, o := range tt.ops {
+				switch o.kind {
+				case "touch":
+					m.Touch("INT-001", "x", o.from, false, day)
+				case "remove":
+					m.Remove(o.from)
+				case "move":
+					m.Move(o.from, o.to)
+				}
+			}
+			if got := m.Files("INT-001"); !slices.Equal(got, tt.want) {
+				t.Fatalf("files %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A tree removed file by file is compacted away, and what is left stays
+// listed in order.
+func TestIntentMapManyRemovals(t *testing.T) {
+	m := &IntentMap{Path: filepath.Join(t.TempDir(), "intent_map.md")}
+	for i := range 10000 {
+		m.Touch("INT-001", "x", fmt.Sprintf("f%05d", i), false, day)
+	}
+	for i := range 9998 {
+		m.Remove(fmt.Sprintf("f%05d", i))
+	}
+	if got := m.Files("INT-001"); !slices.Equal(got, []string{"f09998", "f09999"}) {
+		t.Fatalf("files %v", got)
+	}
+	if n := len(m.sections["INT-001"].files); n > 64 {
+		t.Fatalf("%d entries kept for 2 listed files", n)
+	}
+}
+
+// A flush that cannot write keeps the changes for the next one.
+func TestIntentMapFlushRetriesAfterFailure(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing")
+	m := &IntentMap{Path: filepath.Join(dir, "intent_map.md")}
+	m.Touch("INT-001", "x", "src/a.go", false, day)
+	if err := m.Flush(); err == nil {
+		t.Fatal("flush into a missing directory succeeded")
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(m.Path); err != nil || !strings.Contains(string(b), "src/a.go") {
+		t.Fatalf("after retry: %v\n%s", err, b)
 	}
 }

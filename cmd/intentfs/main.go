@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -63,19 +65,45 @@ func commands() []*command {
 }
 
 func main() {
-	// INTENTFS_CPUPROFILE=FILE profiles any command, the daemon included
-	// (the benchmark harness uses it to show where time goes).
+	stop := startProfiles()
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// startProfiles profiles any command, the daemon included, when asked to
+// by the environment (the benchmark harness uses it to show where the
+// time goes): INTENTFS_CPUPROFILE=FILE writes a CPU profile,
+// INTENTFS_BLOCKPROFILE=FILE a profile of where goroutines waited (on
+// locks, channels and the ledger's fsync) for 10 µs or more. The returned
+// function writes them.
+func startProfiles() (stop func()) {
+	var stops []func()
 	if p := os.Getenv("INTENTFS_CPUPROFILE"); p != "" {
-		if f, err := os.Create(p); err == nil {
-			if pprof.StartCPUProfile(f) == nil {
-				code := run(os.Args[1:], os.Stdout, os.Stderr)
-				pprof.StopCPUProfile()
-				f.Close()
-				os.Exit(code)
-			}
+		if f, err := createProfile(p); err == nil && pprof.StartCPUProfile(f) == nil {
+			stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 		}
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	if p := os.Getenv("INTENTFS_BLOCKPROFILE"); p != "" {
+		runtime.SetBlockProfileRate(int((10 * time.Microsecond).Nanoseconds()))
+		stops = append(stops, func() {
+			if f, err := createProfile(p); err == nil {
+				pprof.Lookup("block").WriteTo(f, 0)
+				f.Close()
+			}
+		})
+	}
+	return func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+}
+
+// createProfile creates a profile file readable by its owner only: the
+// daemon runs with umask 0, and a profile shows paths and timings.
+func createProfile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -83,7 +83,9 @@ func mount(m mode, bin, self, src, mnt string) (*mounted, error) {
 		cmd := exec.Command(bin, "mount", "--foreground", "--intent", "INT-001", src, mnt)
 		cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+filepath.Join(filepath.Dir(mnt), "run"))
 		if p := os.Getenv("BENCH_PROFILE_DIR"); p != "" {
-			cmd.Env = append(cmd.Env, "INTENTFS_CPUPROFILE="+filepath.Join(p, fmt.Sprintf("intentfs-%d.prof", time.Now().UnixNano())))
+			stamp := time.Now().UnixNano()
+			cmd.Env = append(cmd.Env, "INTENTFS_CPUPROFILE="+filepath.Join(p, fmt.Sprintf("intentfs-%d.prof", stamp)),
+				"INTENTFS_BLOCKPROFILE="+filepath.Join(p, fmt.Sprintf("intentfs-%d.block", stamp)))
 		}
 		out, _ := cmd.StdoutPipe()
 		cmd.Stderr = nil
