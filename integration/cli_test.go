@@ -289,3 +289,28 @@ func TestKeepMaxBytesZeroKeepsNoPreImages(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilesFromTheEnvironment: any command writes a CPU profile and a
+// block profile where the environment says, readable by its owner only.
+func TestProfilesFromTheEnvironment(t *testing.T) {
+	bin := intentfsBinary(t)
+	dir := t.TempDir()
+	cpu, block := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "block.prof")
+	cmd := exec.Command(bin, "version")
+	cmd.Env = append(os.Environ(), "INTENTFS_CPUPROFILE="+cpu, "INTENTFS_BLOCKPROFILE="+block)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, p := range []string{cpu, block} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() == 0 {
+			t.Fatalf("%s is empty", p)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s has mode %v, want 0600", p, st.Mode().Perm())
+		}
+	}
+}
