@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +43,7 @@ type Dir struct {
 var (
 	_ = (fs.NodeOnAdder)((*Dir)(nil))
 	_ = (fs.NodeGetattrer)((*Dir)(nil))
+	_ = (fs.NodeReaddirer)((*Dir)(nil))
 )
 
 // NewDir returns the control directory node for a backend.
@@ -63,6 +66,22 @@ func (d *Dir) OnAdd(ctx context.Context) {
 	for _, f := range files {
 		d.AddChild(f.name, d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG}), false)
 	}
+}
+
+// Readdir lists the control files after "." and "..", as any directory
+// lists them (go-fuse's default listing has only the children).
+func (d *Dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	entries := []fuse.DirEntry{
+		{Name: ".", Mode: syscall.S_IFDIR, Ino: d.StableAttr().Ino},
+		{Name: "..", Mode: syscall.S_IFDIR},
+	}
+	children := d.Children()
+	names := slices.Sorted(maps.Keys(children))
+	for _, name := range names {
+		ch := children[name]
+		entries = append(entries, fuse.DirEntry{Name: name, Mode: ch.Mode(), Ino: ch.StableAttr().Ino})
+	}
+	return fs.NewListDirStream(entries), 0
 }
 
 // Getattr reports a read-only directory.

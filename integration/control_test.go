@@ -23,6 +23,11 @@ func TestControlDirIsHiddenButOpenable(t *testing.T) {
 	if out := e.mustSh("ls .intentfs"); !strings.Contains(out, "active") || !strings.Contains(out, "status") || !strings.Contains(out, "denials") {
 		t.Fatalf("ls .intentfs = %q", out)
 	}
+	// Listed like any directory: "." and "..", then the files, sorted.
+	want := ". .. README.md active context denials intents lesson mutation_class status"
+	if out := e.mustSh("ls -a1 .intentfs | LC_ALL=C sort | tr '\\n' ' '"); strings.TrimSpace(out) != want {
+		t.Fatalf("ls -a .intentfs = %q, want %q", out, want)
+	}
 	if out := e.mustSh("cat .intentfs/active"); out != "none\n" {
 		t.Fatalf("active = %q", out)
 	}
