@@ -118,28 +118,22 @@ func WholeFile(content []byte) []ledger.Range {
 
 // hashLines hashes lines first..last (1-based, inclusive) of content.
 func hashLines(content []byte, first, last int) string {
-	start, line := 0, 1
-	for line < first && start < len(content) {
-		i := bytes.IndexByte(content[start:], '\n')
-		if i < 0 {
-			start = len(content)
-			break
-		}
-		start += i + 1
-		line++
-	}
-	end := start
-	for line <= last && end < len(content) {
-		i := bytes.IndexByte(content[end:], '\n')
-		if i < 0 {
-			end = len(content)
-			break
-		}
-		end += i + 1
-		line++
-	}
+	start := skipLines(content, 0, first-1)
+	end := skipLines(content, start, last-first+1)
 	s := sha256.Sum256(content[start:end])
 	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// skipLines returns the offset n lines after off, or the end of content.
+func skipLines(content []byte, off, n int) int {
+	for ; n > 0 && off < len(content); n-- {
+		i := bytes.IndexByte(content[off:], '\n')
+		if i < 0 {
+			return len(content)
+		}
+		off += i + 1
+	}
+	return off
 }
 
 var configExt = []string{".yaml", ".yml", ".json", ".toml", ".ini", ".cfg", ".conf", ".env", ".properties", ".lock", ".xml", ".plist", ".hcl", ".tf"}

@@ -114,12 +114,9 @@ func (f *File) checkpoint(final bool) {
 	if !t.created && d.Hash == t.base.Hash {
 		return // rewritten with the same bytes
 	}
-	mode := ""
-	if t.created {
-		mode = t.mode
-	}
 	t.node.root.record(t.g, ledger.Change{Event: ev, Path: rel, PreHash: pre, PostHash: d.Hash, Lines: d.Lines, Op: "release", Reason: reason,
-		PreImage: t.preImage, Ranges: cc.ranges, Class: cc.class, Attribute: cc.attribute, Mode: mode, Time: time.Now()})
+		PreImage: t.preImage, Ranges: cc.ranges, Class: cc.class, Attribute: cc.attribute, Mode: t.mode, Time: time.Now()})
+	t.mode = "" // set only while the creation is pending (absorb)
 	t.created = false
 	t.base = d
 	t.preImage = ""

@@ -6,18 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/intentfs/intentfs/policy"
 )
 
 // TestAuditFromTheCLI answers a reviewer's questions with the binary alone:
 // what did the intent change, line by line, which process did it, is the
 // log intact, and can it all be taken back?
 func TestAuditFromTheCLI(t *testing.T) {
-	requireFUSE(t)
-	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
-	repo, ws := filepath.Join(c.dir, "repo"), t.TempDir()
-	writeFile(t, filepath.Join(repo, policy.IntentsFile), scopePolicy)
+	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	writeFile(t, filepath.Join(repo, "src/app.go"), "package app\n\nfunc A() int { return 1 }\n")
 	before := treeBytes(t, repo)
 	c.must("mount", repo, ws, "--intent", "INT-001")

@@ -13,7 +13,6 @@ import (
 	"github.com/intentfs/intentfs/history"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/objects"
-	"github.com/intentfs/intentfs/policy"
 	"github.com/intentfs/intentfs/undo"
 )
 
@@ -171,10 +170,7 @@ func TestBlameAcrossTwoIntents(t *testing.T) {
 // extracts into the mount, remounts, and checks that the ledger is whole,
 // its chain continues, and verify names what the crash left unrecorded.
 func TestCrashDuringTarThenRemountVerify(t *testing.T) {
-	requireFUSE(t)
-	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
-	repo, ws := filepath.Join(c.dir, "repo"), t.TempDir()
-	writeFile(t, filepath.Join(repo, policy.IntentsFile), scopePolicy)
+	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	// An archive to extract: 300 small files.
 	tmp := t.TempDir()
 	for i := range 300 {

@@ -56,6 +56,23 @@ type cli struct {
 	dir     string
 }
 
+// newCLI runs the built binary with a runtime directory and a working
+// directory of its own.
+func newCLI(t *testing.T) *cli {
+	return &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
+}
+
+// newPolicyRepo is a CLI, a source "repo" in its directory holding
+// policyYAML, and an empty mountpoint.
+func newPolicyRepo(t *testing.T, policyYAML string) (c *cli, repo, ws string) {
+	t.Helper()
+	requireFUSE(t)
+	c = newCLI(t)
+	repo, ws = filepath.Join(c.dir, "repo"), t.TempDir()
+	writeFile(t, filepath.Join(repo, policy.IntentsFile), policyYAML)
+	return c, repo, ws
+}
+
 func (c *cli) run(args ...string) (string, int) {
 	c.t.Helper()
 	cmd := exec.Command(c.bin, args...)
@@ -86,7 +103,7 @@ func (c *cli) must(args ...string) string {
 func newStoryRepo(t *testing.T) (c *cli, repo, ws string) {
 	t.Helper()
 	requireFUSE(t)
-	c = &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
+	c = newCLI(t)
 	os.Chmod(c.dir, 0o755)
 	repo, ws = filepath.Join(c.dir, "repo"), filepath.Join(c.dir, "workspace")
 	os.Mkdir(ws, 0o755)
@@ -189,7 +206,7 @@ func TestUserStory(t *testing.T) {
 
 func TestMountRefusesInvalidPolicy(t *testing.T) {
 	requireFUSE(t)
-	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
+	c := newCLI(t)
 	writeFile(t, filepath.Join(c.dir, "repo", policy.IntentsFile), "active_intents:\n  - id: bad\n    name: x\n")
 	out, code := c.run("mount", "repo", t.TempDir())
 	if code != 1 || !strings.Contains(out, "active_intents.yaml:2:9") || !strings.Contains(out, "does not match") {
@@ -202,10 +219,7 @@ func TestMountRefusesInvalidPolicy(t *testing.T) {
 }
 
 func TestForegroundMountUnmountsOnSIGTERM(t *testing.T) {
-	requireFUSE(t)
-	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
-	repo, ws := filepath.Join(c.dir, "repo"), t.TempDir()
-	writeFile(t, filepath.Join(repo, policy.IntentsFile), scopePolicy)
+	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	cmd := exec.Command(c.bin, "mount", "--foreground", "--intent", "INT-002", repo, ws)
 	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+c.runtime)
 	stdout, _ := cmd.StdoutPipe()
@@ -239,7 +253,7 @@ func TestForegroundMountUnmountsOnSIGTERM(t *testing.T) {
 }
 
 func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
-	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
+	c := newCLI(t)
 	top := c.must("--help")
 	for _, name := range []string{"init", "mount", "select", "status", "log", "unmount", "intent", "context", "agent-guide", "verify", "diff", "revert", "blame", "gc", "demo", "version"} {
 		if !strings.Contains(top, "  "+name+" ") {

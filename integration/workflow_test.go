@@ -118,10 +118,7 @@ func TestIntentMapFollowsRenameAndDelete(t *testing.T) {
 // TestLifecycleFromTheCLI drives the lifecycle with the binary, against a
 // mounted source (through the daemon) and an unmounted one.
 func TestLifecycleFromTheCLI(t *testing.T) {
-	requireFUSE(t)
-	c := &cli{t: t, bin: intentfsBinary(t), runtime: t.TempDir(), dir: t.TempDir()}
-	repo, ws := filepath.Join(c.dir, "repo"), t.TempDir()
-	writeFile(t, filepath.Join(repo, policy.IntentsFile), workflowPolicy)
+	c, repo, ws := newPolicyRepo(t, workflowPolicy)
 
 	// Unmounted: the CLI writes the policy and the ledger itself.
 	c.must("intent", "new", "INT-003", "--name", "Sub work", "--scope", "src/sub/**", "--parent", "INT-001", "--source", repo)

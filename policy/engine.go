@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -105,7 +106,7 @@ func (e *Engine) Reload() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	stamps := e.readStamps()
-	if equalStamps(stamps, e.stamps) {
+	if slices.Equal(stamps, e.stamps) {
 		return e.loadErr
 	}
 	e.stamps = stamps
@@ -122,18 +123,6 @@ func (e *Engine) Reload() error {
 	e.reloadCnt++
 	e.log.Info("policy reloaded", "intents", len(snap.Intents.List), "warnings", len(warns))
 	return nil
-}
-
-func equalStamps(a, b []fileStamp) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Watch reloads the policy every ReloadInterval until ctx ends.
