@@ -6,10 +6,10 @@ package control
 import (
 	"time"
 
+	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
-	"github.com/intentfs/intentfs/undo"
-	"github.com/intentfs/intentfs/workflow"
 )
 
 // Backend is what the control plane drives: the daemon.
@@ -41,7 +41,7 @@ type Backend interface {
 	// DeclaredClass returns the declared class.
 	DeclaredClass() ledger.MutationClass
 	// Revert undoes recorded changes in the source.
-	Revert(r undo.Request, by *ledger.Process) (*undo.Plan, int, error)
+	Revert(r history.Request, by *ledger.Process) (*history.Plan, int, error)
 }
 
 // Denial is one refused change.
@@ -96,18 +96,18 @@ type Request struct {
 	// Text is the lesson of Op "lesson".
 	Text string `json:"text,omitempty"`
 	// Revert is the request of Op "revert".
-	Revert *undo.Request `json:"revert,omitempty"`
+	Revert *history.Request `json:"revert,omitempty"`
 	// User names the human who ran the CLI, for the ledger.
 	User string `json:"user,omitempty"`
 }
 
 // Response answers a Request.
 type Response struct {
-	OK      bool       `json:"ok"`
-	Error   string     `json:"error,omitempty"`
-	Status  *Status    `json:"status,omitempty"`
-	Denials []Denial   `json:"denials,omitempty"`
-	Context string     `json:"context,omitempty"`
-	Plan    *undo.Plan `json:"plan,omitempty"`
-	Applied int        `json:"applied,omitempty"`
+	OK      bool          `json:"ok"`
+	Error   string        `json:"error,omitempty"`
+	Status  *Status       `json:"status,omitempty"`
+	Denials []Denial      `json:"denials,omitempty"`
+	Context string        `json:"context,omitempty"`
+	Plan    *history.Plan `json:"plan,omitempty"`
+	Applied int           `json:"applied,omitempty"`
 }

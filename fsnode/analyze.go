@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"syscall"
 
-	"github.com/intentfs/intentfs/attribution"
+	"github.com/intentfs/intentfs/internal/attribution"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -100,9 +100,9 @@ func byName(rel string, declared ledger.MutationClass) ledger.MutationClass {
 	case declared != "":
 		return declared
 	case attribution.IsConfiguration(rel):
-		return attribution.ClassConfiguration
+		return ledger.ClassConfiguration
 	case attribution.IsDocumentation(rel):
-		return attribution.ClassDocumentation
+		return ledger.ClassDocumentation
 	}
 	return ledger.ClassEvolution
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
-	"github.com/intentfs/intentfs/objects"
 	"github.com/intentfs/intentfs/policy"
 )
 

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/intentfs/intentfs/safeio"
+	"github.com/intentfs/intentfs/internal/safeio"
 
 	"golang.org/x/sys/unix"
 )

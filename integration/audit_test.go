@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentfs/intentfs/history"
+	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
-	"github.com/intentfs/intentfs/objects"
-	"github.com/intentfs/intentfs/undo"
 )
 
 // treeBytes maps every regular file below root (outside .orchestration
@@ -66,11 +65,11 @@ func TestRevertIntentRestoresTheTreeByteForByte(t *testing.T) {
 	}
 
 	// Dry run first: nothing changes.
-	plan, n, err := e.d.Revert(undo.Request{Intent: "INT-002", DryRun: true}, &ledger.Process{Comm: "test"})
+	plan, n, err := e.d.Revert(history.Request{Intent: "INT-002", DryRun: true}, &ledger.Process{Comm: "test"})
 	if err != nil || n != 0 || len(plan.Steps) == 0 {
 		t.Fatalf("dry run: %v %d %v", err, n, plan)
 	}
-	plan, n, err = e.d.Revert(undo.Request{Intent: "INT-002"}, &ledger.Process{Comm: "test"})
+	plan, n, err = e.d.Revert(history.Request{Intent: "INT-002"}, &ledger.Process{Comm: "test"})
 	if err != nil {
 		t.Fatalf("revert: %v\n%+v", err, plan)
 	}
@@ -90,7 +89,7 @@ func TestRevertIntentRestoresTheTreeByteForByte(t *testing.T) {
 	// The revert is recorded, and a second revert finds conflicts, not
 	// silent double undo.
 	e.waitRecord("revert record", func(r *ledger.Record) bool { return r.Gov().Event == ledger.EventRevert && r.Gov().RevertOf != "" })
-	if _, _, err := e.d.Revert(undo.Request{Intent: "INT-002"}, &ledger.Process{Comm: "test"}); err == nil || !strings.Contains(err.Error(), "changed since their records") {
+	if _, _, err := e.d.Revert(history.Request{Intent: "INT-002"}, &ledger.Process{Comm: "test"}); err == nil || !strings.Contains(err.Error(), "changed since their records") {
 		t.Fatalf("second revert: %v", err)
 	}
 	// Every hash the ledger names resolves to bytes.

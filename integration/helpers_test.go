@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/intentfs/intentfs/internal/registry"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/daemon"
+	"github.com/intentfs/intentfs/internal/daemon"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/ledger/ledgertest"
 	"github.com/intentfs/intentfs/policy"
@@ -98,7 +99,7 @@ func mountPrepared(t *testing.T, policyYAML, intent string, seed map[string]stri
 		prepare(src)
 	}
 	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test", Debug: os.Getenv("INTENTFS_TEST_DEBUG") == "1",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: control.Registry{Dir: t.TempDir()}})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}

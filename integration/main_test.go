@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/intentfs/intentfs/daemon"
+	"github.com/intentfs/intentfs/internal/daemon"
 )
 
 // TestMain gives the test process the umask a daemon process needs: the

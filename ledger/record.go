@@ -60,7 +60,19 @@ const (
 	ClassRename    MutationClass = "FILE_RENAME"
 	ClassEvolution MutationClass = "INTENT_EVOLUTION"
 	ClassMetadata  MutationClass = "METADATA"
+	// Classes of content changes, from what the change is (attribution)
+	// or what the agent declared it to be.
+	ClassDocumentation MutationClass = "DOCUMENTATION"
+	ClassConfiguration MutationClass = "CONFIGURATION"
+	ClassASTRefactor   MutationClass = "AST_REFACTOR"
 )
+
+// DeclarableClasses lists the classes an agent may declare for its next
+// writes through .intentfs/mutation_class. It returns a new slice each
+// time, so no caller can change the list for another.
+func DeclarableClasses() []MutationClass {
+	return []MutationClass{ClassASTRefactor, ClassEvolution, ClassDocumentation, ClassConfiguration}
+}
 
 // ClassOf returns the mutation class of an event, "" for events that are
 // not mutations (denied, select).

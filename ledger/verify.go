@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/intentfs/intentfs/safeio"
+	"github.com/intentfs/intentfs/internal/safeio"
 )
 
 // Problem kinds reported by Verify.

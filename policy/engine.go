@@ -69,7 +69,7 @@ func (e *Engine) FailOpen() bool { return e.failOpen }
 
 func (e *Engine) watched() []string {
 	out := []string{filepath.Join(e.source, IntentsFile)}
-	for _, f := range IgnoreFiles {
+	for _, f := range IgnoreFiles() {
 		out = append(out, filepath.Join(e.source, f))
 	}
 	return out

@@ -11,9 +11,8 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-// IgnoreFiles are the .intentignore files read from a source directory,
-// relative to it, in the order their rules apply (later rules win).
-var IgnoreFiles = []string{".orchestration/.intentignore", ".intentignore"}
+// IgnoreFiles lists the ignore files, in the order they are read. A new slice each call, so no importer can change the list.
+func IgnoreFiles() []string { return []string{".orchestration/.intentignore", ".intentignore"} }
 
 // ignoreRule is one line of an .intentignore file.
 type ignoreRule struct {
@@ -34,7 +33,7 @@ type Ignore struct {
 func LoadIgnore(source string) (*Ignore, []Diagnostic, error) {
 	ig := &Ignore{}
 	var diags []Diagnostic
-	for _, rel := range IgnoreFiles {
+	for _, rel := range IgnoreFiles() {
 		data, err := os.ReadFile(source + "/" + rel)
 		if errors.Is(err, os.ErrNotExist) {
 			continue

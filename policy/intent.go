@@ -17,12 +17,14 @@ const (
 	StatusArchived   Status = "ARCHIVED"
 )
 
-// Statuses lists every valid status, in lifecycle order.
-var Statuses = []Status{StatusPending, StatusInProgress, StatusComplete, StatusBlocked, StatusArchived}
+// Statuses lists every status, in lifecycle order; a new slice each call.
+func Statuses() []Status {
+	return []Status{StatusPending, StatusInProgress, StatusComplete, StatusBlocked, StatusArchived}
+}
 
 // Valid reports whether s is one of the lifecycle states.
 func (s Status) Valid() bool {
-	for _, v := range Statuses {
+	for _, v := range Statuses() {
 		if v == s {
 			return true
 		}
@@ -30,8 +32,10 @@ func (s Status) Valid() bool {
 	return false
 }
 
-// RelatedSpecTypes are the allowed values of related_specs[].type.
-var RelatedSpecTypes = []string{"speckit", "github_issue", "github_pr", "constitution", "external"}
+// RelatedSpecTypes lists the types a related_specs entry may have; a new slice each call.
+func RelatedSpecTypes() []string {
+	return []string{"speckit", "github_issue", "github_pr", "constitution", "external"}
+}
 
 // idPattern is the intent id syntax of the seed schema, e.g. INT-001.
 var idPattern = regexp.MustCompile(`^[A-Z]+-\d{3,}$`)

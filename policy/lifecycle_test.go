@@ -17,8 +17,8 @@ func TestTransitions(t *testing.T) {
 		{StatusComplete, StatusArchived}:   true,
 	}
 	// Every pair, allowed and prohibited.
-	for _, from := range Statuses {
-		for _, to := range Statuses {
+	for _, from := range Statuses() {
+		for _, to := range Statuses() {
 			err := CheckTransition("INT-001", from, to)
 			if want := allowed[[2]Status{from, to}]; (err == nil) != want {
 				t.Errorf("%s → %s: err = %v, want allowed=%v", from, to, err, want)

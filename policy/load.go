@@ -204,7 +204,7 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 			p.errorf(v, "owned_scope must list at least one glob (e.g. \"src/**\")")
 		}
 		for i, g := range in.OwnedScope {
-			if err := checkGlob(g); err != nil {
+			if err := CheckGlob(g); err != nil {
 				p.errorf(v.Content[i], "owned_scope pattern %q: %v", g, err)
 			}
 		}
@@ -251,8 +251,8 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 }
 
 func statusList() string {
-	s := make([]string, len(Statuses))
-	for i, st := range Statuses {
+	s := make([]string, len(Statuses()))
+	for i, st := range Statuses() {
 		s[i] = string(st)
 	}
 	return strings.Join(s, ", ")
@@ -347,8 +347,8 @@ func (p *parser) specs(v *yaml.Node) []RelatedSpec {
 			p.errorf(item, "each related_specs item must be a mapping with type and ref")
 			continue
 		}
-		if !slices.Contains(RelatedSpecTypes, s.Type) {
-			p.errorf(item, "related_specs type %q is not one of %s", s.Type, strings.Join(RelatedSpecTypes, ", "))
+		if !slices.Contains(RelatedSpecTypes(), s.Type) {
+			p.errorf(item, "related_specs type %q is not one of %s", s.Type, strings.Join(RelatedSpecTypes(), ", "))
 			continue
 		}
 		if s.Ref == "" {
@@ -393,9 +393,9 @@ func (p *parser) checkParents(out *Intents) {
 	}
 }
 
-// checkGlob rejects patterns that are not valid doublestar syntax or that
+// CheckGlob rejects patterns that are not valid doublestar syntax or that
 // could never match a workspace-relative path.
-func checkGlob(g string) error {
+func CheckGlob(g string) error {
 	switch {
 	case strings.HasPrefix(g, "/"):
 		return errors.New("patterns are relative to the workspace root: remove the leading /")

@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/handshake"
+	"github.com/intentfs/intentfs/internal/intentcontext"
+	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
-	"github.com/intentfs/intentfs/sidecar"
 )
 
 func contextCmd() *command {
@@ -64,7 +64,7 @@ Examples:
 				return err
 			}
 			m := &sidecar.IntentMap{Path: filepath.Join(ws.source, policy.OrchestrationDir, "intent_map.md")}
-			b, err := handshake.Build(handshake.Input{Intents: in, ID: id, LedgerPath: filepath.Join(ws.source, ledger.FileName),
+			b, err := intentcontext.Build(intentcontext.Input{Intents: in, ID: id, LedgerPath: filepath.Join(ws.source, ledger.FileName),
 				Source: ws.source, MapFiles: m.Files(id)})
 			if err != nil {
 				return err

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"github.com/intentfs/intentfs/internal/registry"
+
+	"github.com/intentfs/intentfs/internal/policyedit"
+
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,8 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/daemon"
+	"github.com/intentfs/intentfs/internal/daemon"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -65,7 +68,7 @@ func runDemo(a *app, args []string) (err error) {
 			return err
 		}
 	}
-	if _, err := policy.Scaffold(src); err != nil {
+	if _, err := policyedit.Scaffold(src); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(src, policy.IntentsFile), []byte(demoPolicy), 0o644); err != nil {
@@ -79,7 +82,7 @@ func runDemo(a *app, args []string) (err error) {
 
 	daemon.SetProcessUmask() // after the demo's own files are written
 	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Version: version,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: control.Registry{Dir: filepath.Join(tmp, "run")},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: filepath.Join(tmp, "run")},
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid()})
 	if err != nil {
 		return fmt.Errorf("mounting: %w", err)

@@ -12,11 +12,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/history"
+	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/ledger"
-	"github.com/intentfs/intentfs/objects"
-	"github.com/intentfs/intentfs/undo"
-	"github.com/intentfs/intentfs/workflow"
 )
 
 func historySource(ws workspace) *history.Source {
@@ -111,7 +110,7 @@ Examples:
 			if (intent != "") == (len(args) == 1) || len(args) > 1 {
 				return usagef("give a record id or --intent ID")
 			}
-			req := undo.Request{Intent: intent}
+			req := history.Request{Intent: intent}
 			if len(args) == 1 {
 				req.Record = args[0]
 			}
@@ -121,7 +120,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			var plan *undo.Plan
+			var plan *history.Plan
 			var applied int
 			if ws.mount != nil {
 				resp, cerr := call(*ws.mount, control.Request{Op: "revert", Revert: &req})
@@ -132,7 +131,7 @@ Examples:
 			} else {
 				err = offline(ws, "revert", func(w *workflow.Workflow) error {
 					var rerr error
-					plan, applied, rerr = undo.Run(ws.source, filepath.Join(ws.source, ledger.FileName), objects.New(ws.source), req, func(c ledger.Change) {
+					plan, applied, rerr = history.Run(ws.source, filepath.Join(ws.source, ledger.FileName), objects.New(ws.source), req, func(c ledger.Change) {
 						c.Process = cliProcess()
 						w.Record(c)
 					})

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/intentfs/intentfs/internal/policyedit"
+
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -27,7 +29,7 @@ Examples:
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			written, err := policy.Scaffold(dir)
+			written, err := policyedit.Scaffold(dir)
 			if err != nil {
 				return err
 			}

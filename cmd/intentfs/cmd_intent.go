@@ -1,6 +1,10 @@
 package main
 
 import (
+	"github.com/intentfs/intentfs/internal/registry"
+
+	"github.com/intentfs/intentfs/internal/policyedit"
+
 	"fmt"
 	"os"
 	"strings"
@@ -10,9 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/daemon"
+	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/policy"
-	"github.com/intentfs/intentfs/workflow"
 )
 
 func sourceFlag(fs *pflag.FlagSet) {
@@ -236,7 +240,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			n := &policy.NewIntent{ID: args[0], Name: name, Scope: scope, Constraints: cons, AcceptanceCriteria: crit, Parent: flagString(a, "parent")}
+			n := &policyedit.NewIntent{ID: args[0], Name: name, Scope: scope, Constraints: cons, AcceptanceCriteria: crit, Parent: flagString(a, "parent")}
 			if err := runIntentOp(ws, workflow.Request{Action: "new", ID: n.ID, New: n}); err != nil {
 				return err
 			}
@@ -369,7 +373,7 @@ func runComplete(a *app, args []string) error {
 // checkMount is where checks run: the workspace's mount, or one made for
 // them.
 type checkMount struct {
-	control.Entry
+	registry.Entry
 	direct *daemon.Daemon // set for a temporary in-process mount
 }
 
@@ -412,7 +416,7 @@ func mountForChecks(ws workspace, id string) (checkMount, func(), error) {
 	}
 	daemon.SetProcessUmask()
 	d, err := daemon.Start(daemon.Config{Source: ws.source, Mountpoint: tmp, Intent: id, Version: version,
-		Log: discardLogger(), Registry: control.Registry{Dir: tmp + ".run"}, OwnerUID: os.Getuid(), OwnerGID: os.Getgid()})
+		Log: discardLogger(), Registry: registry.Registry{Dir: tmp + ".run"}, OwnerUID: os.Getuid(), OwnerGID: os.Getgid()})
 	if err != nil {
 		os.Remove(tmp)
 		return checkMount{}, nil, err
@@ -425,5 +429,5 @@ func mountForChecks(ws workspace, id string) (checkMount, func(), error) {
 		os.Remove(tmp)
 		os.RemoveAll(tmp + ".run")
 	}
-	return checkMount{Entry: control.Entry{Mountpoint: d.Mountpoint(), Source: ws.source}, direct: d}, cleanup, nil
+	return checkMount{Entry: registry.Entry{Mountpoint: d.Mountpoint(), Source: ws.source}, direct: d}, cleanup, nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/intentfs/intentfs/internal/registry"
+
 	"bufio"
 	"errors"
 	"fmt"
@@ -18,7 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/daemon"
+	"github.com/intentfs/intentfs/internal/daemon"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -74,7 +76,7 @@ func runMount(a *app, args []string) error {
 		return startBackground(a, source, mountpoint)
 	}
 	cfg := daemon.Config{Source: source, Mountpoint: mountpoint, Intent: intent, FailOpen: failOpen, Debug: debug,
-		Version: version, Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Registry: control.DefaultRegistry(),
+		Version: version, Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Registry: registry.DefaultRegistry(),
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file")}
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
@@ -128,7 +130,7 @@ func readyPipe() *os.File {
 // startBackground re-runs this command with --foreground in a new session,
 // its output going to the mount's log file, and waits for it to report.
 func startBackground(a *app, source, mountpoint string) error {
-	reg := control.DefaultRegistry()
+	reg := registry.DefaultRegistry()
 	if err := reg.Ensure(); err != nil {
 		return err
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
-	"github.com/intentfs/intentfs/objects"
 	"github.com/intentfs/intentfs/policy"
 )
 

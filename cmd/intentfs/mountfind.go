@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/intentfs/intentfs/internal/registry"
+
 	"context"
 	"errors"
 	"os"
@@ -17,9 +19,9 @@ func (e noMountError) Error() string { return e.err.Error() }
 func (e noMountError) Unwrap() error { return e.err }
 
 // findMount resolves --mount, the current directory, or the only mount.
-func findMount(mountpoint string) (control.Entry, error) {
+func findMount(mountpoint string) (registry.Entry, error) {
 	cwd, _ := os.Getwd()
-	e, err := control.DefaultRegistry().Find(mountpoint, cwd)
+	e, err := registry.DefaultRegistry().Find(mountpoint, cwd)
 	if err != nil {
 		return e, noMountError{err}
 	}
@@ -27,7 +29,7 @@ func findMount(mountpoint string) (control.Entry, error) {
 }
 
 // call sends a request to a mount's daemon.
-func call(e control.Entry, req control.Request) (*control.Response, error) {
+func call(e registry.Entry, req control.Request) (*control.Response, error) {
 	if u, err := user.Current(); err == nil {
 		req.User = u.Username
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/intentfs/intentfs/internal/registry"
+
 	"errors"
 	"fmt"
 	"os"
@@ -8,24 +10,24 @@ import (
 	"path/filepath"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/sidecar"
+	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
-	"github.com/intentfs/intentfs/sidecar"
-	"github.com/intentfs/intentfs/workflow"
 )
 
 // workspace is the source a command acts on, and its mount if it has one.
 type workspace struct {
 	source string
-	mount  *control.Entry
+	mount  *registry.Entry
 }
 
 // resolveWorkspace finds the source: --source, else the mount containing
 // the current directory, else the nearest directory above the current one
 // that holds a policy.
 func resolveWorkspace(sourceFlag string) (workspace, error) {
-	entries, _ := control.DefaultRegistry().List()
-	bySource := func(src string) *control.Entry {
+	entries, _ := registry.DefaultRegistry().List()
+	bySource := func(src string) *registry.Entry {
 		for _, e := range entries {
 			if e.Source == src {
 				return &e

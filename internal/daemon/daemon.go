@@ -1,0 +1,352 @@
+// Package daemon runs one governed mount: it loads the policy, takes the
+// source's lock, opens the ledger, mounts the filesystem and serves the
+// control socket, and tears all of it down in order on unmount.
+package daemon
+
+import (
+	"github.com/intentfs/intentfs/internal/registry"
+
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/internal/procinfo"
+	"github.com/intentfs/intentfs/internal/sidecar"
+	"github.com/intentfs/intentfs/internal/workflow"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// Config describes one mount.
+type Config struct {
+	Source     string
+	Mountpoint string
+	// Intent, if set, is selected at start.
+	Intent string
+	// FailOpen allows changes that cannot be decided instead of denying.
+	FailOpen bool
+	// Debug logs every FUSE request.
+	Debug   bool
+	Version string
+	Log     *slog.Logger
+	// Registry is where the mount registers for the CLI.
+	Registry registry.Registry
+	// Owner is the uid/gid of the human who mounted; they own the socket.
+	OwnerUID, OwnerGID int
+	// KeepMaxBytes is the largest file whose pre-images are kept (0: the
+	// default, 64 MiB; negative: none are kept); above it only hashes are
+	// recorded.
+	KeepMaxBytes int64
+	// LedgerMaxBytes rotates the ledger at this size (0: the default).
+	LedgerMaxBytes int64
+	// LessonsFile names the file in .orchestration/ that lessons go to
+	// (default CLAUDE.md).
+	LessonsFile string
+}
+
+// mapFlushInterval batches intent_map.md rewrites.
+const mapFlushInterval = time.Second
+
+// Daemon is a running mount.
+type Daemon struct {
+	cfg     Config
+	log     *slog.Logger
+	engine  *policy.Engine
+	writer  *ledger.Writer
+	procs   *procinfo.Cache
+	root    *fsnode.Node
+	server  *fuse.Server
+	ops     *fsnode.OpCounter
+	ctl     *control.Server
+	lock    *os.File
+	started time.Time
+	stopW   func()
+
+	active   atomic.Pointer[string]
+	declared atomic.Pointer[ledger.MutationClass]
+	selMu    sync.Mutex
+
+	denials  denialRing
+	counters struct{ allowed, denied, recorded atomic.Uint64 }
+
+	wf         *workflow.Workflow
+	lessons    *sidecar.Lessons
+	imap       *sidecar.IntentMap
+	lessonMu   sync.Mutex
+	deniedDirs map[string]bool
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+}
+
+// Start mounts cfg.Source at cfg.Mountpoint and returns once the mount
+// is ready.
+func Start(cfg Config) (d *Daemon, err error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Source, err = canonicalDir(cfg.Source, "source"); err != nil {
+		return nil, err
+	}
+	if cfg.Mountpoint, err = canonicalDir(cfg.Mountpoint, "mountpoint"); err != nil {
+		return nil, err
+	}
+	if cfg.Mountpoint == cfg.Source || isBelow(cfg.Mountpoint, cfg.Source) {
+		return nil, fmt.Errorf("the mountpoint %s must not be inside the source %s", cfg.Mountpoint, cfg.Source)
+	}
+	if err := checkUmask(); err != nil {
+		return nil, err
+	}
+
+	d = &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
+		deniedDirs: map[string]bool{}}
+	d.denials.size = 100
+	if cfg.LessonsFile == "" {
+		cfg.LessonsFile = "CLAUDE.md"
+	}
+	if strings.ContainsRune(cfg.LessonsFile, '/') {
+		return nil, fmt.Errorf("the lessons file %q must be a file name in %s/", cfg.LessonsFile, policy.OrchestrationDir)
+	}
+	d.lessons = &sidecar.Lessons{Path: filepath.Join(cfg.Source, policy.OrchestrationDir, cfg.LessonsFile)}
+	d.imap = &sidecar.IntentMap{Path: filepath.Join(cfg.Source, policy.OrchestrationDir, "intent_map.md")}
+	d.wf = &workflow.Workflow{Source: cfg.Source, Record: d.Record, Lessons: d.lessons, Changed: func() { _ = d.engine.Reload() }}
+	if d.engine, err = policy.NewEngine(cfg.Source, cfg.FailOpen, cfg.Log); err != nil {
+		return nil, err
+	}
+	cleanup := []func(){}
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+	if d.lock, err = ledger.AcquireLock(cfg.Source, "the mount at "+cfg.Mountpoint); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { d.lock.Close() })
+
+	git := ledger.NewGitHead(cfg.Source)
+	if d.writer, err = ledger.OpenWriter(filepath.Join(cfg.Source, ledger.FileName), ledger.WriterOptions{
+		Rev: git.Revision, Log: cfg.Log, Source: cfg.Source, Version: cfg.Version, MaxBytes: cfg.LedgerMaxBytes}); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { d.writer.Close() })
+
+	if cfg.Intent != "" {
+		if err = d.Select(cfg.Intent, &ledger.Process{Pid: uint32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Comm: "intentfs mount"}); err != nil {
+			return nil, err
+		}
+	}
+
+	ctlDir := control.NewDir(d, d.Process)
+	// Pre-images a crash left pending are filed under their hashes.
+	objects.New(cfg.Source).AdoptPending()
+	keepMax := cfg.KeepMaxBytes
+	switch {
+	case keepMax == 0:
+		keepMax = objects.DefaultKeepMaxBytes
+	case keepMax < 0:
+		keepMax = 0 // every non-empty file is over the limit
+	}
+	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir,
+		Objects: objects.New(cfg.Source), KeepMaxBytes: keepMax}); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { d.root.Close() })
+
+	opts := mountOptions(cfg)
+	d.ops = fsnode.CountOps(fsnode.ElideOpendir(fs.NewNodeFS(d.root, opts)))
+	if d.server, err = fuse.NewServer(d.ops, cfg.Mountpoint, &opts.MountOptions); err != nil {
+		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
+	}
+	go d.server.Serve()
+	if err = d.server.WaitMount(); err != nil {
+		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
+	}
+	cleanup = append(cleanup, func() { d.server.Unmount() })
+
+	if err = cfg.Registry.Ensure(); err != nil {
+		return nil, err
+	}
+	_, sock, logPath := cfg.Registry.Paths(cfg.Mountpoint)
+	if d.ctl, err = control.Listen(sock, cfg.OwnerUID, cfg.OwnerGID, d, cfg.Log); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { d.ctl.Close() })
+	if err = cfg.Registry.Register(registry.Entry{Mountpoint: cfg.Mountpoint, Source: cfg.Source, Pid: os.Getpid(),
+		Socket: sock, Log: logPath, StartedAt: d.started}); err != nil {
+		return nil, err
+	}
+
+	stop := make(chan struct{})
+	ctx := stopContext(stop)
+	go d.engine.Watch(ctx)
+	go d.flushMapEvery(ctx, mapFlushInterval)
+	d.stopW = func() { close(stop) }
+	d.log.Info("mounted", "source", cfg.Source, "mountpoint", cfg.Mountpoint, "passthrough", d.passthrough())
+	return d, nil
+}
+
+func mountOptions(cfg Config) *fs.Options {
+	// Entries, attributes and "no such file" answers are cached for a
+	// second: every change made through the mount invalidates them, and a
+	// change made directly in the source shows within that second. Caching
+	// the negative answers matters: tools probe for files that are not
+	// there (git looks for .gitignore in every directory, compilers search
+	// include paths), and each probe would otherwise be a round trip.
+	second := time.Second
+	root := os.Geteuid() == 0
+	return &fs.Options{
+		EntryTimeout:    &second,
+		AttrTimeout:     &second,
+		NegativeTimeout: &second,
+		NullPermissions: true,
+		MountOptions: fuse.MountOptions{
+			// As root, the mount serves every user, and the kernel checks
+			// each caller's permissions against the source's modes.
+			AllowOther:  root,
+			Options:     []string{"default_permissions"},
+			FsName:      cfg.Source,
+			Name:        "intentfs",
+			DirectMount: root,
+			Debug:       cfg.Debug,
+			// HANDLE_KILLPRIV_V2: the daemon clears set-ID bits itself
+			// (fsnode.killSuidGid), which spares the kernel a
+			// security.capability GETXATTR round trip on every write.
+			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2,
+			// fcntl and flock locks reach the source, so tools that lock
+			// (sqlite, package managers) work as on the disk.
+			EnableLocks: true,
+		},
+	}
+}
+
+func (d *Daemon) passthrough() bool {
+	return os.Geteuid() == 0 && d.server.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH != 0
+}
+
+func canonicalDir(p, what string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", fmt.Errorf("%s %s: %w", what, p, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", what, p, err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("%s %s is not a directory", what, p)
+	}
+	return abs, nil
+}
+
+func isBelow(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !filepath.IsAbs(rel) && len(rel) >= 2 && rel[:2] != ".."
+}
+
+// Wait blocks until the filesystem is unmounted, by Unmount, a signal
+// handler or an external umount.
+func (d *Daemon) Wait() { d.server.Wait() }
+
+// Close finishes after the filesystem is gone: flushes and closes the
+// ledger, stops the control socket, unregisters and releases the lock.
+// It is safe to call more than once.
+func (d *Daemon) Close() error {
+	d.closeOnce.Do(func() {
+		d.stopW()
+		d.cfg.Registry.Unregister(d.cfg.Mountpoint)
+		errs := []error{d.writer.Close(), d.root.Close(), d.imap.Flush()}
+		d.lock.Close()
+		d.closeErr = errors.Join(errs...)
+		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)
+		close(d.closed)
+		// Last, so an `intentfs unmount` waiting on d.closed gets its
+		// answer before the process exits.
+		d.ctl.Close()
+	})
+	return d.closeErr
+}
+
+// Unmount unmounts the filesystem and returns once Close has flushed the
+// ledger. The caller of Wait must call Close.
+func (d *Daemon) Unmount() error {
+	if err := d.server.Unmount(); err != nil {
+		if errors.Is(err, syscall.EBUSY) {
+			return fmt.Errorf("%s is busy: a process still has a file open or its working directory in it", d.cfg.Mountpoint)
+		}
+		return fmt.Errorf("unmounting %s: %w", d.cfg.Mountpoint, err)
+	}
+	select {
+	case <-d.closed:
+		return d.closeErr
+	case <-time.After(30 * time.Second):
+		return errors.New("unmounted, but the ledger did not finish flushing within 30s")
+	}
+}
+
+// Mountpoint returns the canonical mountpoint.
+func (d *Daemon) Mountpoint() string { return d.cfg.Mountpoint }
+
+// Source returns the canonical source directory.
+func (d *Daemon) Source() string { return d.cfg.Source }
+
+// LedgerPath returns the ledger file.
+func (d *Daemon) LedgerPath() string { return filepath.Join(d.cfg.Source, ledger.FileName) }
+
+// FlushLedger returns once every record so far is on disk.
+func (d *Daemon) FlushLedger() error { return d.writer.Flush() }
+
+// checkUmask insists on a zero process umask. The kernel has already
+// applied the caller's umask to the modes it sends; a daemon umask would
+// mask them a second time (0664 from a umask-002 caller would become
+// 0644). The umask is process-wide, so the program, not this package,
+// sets it: see SetProcessUmask.
+func checkUmask() error {
+	old := syscall.Umask(0)
+	syscall.Umask(old)
+	if old != 0 {
+		return fmt.Errorf("the process umask is %04o; a daemon process must run with umask 0 (call daemon.SetProcessUmask first)", old)
+	}
+	return nil
+}
+
+// SetProcessUmask sets the umask of the whole process to 0, as a daemon
+// process needs. Call it once, at the start of a program that serves a
+// mount.
+func SetProcessUmask() { syscall.Umask(0) }
+
+// flushMapEvery writes intent_map.md changes in batches.
+func (d *Daemon) flushMapEvery(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := d.imap.Flush(); err != nil {
+				d.log.Error("updating intent_map.md failed", "err", err)
+			}
+		}
+	}
+}

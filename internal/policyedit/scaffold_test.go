@@ -1,0 +1,36 @@
+package policyedit
+
+import (
+	"github.com/intentfs/intentfs/policy"
+
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestScaffoldWritesValidPolicyAndRefusesOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	written, err := Scaffold(dir)
+	if err != nil || len(written) != 2 {
+		t.Fatalf("Scaffold = %v, %v", written, err)
+	}
+	in, warns, err := policy.LoadIntents(filepath.Join(dir, policy.IntentsFile))
+	if err != nil || len(warns) != 0 {
+		t.Fatalf("example policy: %v %v", err, warns)
+	}
+	if got := in.Get("INT-001"); got == nil || got.Status != policy.StatusPending {
+		t.Fatalf("example intent = %+v", got)
+	}
+	if _, _, err := policy.LoadIgnore(dir); err != nil {
+		t.Fatalf("example ignore: %v", err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, policy.IntentsFile))
+	if _, err := Scaffold(dir); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("second Scaffold err = %v", err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, policy.IntentsFile))
+	if string(before) != string(after) {
+		t.Fatal("second Scaffold changed the policy")
+	}
+}

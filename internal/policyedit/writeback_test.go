@@ -1,0 +1,67 @@
+package policyedit
+
+import (
+	"github.com/intentfs/intentfs/policy"
+
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestUpdateFileConcurrentWritersLoseNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "active_intents.yaml")
+	os.WriteFile(path, []byte("active_intents:\n  - id: INT-001\n    name: shared\n    status: IN_PROGRESS\n    owned_scope:\n      - \"base/**\"\n"), 0o640)
+	var wg sync.WaitGroup
+	const n = 8
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := UpdateFile(path, func(data []byte) ([]byte, error) {
+				return ApplyChange(path, data, IntentChange{ID: "INT-001", AddScope: []string{fmt.Sprintf("w%d/**", i)}})
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	in, _, err := policy.LoadIntents(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := in.Get("INT-001")
+	if len(got.OwnedScope) != n+1 || got.Version != n+1 {
+		t.Fatalf("scope %v version %d: a concurrent edit was lost", got.OwnedScope, got.Version)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v not kept", st.Mode())
+	}
+}
+
+func TestUpdateFileReappliesOverAHumanEdit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "active_intents.yaml")
+	orig := "active_intents:\n  - id: INT-001\n    name: first\n    status: PENDING\n    owned_scope: [\"a/**\"]\n"
+	os.WriteFile(path, []byte(orig), 0o644)
+	calls := 0
+	err := UpdateFile(path, func(data []byte) ([]byte, error) {
+		calls++
+		if calls == 1 {
+			// A human saves an edit while intentfs is working.
+			os.WriteFile(path, []byte(strings.Replace(orig, "name: first", "name: renamed by a human", 1)), 0o644)
+		}
+		return ApplyChange(path, data, IntentChange{ID: "INT-001", Status: policy.StatusInProgress})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), "renamed by a human") || !strings.Contains(string(b), "IN_PROGRESS") || calls != 2 {
+		t.Fatalf("calls %d, file:\n%s", calls, b)
+	}
+}
