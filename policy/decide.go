@@ -123,6 +123,10 @@ func CleanRel(p string) (string, bool) {
 	if c == ".." || strings.HasPrefix(c, "../") {
 		return "", false
 	}
+	if c == "." {
+		// "a/.." is the root, spelled as the root always is.
+		return "", true
+	}
 	return c, true
 }
 
