@@ -241,8 +241,14 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	isDir := srcSt.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	isDir2 := dstExists && dstSt.Mode&syscall.S_IFMT == syscall.S_IFDIR
-	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpRename, Path: rel, Path2: newRel,
-		IsDir: isDir, IsDir2: isDir2, RenameFlags: flags})
+	req := policy.Request{Op: policy.OpRename, Path: rel, Path2: newRel, IsDir: isDir, IsDir2: isDir2, RenameFlags: flags}
+	if isDir {
+		req.Subtree = n.subtreeBelow(name)
+	}
+	if isDir2 {
+		req.Subtree2 = dst.subtreeBelow(newName)
+	}
+	g, errno := n.root.authorize(ctx, req)
 	if errno != 0 {
 		return errno
 	}

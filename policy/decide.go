@@ -58,6 +58,10 @@ type Request struct {
 	IsDir, IsDir2 bool
 	// RenameFlags carries RenameNoReplace or RenameExchange.
 	RenameFlags uint32
+	// Subtree and Subtree2 list what is below Path and Path2 when they
+	// are directories that a rename moves. They are only called when the
+	// scope is not a plain prefix; without them such a move is denied.
+	Subtree, Subtree2 Subtree
 	// Intent is the id of the active intent, "" when none is selected.
 	Intent string
 	Caller Caller
@@ -140,17 +144,31 @@ func (s *Snapshot) Decide(r Request) Decision {
 		path  string
 		isDir bool
 		// whole is set when the operation replaces or moves everything
-		// below path.
+		// below path; lists are the contents that leave or arrive there.
 		whole bool
+		lists []Subtree
 	}
 	targets := []target{{path: r.Path, isDir: r.IsDir}}
 	switch r.Op {
 	case OpRename:
 		targets[0].whole = r.IsDir
 		targets = append(targets, target{path: r.Path2, isDir: r.IsDir, whole: r.IsDir})
+		if r.IsDir {
+			targets[0].lists = []Subtree{r.Subtree}
+			targets[1].lists = []Subtree{r.Subtree}
+		}
 		if r.RenameFlags&RenameExchange != 0 {
+			// Each side loses what it held and receives the other's.
+			var lists []Subtree
+			if r.IsDir {
+				lists = append(lists, r.Subtree)
+			}
+			if r.IsDir2 {
+				lists = append(lists, r.Subtree2)
+			}
 			targets[0].whole = r.IsDir || r.IsDir2
 			targets[1].whole = r.IsDir || r.IsDir2
+			targets[0].lists, targets[1].lists = lists, lists
 		}
 	case OpLink:
 		// The existing file must be in scope too, or a link would let the
@@ -205,8 +223,14 @@ func (s *Snapshot) Decide(r Request) Decision {
 		if classify(r.Op, t.path) == classGitExempt || classify(r.Op, t.path) == classGitSensitive || s.Ignore.Match(t.path, t.isDir) {
 			continue
 		}
+		if t.whole && in.InScope(t.path) {
+			if ok, why := s.wholeDecision(in, t.path, t.lists); !ok {
+				return deny(CodeOutOfScope, t.path, why)
+			}
+			continue
+		}
 		switch {
-		case t.whole && !in.scope.coversSubtree(t.path):
+		case t.whole:
 			return deny(CodeOutOfScope, t.path, fmt.Sprintf("directory %s is not wholly inside the owned_scope of %s (%s): moving it would change files outside it", t.path, in.ID, strings.Join(in.OwnedScope, ", ")))
 		case in.InScope(t.path):
 		case r.Op == OpMkdir && in.scope.isScopeAncestor(t.path):

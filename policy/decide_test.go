@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"errors"
+	"strings"
 	"testing"
 )
 
@@ -140,5 +142,69 @@ func TestDecideFailClosedAndOpen(t *testing.T) {
 	closed := testSnapshot(t, false)
 	if d := closed.Deny("a", "boom"); d.Allow || d.Code != CodeInternal {
 		t.Errorf("fail-closed Deny: %+v", d)
+	}
+}
+
+// listing is a Subtree over a fixed set of entries; "/" suffixes mark
+// directories.
+func listing(entries ...string) Subtree {
+	return func(fn func(rel string, isDir bool) bool) error {
+		for _, e := range entries {
+			name, isDir := strings.CutSuffix(e, "/")
+			if !fn(name, isDir) {
+				return nil
+			}
+		}
+		return nil
+	}
+}
+
+func TestDecideDirectoryMoveIsExact(t *testing.T) {
+	in, _, err := ParseIntents("p.yaml", []byte(`active_intents:
+  - id: INT-001
+    name: no underscores
+    status: IN_PROGRESS
+    owned_scope: ["a/**/[!_]*"]
+  - id: INT-002
+    name: prefix
+    status: IN_PROGRESS
+    owned_scope: ["src/**"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ig, _ := ParseIgnore(".intentignore", []byte("*.tmp\n"))
+	s := &Snapshot{Intents: in, Ignore: ig}
+	tooLarge := func(fn func(string, bool) bool) error { return ErrSubtreeTooLarge }
+	failing := func(fn func(string, bool) bool) error { return errors.New("EIO") }
+	tests := []struct {
+		name   string
+		req    Request
+		code   Code
+		reason string
+	}{
+		{"carries an out-of-scope file", Request{Op: OpRename, Path: "a/b", Path2: "a/c", IsDir: true, Subtree: listing("x.go", "_secret")}, CodeOutOfScope, "a/b/_secret"},
+		{"nested out-of-scope file", Request{Op: OpRename, Path: "a/b", Path2: "a/c", IsDir: true, Subtree: listing("d/", "d/_x")}, CodeOutOfScope, "a/b/d/_x"},
+		{"everything in scope", Request{Op: OpRename, Path: "a/b", Path2: "a/c", IsDir: true, Subtree: listing("x.go", "d/", "d/y")}, CodeAllowed, ""},
+		{"ignored entries do not count", Request{Op: OpRename, Path: "a/b", Path2: "a/c", IsDir: true, Subtree: listing("_x.tmp")}, CodeAllowed, ""},
+		{"no listing: refused", Request{Op: OpRename, Path: "a/b", Path2: "a/c", IsDir: true}, CodeOutOfScope, "not wholly inside"},
+		{"listing too large: refused", Request{Op: OpRename, Path: "a/b", Path2: "a/c", IsDir: true, Subtree: tooLarge}, CodeOutOfScope, "too many entries"},
+		{"listing fails: refused", Request{Op: OpRename, Path: "a/b", Path2: "a/c", IsDir: true, Subtree: failing}, CodeOutOfScope, "EIO"},
+		{"exchange brings an out-of-scope file", Request{Op: OpRename, Path: "a/b", Path2: "a/c", IsDir: true, IsDir2: true, RenameFlags: RenameExchange,
+			Subtree: listing("ok"), Subtree2: listing("_secret")}, CodeOutOfScope, "_secret"},
+		{"prefix scope needs no listing", Request{Op: OpRename, Path: "src/x", Path2: "src/y", IsDir: true}, CodeAllowed, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.req
+			r.Intent = "INT-001"
+			if strings.HasPrefix(r.Path, "src/") {
+				r.Intent = "INT-002"
+			}
+			d := s.Decide(r)
+			if d.Code != tt.code || !strings.Contains(d.Reason, tt.reason) {
+				t.Fatalf("got %s (%s), want %s containing %q", d.Code, d.Reason, tt.code, tt.reason)
+			}
+		})
 	}
 }

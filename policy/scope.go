@@ -51,14 +51,26 @@ func (s scopeSet) matches(rel string) bool {
 	return false
 }
 
-// subtreeProbe is a name no real file has; a scope that matches
-// dir/subtreeProbe/subtreeProbe covers anything that may sit below dir.
-const subtreeProbe = "\x00intentfs-subtree-probe"
-
-// coversSubtree reports whether every path below dir is in scope, which is
-// what moving or replacing a whole directory needs.
-func (s scopeSet) coversSubtree(dir string) bool {
-	return s.matches(dir) && s.matches(dir+"/"+subtreeProbe+"/"+subtreeProbe) && s.matches(dir+"/"+subtreeProbe)
+// prefixCovers reports whether one pattern alone covers dir and every
+// path that may ever sit below it: "**", or a literal directory followed
+// by "/**" that is dir or one of its ancestors. This is exact, so moving a
+// directory under such a scope needs no look at what it holds. For any
+// other pattern ("a/**/[!_]*", "src/*.go") a name below dir can fall
+// outside the scope, and only the directory's real entries can tell.
+func (s scopeSet) prefixCovers(dir string) bool {
+	for _, p := range s.patterns {
+		if p == "**" {
+			return true
+		}
+		lit, ok := strings.CutSuffix(p, "/**")
+		if !ok || strings.ContainsAny(lit, `*?[]{}\`) {
+			continue
+		}
+		if dir == lit || strings.HasPrefix(dir, lit+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // isScopeAncestor reports whether dir is one of the literal directory

@@ -22,6 +22,11 @@ func TestScopeMatching(t *testing.T) {
 		{[]string{"docs/api.md"}, "docs/api.md", true, false, false},
 		{[]string{"**"}, "anything/at/all", true, false, true},
 		{[]string{"a/**", "b/**"}, "b/x", true, false, true},
+		// Not a plain prefix: a name below can fall outside (a/b/_secret).
+		{[]string{"a/**/[!_]*"}, "a/b", true, false, false},
+		{[]string{"{a,b}/**"}, "a/x", true, false, false},
+		{[]string{"src/**"}, "", false, false, false},
+		{[]string{"**"}, "", true, false, true},
 	}
 	for _, tt := range tests {
 		s := newScopeSet(tt.patterns)
@@ -31,8 +36,8 @@ func TestScopeMatching(t *testing.T) {
 		if got := s.isScopeAncestor(tt.path); got != tt.ancestor {
 			t.Errorf("%v isScopeAncestor %q = %v, want %v", tt.patterns, tt.path, got, tt.ancestor)
 		}
-		if got := s.coversSubtree(tt.path); got != tt.subtree {
-			t.Errorf("%v coversSubtree %q = %v, want %v", tt.patterns, tt.path, got, tt.subtree)
+		if got := s.prefixCovers(tt.path); got != tt.subtree {
+			t.Errorf("%v prefixCovers %q = %v, want %v", tt.patterns, tt.path, got, tt.subtree)
 		}
 	}
 }

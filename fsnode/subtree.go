@@ -1,0 +1,91 @@
+package fsnode
+
+import (
+	"fmt"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/policy"
+)
+
+// maxSubtreeEntries bounds the listing that deciding a directory move may
+// take. Only scopes that are not plain prefixes (dir/**) need it; beyond
+// the bound the move is refused and the agent moves files in smaller
+// steps.
+const maxSubtreeEntries = 10000
+
+// subtreeBelow lists directory name in n for the policy, never following a
+// symlink (a link below is an entry like any other, not a way out).
+func (n *Node) subtreeBelow(name string) policy.Subtree {
+	return func(fn func(rel string, isDir bool) bool) error {
+		var walkErr error
+		count := 0
+		errno := n.withDir(func(dirfd int) error {
+			_, walkErr = walkBelow(dirfd, name, "", &count, fn)
+			return nil
+		})
+		if walkErr != nil {
+			return walkErr
+		}
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	}
+}
+
+// walkBelow calls fn for every entry below name in dirfd, depth first. It
+// reports false once fn asked to stop.
+func walkBelow(dirfd int, name, prefix string, count *int, fn func(string, bool) bool) (bool, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false, err
+	}
+	ds, errno := fs.NewLoopbackDirStreamFd(fd)
+	if errno != 0 {
+		syscall.Close(fd)
+		return false, errno
+	}
+	defer ds.Close()
+	for ds.HasNext() {
+		e, errno := ds.Next()
+		if errno != 0 {
+			return false, errno
+		}
+		if e.Name == "." || e.Name == ".." {
+			continue
+		}
+		if *count++; *count > maxSubtreeEntries {
+			return false, policy.ErrSubtreeTooLarge
+		}
+		typ := e.Mode & syscall.S_IFMT
+		if typ == 0 { // the filesystem gave no d_type
+			var st syscall.Stat_t
+			if err := fstatat(fd, e.Name, &st); err != nil {
+				return false, fmt.Errorf("stat %s: %w", relBelow(prefix, e.Name), err)
+			}
+			typ = st.Mode & syscall.S_IFMT
+		}
+		path := relBelow(prefix, e.Name)
+		isDir := typ == syscall.S_IFDIR
+		if !fn(path, isDir) {
+			return false, nil
+		}
+		if isDir {
+			more, err := walkBelow(fd, e.Name, path, count, fn)
+			if err != nil || !more {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+func relBelow(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "/" + name
+}

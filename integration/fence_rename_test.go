@@ -1,0 +1,61 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+const underscorePolicy = `active_intents:
+  - id: INT-001
+    name: no private files
+    status: IN_PROGRESS
+    owned_scope: ["a/**/[!_]*"]
+`
+
+// TestFenceDirectoryRenameOnNonPrefixGlob is issue 10's class 7: under a
+// scope that is not a plain prefix, moving a directory used to be decided
+// with a probe name, so `mv a/b a/c` carried a/b/_secret (out of scope)
+// along. The move is now decided on what really is below the directory.
+func TestFenceDirectoryRenameOnNonPrefixGlob(t *testing.T) {
+	e := mountPrepared(t, underscorePolicy, "INT-001", map[string]string{
+		"a/b/x.go": "package x\n", "a/b/_secret": "s\n", "a/ok/y.go": "package y\n", "a/ok/sub/z.go": "package z\n"},
+		func(src string) {
+			for _, d := range []string{"a", "a/b", "a/ok", "a/ok/sub"} {
+				if err := os.Chmod(filepath.Join(src, d), 0o777); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	const uid, gid = 1000, 1000
+
+	out, err := e.shAs(uid, gid, "mv a/b a/c")
+	if err == nil || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("mv a/b a/c carrying a/b/_secret: want Permission denied, got err=%v\n%s", err, out)
+	}
+	if _, ok := e.srcContent("a/b/_secret"); !ok {
+		t.Fatal("a/b/_secret left its place in the source")
+	}
+	if _, err := os.Stat(filepath.Join(e.src, "a/c")); !os.IsNotExist(err) {
+		t.Fatalf("a/c exists in the source: %v", err)
+	}
+	r := e.waitRecord("the denied move", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return g.Event == ledger.EventDenied && strings.Contains(g.Reason, "a/b/_secret")
+	})
+	if g := r.Gov(); g.Code != "OUT_OF_SCOPE" {
+		t.Errorf("code = %s, want OUT_OF_SCOPE", g.Code)
+	}
+
+	// A directory whose every entry is in scope moves, nested ones too.
+	if out, err := e.shAs(uid, gid, "mv a/ok a/moved"); err != nil {
+		t.Fatalf("mv a/ok a/moved (all in scope): %v\n%s", err, out)
+	}
+	if c, ok := e.srcContent("a/moved/sub/z.go"); !ok || c != "package z\n" {
+		t.Fatalf("a/moved/sub/z.go = %q, %v", c, ok)
+	}
+	e.waitRecord("the allowed move", event(ledger.EventRename, "a/moved"))
+}
