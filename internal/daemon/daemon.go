@@ -155,7 +155,12 @@ func Start(cfg Config) (d *Daemon, err error) {
 	}
 
 	ctlDir := control.NewDir(d, d.Process)
-	// Pre-images a crash left pending are filed under their hashes.
+	// The store keeps content other users may not read: private before
+	// anything is kept. Pre-images a crash left pending are filed under
+	// their hashes.
+	if err = objects.New(cfg.Source).MakePrivate(); err != nil {
+		return nil, err
+	}
 	objects.New(cfg.Source).AdoptPending()
 	keepMax := cfg.KeepMaxBytes
 	switch {

@@ -95,7 +95,7 @@ func (s *Store) prepare(hash string) (string, error) {
 	}
 	dir := filepath.Dir(p)
 	if _, done := s.made.Load(dir); !done {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, privateDirMode); err != nil {
 			return "", fmt.Errorf("object store: %w", err)
 		}
 		s.made.Store(dir, true)
@@ -114,8 +114,8 @@ func (s *Store) KeepLink(dirfd int, name, hash string) error {
 	}
 	// One system call: linking to the final name is atomic, and EEXIST
 	// means these bytes are already stored. No chmod: the inode is shared
-	// with whoever might still see it (the store is read-only through the
-	// mount all the same).
+	// with whoever might still see it (the store's 0700 directories keep
+	// it from everyone but the daemon's user; see MakePrivate).
 	err = unix.Linkat(dirfd, name, unix.AT_FDCWD, p, 0)
 	if err == unix.EEXIST {
 		return nil
@@ -156,7 +156,7 @@ func (s *Store) KeepFd(fd int, hash string) error {
 		tmp.Close()
 		return fmt.Errorf("object store: the file changed while it was copied (%s, not %s)", got, hash)
 	}
-	tmp.Chmod(0o444)
+	tmp.Chmod(privateFileMode)
 	if err := tmp.Close(); err != nil {
 		return err
 	}
@@ -302,7 +302,7 @@ func (s *Store) pendingDir() string { return filepath.Join(s.root, "pending") }
 func (s *Store) LinkPending(dirfd int, name string) (string, error) {
 	dir := s.pendingDir()
 	if _, done := s.made.Load(dir); !done {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, privateDirMode); err != nil {
 			return "", err
 		}
 		s.made.Store(dir, true)
