@@ -12,7 +12,7 @@ const gitPolicy = `active_intents:
   - id: INT-010
     name: new repository
     status: IN_PROGRESS
-    owned_scope: ["**", ".git/config", ".git/hooks/**"]
+    owned_scope: ["**", ".git/config", ".git/hooks/**", ".git/info/**", ".git/branches/**"]
 `
 
 func TestGitInitAddCommitInTheMount(t *testing.T) {

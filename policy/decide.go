@@ -191,10 +191,10 @@ func (s *Snapshot) Decide(r Request) Decision {
 	for _, t := range targets {
 		switch classify(r.Op, t.path) {
 		case classPolicy:
-			return deny(CodeProtected, t.path, fmt.Sprintf("%s is read-only through the mount: %s/ holds the policy and the ledger", t.path, OrchestrationDir))
+			return deny(CodeProtected, t.path, protectedReason(t.path))
 		case classGitSensitive:
 			if in == nil || in.Status != StatusInProgress || !grantsGitExplicitly(in, t.path) {
-				return deny(CodeProtected, t.path, fmt.Sprintf("%s is read-only through the mount (git config and hooks run code on the next git command); grant it explicitly with a scope pattern starting with .git/", t.path))
+				return deny(CodeProtected, t.path, protectedReason(t.path))
 			}
 		}
 	}
