@@ -80,7 +80,8 @@ func (e *Engine) readStamps() []fileStamp {
 	out := make([]fileStamp, len(files))
 	for i, f := range files {
 		var st syscall.Stat_t
-		if err := syscall.Stat(f, &st); err == nil {
+		// Lstat: a symlink is refused by the load, not followed here.
+		if err := syscall.Lstat(f, &st); err == nil {
 			out[i] = fileStamp{exists: true, ino: st.Ino, size: uint64(st.Size), mtimeNs: st.Mtim.Nano(), ctimeNs: st.Ctim.Nano()}
 		}
 	}
@@ -88,7 +89,7 @@ func (e *Engine) readStamps() []fileStamp {
 }
 
 func (e *Engine) load() (*Snapshot, []Diagnostic, error) {
-	intents, warns, err := LoadIntents(filepath.Join(e.source, IntentsFile))
+	intents, warns, err := LoadIntentsFrom(e.source, IntentsFile)
 	if err != nil {
 		return nil, warns, err
 	}

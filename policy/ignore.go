@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/intentfs/intentfs/internal/safeio"
 )
 
 // IgnoreFiles lists the ignore files, in the order they are read. A new slice each call, so no importer can change the list.
@@ -29,17 +30,24 @@ type Ignore struct {
 	rules []ignoreRule
 }
 
-// LoadIgnore reads the ignore files under source. Missing files are fine.
+// MaxIgnoreBytes bounds the size of one ignore file. An ignore file is a
+// few dozen lines; a megabyte is far beyond any real one, and anything
+// larger is refused rather than parsed.
+const MaxIgnoreBytes = 1 << 20
+
+// LoadIgnore reads the ignore files under source. Missing files are fine;
+// anything else that is not a regular file of at most MaxIgnoreBytes,
+// reached without a symlink, is an error (see safeio.ReadFile).
 func LoadIgnore(source string) (*Ignore, []Diagnostic, error) {
 	ig := &Ignore{}
 	var diags []Diagnostic
 	for _, rel := range IgnoreFiles() {
-		data, err := os.ReadFile(source + "/" + rel)
+		data, err := safeio.ReadFile(source, rel, MaxIgnoreBytes)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading %s: %w", rel, err)
+			return nil, nil, err
 		}
 		d := ig.parse(rel, data)
 		diags = append(diags, d...)
@@ -81,8 +89,10 @@ func (ig *Ignore) parse(file string, data []byte) []Diagnostic {
 		anchored := strings.Contains(line, "/")
 		line = strings.TrimPrefix(line, "/")
 		if line == "" || !doublestar.ValidatePattern(line) {
+			// The line itself is not quoted: status is readable by the
+			// agent, and the file's content is not necessarily.
 			diags = append(diags, Diagnostic{File: file, Line: lineNo, Column: 1, Severity: SevError,
-				Message: fmt.Sprintf("%q is not a valid ignore pattern (check brackets and braces)", sc.Text())})
+				Message: "not a valid ignore pattern (check brackets and braces)"})
 			continue
 		}
 		base := line

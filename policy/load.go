@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,27 +12,33 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"gopkg.in/yaml.v3"
+
+	"github.com/intentfs/intentfs/internal/safeio"
 )
 
 // MaxPolicyBytes bounds the size of a policy file; anything larger is
 // refused rather than parsed, so a runaway file cannot exhaust the daemon.
-const MaxPolicyBytes = 8 << 20
+// A policy of thousands of intents is well under a megabyte.
+const MaxPolicyBytes = 4 << 20
 
-// LoadIntents reads and validates the policy file at path.
+// LoadIntents reads and validates the policy file at path (see
+// LoadIntentsFrom).
 func LoadIntents(path string) (*Intents, []Diagnostic, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("policy file %s does not exist: create it with `intentfs init`", path)
-		}
-		return nil, nil, fmt.Errorf("reading policy: %w", err)
+	return LoadIntentsFrom(filepath.Dir(path), filepath.Base(path))
+}
+
+// LoadIntentsFrom reads and validates the policy file rel below root. The
+// file must be a regular file of at most MaxPolicyBytes reached without a
+// symlink (safeio.ReadFile): a FIFO, a device or a link in its place is an
+// error, never a hang or a read of the link's target.
+func LoadIntentsFrom(root, rel string) (*Intents, []Diagnostic, error) {
+	path := filepath.Join(root, rel)
+	data, err := safeio.ReadFile(root, rel, MaxPolicyBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("policy file %s does not exist: create it with `intentfs init`", path)
 	}
-	if st.Size() > MaxPolicyBytes {
-		return nil, nil, fmt.Errorf("policy file %s is %d bytes, more than the %d allowed", path, st.Size(), MaxPolicyBytes)
-	}
-	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading policy: %w", err)
+		return nil, nil, fmt.Errorf("policy file %s: %w", path, err)
 	}
 	return ParseIntents(path, data)
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/intentfs/intentfs/internal/safeio"
+	"github.com/intentfs/intentfs/policy"
 )
 
 // maxWriteAttempts bounds how often UpdateFile re-applies an edit when the
@@ -32,11 +33,14 @@ func UpdateFile(path string, edit func(data []byte) ([]byte, error)) error {
 	}
 	defer unlock()
 	for range maxWriteAttempts {
-		data, err := os.ReadFile(path)
+		// The policy sits in a workspace: read it as the engine does
+		// (no symlink, regular, bounded), or a FIFO in its place would
+		// hang every select.
+		data, err := safeio.ReadFile(filepath.Dir(path), filepath.Base(path), policy.MaxPolicyBytes)
 		if err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
+			return err
 		}
-		st, err := os.Stat(path)
+		st, err := os.Lstat(path)
 		if err != nil {
 			return err
 		}
@@ -48,7 +52,7 @@ func UpdateFile(path string, edit func(data []byte) ([]byte, error)) error {
 		if err != nil {
 			return err
 		}
-		cur, err := os.ReadFile(path)
+		cur, err := safeio.ReadFile(filepath.Dir(path), filepath.Base(path), policy.MaxPolicyBytes)
 		if err != nil || !bytes.Equal(cur, data) {
 			os.Remove(tmp)
 			continue // changed while we worked: apply the edit to the new text

@@ -80,6 +80,12 @@ func HashFile(root, rel string) (string, error) {
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
+	// A device (/dev/zero) would be hashed forever.
+	if st, err := f.Stat(); err != nil {
+		return "", err
+	} else if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", rel)
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err

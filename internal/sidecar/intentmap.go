@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -100,7 +101,7 @@ func (m *IntentMap) load() error {
 		return nil
 	}
 	m.sections = map[string]*mapSection{}
-	f, err := os.Open(m.Path)
+	data, err := readSidecar(m.Path)
 	if errors.Is(err, os.ErrNotExist) {
 		m.loaded = true
 		return nil
@@ -108,10 +109,9 @@ func (m *IntentMap) load() error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	var cur *mapSection
 	var part string
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -247,7 +247,7 @@ func (m *IntentMap) Flush() error {
 	m.mu.Unlock()
 
 	err := func() error {
-		data, err := os.ReadFile(m.Path)
+		data, err := readSidecar(m.Path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}

@@ -40,7 +40,7 @@ func (l *Lessons) Add(intent, text string, when time.Time) (bool, error) {
 	entry := fmt.Sprintf("- %s %s\n", when.UTC().Format("2006-01-02"), body)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	data, err := os.ReadFile(l.Path)
+	data, err := readSidecar(l.Path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, fmt.Errorf("reading %s: %w", l.Path, err)
 	}
