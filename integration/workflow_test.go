@@ -189,3 +189,24 @@ func TestLifecycleFromTheCLI(t *testing.T) {
 		t.Fatalf("offline context:\n%s", out)
 	}
 }
+
+// TestCompleteUnmountedHonoursTheLessonsFile: on an unmounted source,
+// `intent complete` runs the checks in a mount of its own, and a failed
+// check is a lesson in the file --lessons-file names, as a mount's would be.
+func TestCompleteUnmountedHonoursTheLessonsFile(t *testing.T) {
+	c, repo, _ := newPolicyRepo(t, strings.Replace(workflowPolicy, "status: PENDING", "status: IN_PROGRESS", 1))
+	out, code := c.run("intent", "complete", "INT-001", "--source", repo, "--lessons-file", "AGENT.md")
+	if code != 1 || !strings.Contains(out, "FAIL  the greeting exists") {
+		t.Fatalf("failing complete: exit %d\n%s", code, out)
+	}
+	lessons, _ := os.ReadFile(filepath.Join(repo, ".orchestration/AGENT.md"))
+	if !strings.Contains(string(lessons), `Acceptance check failed for "the greeting exists"`) {
+		t.Fatalf("no lesson in AGENT.md:\n%s", lessons)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, ".orchestration/CLAUDE.md")); !os.IsNotExist(err) {
+		t.Errorf("CLAUDE.md written although --lessons-file names AGENT.md: %v", err)
+	}
+	if out, code := c.run("intent", "complete", "INT-001", "--source", repo, "--lessons-file", "../x.md"); code != 1 || !strings.Contains(out, "must be a file name in .orchestration/") {
+		t.Errorf("a lessons file outside .orchestration/: exit %d\n%s", code, out)
+	}
+}

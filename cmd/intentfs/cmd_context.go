@@ -5,14 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/intentcontext"
-	"github.com/intentfs/intentfs/internal/sidecar"
-	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -59,13 +56,13 @@ Examples:
 			if id == "" {
 				return usagef("the workspace is not mounted, so no intent is active: name one")
 			}
-			in, _, err := policy.LoadIntents(filepath.Join(ws.source, policy.IntentsFile))
+			layout := ws.layout()
+			in, _, err := policy.LoadIntents(layout.PolicyPath())
 			if err != nil {
 				return err
 			}
-			m := &sidecar.IntentMap{Path: filepath.Join(ws.source, policy.OrchestrationDir, "intent_map.md")}
-			b, err := intentcontext.Build(intentcontext.Input{Intents: in, ID: id, LedgerPath: filepath.Join(ws.source, ledger.FileName),
-				Source: ws.source, MapFiles: m.Files(id)})
+			b, err := intentcontext.Build(intentcontext.Input{Intents: in, ID: id, LedgerPath: layout.LedgerPath(),
+				Source: ws.source, MapFiles: layout.IntentMap().Files(id)})
 			if err != nil {
 				return err
 			}

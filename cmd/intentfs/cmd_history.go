@@ -13,13 +13,12 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/history"
-	"github.com/intentfs/intentfs/internal/objects"
-	"github.com/intentfs/intentfs/internal/workflow"
+	orchestration "github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
 
 func historySource(ws workspace) *history.Source {
-	return &history.Source{Dir: ws.source, Ledger: filepath.Join(ws.source, ledger.FileName), Store: objects.New(ws.source)}
+	return ws.layout().History()
 }
 
 func diffCmd() *command {
@@ -129,12 +128,9 @@ Examples:
 				}
 				err = cerr
 			} else {
-				err = offline(ws, "revert", func(w *workflow.Workflow) error {
+				err = offline(ws, "revert", "", func(s *orchestration.Session) error {
 					var rerr error
-					plan, applied, rerr = history.Run(ws.source, filepath.Join(ws.source, ledger.FileName), objects.New(ws.source), req, func(c ledger.Change) {
-						c.Process = cliProcess()
-						w.Record(c)
-					})
+					plan, applied, rerr = s.Revert(req, cliProcess())
 					return rerr
 				})
 			}
@@ -264,7 +260,7 @@ Examples:
 				return err
 			}
 			needed := map[string]bool{}
-			err = ledger.Query(filepath.Join(ws.source, ledger.FileName), ledger.Filter{Since: cut}, func(r *ledger.Record) error {
+			err = ledger.Query(ws.layout().LedgerPath(), ledger.Filter{Since: cut}, func(r *ledger.Record) error {
 				g := r.Gov()
 				needed[ledger.Str(g.PreHash)], needed[ledger.Str(g.PostHash)] = true, true
 				return nil
@@ -272,7 +268,7 @@ Examples:
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
-			n, freed, err := objects.New(ws.source).GC(func(h string) bool { return needed[h] }, cut, dry)
+			n, freed, err := ws.layout().Objects().GC(func(h string) bool { return needed[h] }, cut, dry)
 			if err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/daemon"
 	"github.com/intentfs/intentfs/internal/workflow"
+	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -301,6 +302,7 @@ Examples:
 			fs.Bool("force", false, "complete without running the checks")
 			fs.Duration("timeout", 10*time.Minute, "time limit for each check")
 			fs.Bool("json", false, "print the check results as JSON")
+			fs.String("lessons-file", orchestration.DefaultLessonsFile, "the file in .orchestration/ that failed checks are recorded in as lessons, when the source is not mounted (a mount uses its own)")
 		},
 		run: runComplete,
 	}
@@ -332,7 +334,7 @@ func runComplete(a *app, args []string) error {
 		return fmt.Errorf("intent %s is %s; only an IN_PROGRESS intent can be completed", id, it.Status)
 	}
 	// Run the checks in a mount with the intent active.
-	entry, cleanup, err := mountForChecks(ws, id)
+	entry, cleanup, err := mountForChecks(ws, id, flagString(a, "lessons-file"))
 	if err != nil {
 		return err
 	}
@@ -388,7 +390,7 @@ func sendComplete(m checkMount, r workflow.Request) error {
 // mountForChecks selects id on the workspace's mount (restoring the
 // previous selection afterwards), or mounts the source in a temporary
 // directory with id active.
-func mountForChecks(ws workspace, id string) (checkMount, func(), error) {
+func mountForChecks(ws workspace, id, lessonsFile string) (checkMount, func(), error) {
 	if ws.mount != nil {
 		resp, err := call(*ws.mount, control.Request{Op: "status"})
 		if err != nil {
@@ -416,7 +418,8 @@ func mountForChecks(ws workspace, id string) (checkMount, func(), error) {
 	}
 	daemon.SetProcessUmask()
 	d, err := daemon.Start(daemon.Config{Source: ws.source, Mountpoint: tmp, Intent: id, Version: version,
-		Log: discardLogger(), Registry: registry.Registry{Dir: tmp + ".run"}, OwnerUID: os.Getuid(), OwnerGID: os.Getgid()})
+		Log: discardLogger(), Registry: registry.Registry{Dir: tmp + ".run"}, OwnerUID: os.Getuid(), OwnerGID: os.Getgid(),
+		LessonsFile: lessonsFile})
 	if err != nil {
 		os.Remove(tmp)
 		return checkMount{}, nil, err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -64,7 +63,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			path := filepath.Join(ws.source, ledger.FileName)
+			path := ws.layout().LedgerPath()
 			if jsonOut(a) && limit == 0 {
 				// Everything: the lines are JSON already; copy them through.
 				out := bufio.NewWriterSize(a.stdout, 1<<20)

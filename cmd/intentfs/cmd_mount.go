@@ -21,6 +21,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/daemon"
+	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -51,7 +52,7 @@ Examples:
 			fs.Bool("debug", false, "log every FUSE request")
 			fs.Int64("ledger-max-bytes", 256<<20, "rotate the ledger to agent_trace.N.jsonl at this size")
 			fs.Int64("keep-max-bytes", 64<<20, "keep pre-images of files up to this size; above it only hashes (0: keep none, no undo)")
-			fs.String("lessons-file", "CLAUDE.md", "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
+			fs.String("lessons-file", orchestration.DefaultLessonsFile, "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 		},
 		run: runMount,
 	}

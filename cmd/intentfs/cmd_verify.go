@@ -2,11 +2,9 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
-	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -39,8 +37,8 @@ Examples:
 				return err
 			}
 			ig, _, _ := policy.LoadIgnore(ws.source)
-			opts := ledger.VerifyOptions{Ledger: filepath.Join(ws.source, ledger.FileName), Source: ws.source,
-				Exempt: func(rel string, isDir bool) bool { return ig.Match(rel, isDir) }, ListObjects: objectStore(ws.source).List}
+			opts := ledger.VerifyOptions{Ledger: ws.layout().LedgerPath(), Source: ws.source,
+				Exempt: func(rel string, isDir bool) bool { return ig.Match(rel, isDir) }, ListObjects: ws.layout().Objects().List}
 			bar := newProgress(a, "verifying")
 			opts.Progress = bar.update
 			rep := ledger.Verify(opts)
@@ -80,5 +78,3 @@ func workspaceFromFlags(a *app) (workspace, error) {
 	}
 	return resolveWorkspace(flagString(a, "source"))
 }
-
-func objectStore(source string) *objects.Store { return objects.New(source) }

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/internal/workflow"
+	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -83,34 +83,36 @@ func cliProcess() *ledger.Process {
 		Cmdline: os.Args}
 }
 
-// offline runs fn with a workflow on an unmounted source, holding the
-// source's lock so this command is the ledger's only writer meanwhile.
-func offline(ws workspace, what string, fn func(w *workflow.Workflow) error) error {
-	lock, err := ledger.AcquireLock(ws.source, fmt.Sprintf("`intentfs %s`", what))
+// layout is where the source keeps its orchestration files.
+func (ws workspace) layout() orchestration.Layout { return orchestration.At(ws.source) }
+
+// offline runs fn in a session on an unmounted source, wired as a mount
+// wires it, holding the source's lock so this command is the ledger's only
+// writer meanwhile. Lessons go to lessonsFile in .orchestration/ ("" for
+// the default).
+func offline(ws workspace, what, lessonsFile string, fn func(s *orchestration.Session) error) error {
+	layout, err := ws.layout().WithLessonsFile(lessonsFile)
+	if err != nil {
+		return usagef("--lessons-file: %v", err)
+	}
+	s, err := layout.Open(orchestration.SessionOptions{Holder: fmt.Sprintf("`intentfs %s`", what), Version: version})
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	git := ledger.NewGitHead(ws.source)
-	writer, err := ledger.OpenWriter(filepath.Join(ws.source, ledger.FileName), ledger.WriterOptions{
-		Rev: git.Revision, Source: ws.source, Version: version})
-	if err != nil {
-		return err
-	}
-	w := &workflow.Workflow{Source: ws.source, Lessons: &sidecar.Lessons{Path: filepath.Join(ws.source, policy.OrchestrationDir, "CLAUDE.md")},
-		Record: func(c ledger.Change) { writer.Append(ledger.NewRecord(c, version)) }}
-	err = fn(w)
-	if cerr := writer.Close(); err == nil {
+	err = fn(s)
+	if cerr := s.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
 // runIntentOp sends a lifecycle command to the daemon, or runs it here.
+// Run here, it writes no lessons: only failed acceptance checks do, and
+// they run in a mount (see mountForChecks), which honours --lessons-file.
 func runIntentOp(ws workspace, r workflow.Request) error {
 	if ws.mount != nil {
 		_, err := call(*ws.mount, control.Request{Op: "intent", IntentOp: &r})
 		return err
 	}
-	return offline(ws, "intent "+r.Action, func(w *workflow.Workflow) error { return w.Do(r, cliProcess()) })
+	return offline(ws, "intent "+r.Action, "", func(s *orchestration.Session) error { return s.Workflow.Do(r, cliProcess()) })
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -46,7 +47,7 @@ func runLedger(bin string, n int, workdir string) (ledgerResult, error) {
 		return ledgerResult{}, err
 	}
 	const files = 10000
-	w, err := ledger.OpenWriter(filepath.Join(src, ledger.FileName), ledger.WriterOptions{Source: src, Version: "bench"})
+	w, err := ledger.OpenWriter(workspace.At(src).LedgerPath(), ledger.WriterOptions{Source: src, Version: "bench"})
 	if err != nil {
 		return ledgerResult{}, err
 	}
@@ -78,7 +79,7 @@ func runLedger(bin string, n int, workdir string) (ledgerResult, error) {
 			return res, err
 		}
 	}
-	files2, _ := ledger.Files(filepath.Join(src, ledger.FileName))
+	files2, _ := ledger.Files(workspace.At(src).LedgerPath())
 	for _, f := range files2 {
 		if st, err := os.Stat(f); err == nil {
 			res.LedgerBytes += st.Size()

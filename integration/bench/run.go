@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -100,7 +101,7 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 	if m == modeIntentfs && w.expect != nil {
 		events, want := w.expect(env)
 		n := 0
-		ledger.Query(filepath.Join(src, ledger.FileName), ledger.Filter{}, func(r *ledger.Record) error {
+		ledger.Query(workspace.At(src).LedgerPath(), ledger.Filter{}, func(r *ledger.Record) error {
 			if slices.Contains(events, string(r.Gov().Event)) {
 				n++
 			}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/intentcontext"
-	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -153,24 +152,8 @@ func (d *Daemon) DeclaredClass() ledger.MutationClass {
 }
 
 // Revert undoes recorded changes directly in the source, as the human
-// who asked; each step is recorded.
+// who asked; each step is recorded under the intent of the record it
+// undoes.
 func (d *Daemon) Revert(r history.Request, by *ledger.Process) (*history.Plan, int, error) {
-	if err := d.writer.Flush(); err != nil {
-		return nil, 0, err
-	}
-	return history.Run(d.cfg.Source, d.LedgerPath(), objects.New(d.cfg.Source), r, func(c ledger.Change) {
-		c.Process = by
-		c.Intent = d.recordIntent(c.RevertOf)
-		d.Record(c)
-	})
-}
-
-// recordIntent finds the intent of a record by id, for revert records.
-func (d *Daemon) recordIntent(id string) string {
-	intent := ""
-	_ = ledger.Query(d.LedgerPath(), ledger.Filter{ID: id}, func(r *ledger.Record) error {
-		intent = ledger.Str(r.Gov().IntentID)
-		return nil
-	})
-	return intent
+	return d.session.Revert(r, by)
 }

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +26,7 @@ import (
 	"github.com/intentfs/intentfs/internal/procinfo"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/internal/workflow"
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -72,7 +72,8 @@ type Daemon struct {
 	server  *fuse.Server
 	ops     *fsnode.OpCounter
 	ctl     *control.Server
-	lock    *os.File
+	layout  workspace.Layout
+	session *workspace.Session
 	started time.Time
 	stopW   func()
 
@@ -116,15 +117,10 @@ func Start(cfg Config) (d *Daemon, err error) {
 	d = &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
 		deniedDirs: map[string]bool{}}
 	d.denials.size = 100
-	if cfg.LessonsFile == "" {
-		cfg.LessonsFile = "CLAUDE.md"
+	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {
+		return nil, err
 	}
-	if strings.ContainsRune(cfg.LessonsFile, '/') {
-		return nil, fmt.Errorf("the lessons file %q must be a file name in %s/", cfg.LessonsFile, policy.OrchestrationDir)
-	}
-	d.lessons = &sidecar.Lessons{Path: filepath.Join(cfg.Source, policy.OrchestrationDir, cfg.LessonsFile)}
-	d.imap = &sidecar.IntentMap{Path: filepath.Join(cfg.Source, policy.OrchestrationDir, "intent_map.md")}
-	d.wf = &workflow.Workflow{Source: cfg.Source, Record: d.Record, Lessons: d.lessons, Changed: func() { _ = d.engine.Reload() }}
+	d.imap = d.layout.IntentMap()
 	if d.engine, err = policy.NewEngine(cfg.Source, cfg.FailOpen, cfg.Log); err != nil {
 		return nil, err
 	}
@@ -136,17 +132,12 @@ func Start(cfg Config) (d *Daemon, err error) {
 			}
 		}
 	}()
-	if d.lock, err = ledger.AcquireLock(cfg.Source, "the mount at "+cfg.Mountpoint); err != nil {
+	if d.session, err = d.layout.Open(workspace.SessionOptions{Holder: "the mount at " + cfg.Mountpoint, Version: cfg.Version,
+		Log: cfg.Log, LedgerMaxBytes: cfg.LedgerMaxBytes, Record: d.Record, Changed: func() { _ = d.engine.Reload() }}); err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, func() { d.lock.Close() })
-
-	git := ledger.NewGitHead(cfg.Source)
-	if d.writer, err = ledger.OpenWriter(filepath.Join(cfg.Source, ledger.FileName), ledger.WriterOptions{
-		Rev: git.Revision, Log: cfg.Log, Source: cfg.Source, Version: cfg.Version, MaxBytes: cfg.LedgerMaxBytes}); err != nil {
-		return nil, err
-	}
-	cleanup = append(cleanup, func() { d.writer.Close() })
+	cleanup = append(cleanup, func() { d.session.Close() })
+	d.writer, d.lessons, d.wf = d.session.Writer, d.session.Lessons, d.session.Workflow
 
 	if cfg.Intent != "" {
 		if err = d.Select(cfg.Intent, &ledger.Process{Pid: uint32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Comm: "intentfs mount"}); err != nil {
@@ -158,10 +149,10 @@ func Start(cfg Config) (d *Daemon, err error) {
 	// The store keeps content other users may not read: private before
 	// anything is kept. Pre-images a crash left pending are filed under
 	// their hashes.
-	if err = objects.New(cfg.Source).MakePrivate(); err != nil {
+	if err = d.layout.Objects().MakePrivate(); err != nil {
 		return nil, err
 	}
-	objects.New(cfg.Source).AdoptPending()
+	d.layout.Objects().AdoptPending()
 	keepMax := cfg.KeepMaxBytes
 	switch {
 	case keepMax == 0:
@@ -170,7 +161,7 @@ func Start(cfg Config) (d *Daemon, err error) {
 		keepMax = 0 // every non-empty file is over the limit
 	}
 	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir,
-		Objects: objects.New(cfg.Source), KeepMaxBytes: keepMax}); err != nil {
+		Objects: d.layout.Objects(), KeepMaxBytes: keepMax}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.root.Close() })
@@ -280,8 +271,9 @@ func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.stopW()
 		d.cfg.Registry.Unregister(d.cfg.Mountpoint)
-		errs := []error{d.writer.Close(), d.root.Close(), d.imap.Flush()}
-		d.lock.Close()
+		// The session closes the ledger (first, as before) and then
+		// releases the lock, last, once nothing more is written.
+		errs := []error{d.writer.Close(), d.root.Close(), d.imap.Flush(), d.session.Close()}
 		d.closeErr = errors.Join(errs...)
 		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)
 		close(d.closed)
@@ -316,7 +308,7 @@ func (d *Daemon) Mountpoint() string { return d.cfg.Mountpoint }
 func (d *Daemon) Source() string { return d.cfg.Source }
 
 // LedgerPath returns the ledger file.
-func (d *Daemon) LedgerPath() string { return filepath.Join(d.cfg.Source, ledger.FileName) }
+func (d *Daemon) LedgerPath() string { return d.layout.LedgerPath() }
 
 // FlushLedger returns once every record so far is on disk.
 func (d *Daemon) FlushLedger() error { return d.writer.Flush() }

@@ -27,7 +27,10 @@ import (
 
 // Step is one action of a revert.
 type Step struct {
-	Record   string `json:"record"` // the record undone
+	Record string `json:"record"` // the record undone
+	// Intent is the intent of the record undone: the revert of a change
+	// is recorded under the intent that made it.
+	Intent   string `json:"intent,omitempty"`
 	Event    string `json:"event"`
 	Action   string `json:"action"` // remove, restore, recreate, move-back, rmdir, mkdir, skip
 	Path     string `json:"path"`
@@ -113,7 +116,7 @@ func (p *planner) needBytes(hash string) string {
 func (p *planner) step(r *ledger.Record) Step {
 	g := r.Gov()
 	pre, post := ledger.Str(g.PreHash), ledger.Str(g.PostHash)
-	s := Step{Record: r.ID, Event: string(g.Event), Path: r.Path()}
+	s := Step{Record: r.ID, Intent: ledger.Str(g.IntentID), Event: string(g.Event), Path: r.Path()}
 	cur := p.get(s.Path)
 	changed := func(want string) string {
 		switch {
@@ -206,21 +209,22 @@ func Apply(source string, store *objects.Store, plan *Plan, rec func(ledger.Chan
 			c.PostHash = s.Hash
 		case "move-back":
 			c.Path, c.FromPath, c.PostHash = s.To, s.Path, s.Moved
-			rec(withRevert(c, s.Record))
+			rec(withRevert(c, s))
 			if s.Hash != "" {
-				rec(withRevert(ledger.Change{Event: ledger.EventRevert, Path: s.Path, PostHash: s.Hash, Reason: "recreate (the file the rename replaced)", Time: time.Now()}, s.Record))
+				rec(withRevert(ledger.Change{Event: ledger.EventRevert, Path: s.Path, PostHash: s.Hash, Reason: "recreate (the file the rename replaced)", Time: time.Now()}, s))
 			}
 			done++
 			continue
 		}
-		rec(withRevert(c, s.Record))
+		rec(withRevert(c, s))
 		done++
 	}
 	return done, nil
 }
 
-func withRevert(c ledger.Change, id string) ledger.Change {
-	c.RevertOf = id
+// withRevert marks c as undoing s's record, under s's intent.
+func withRevert(c ledger.Change, s Step) ledger.Change {
+	c.RevertOf, c.Intent = s.Record, s.Intent
 	return c
 }
 

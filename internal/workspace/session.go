@@ -1,0 +1,96 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/sidecar"
+	"github.com/intentfs/intentfs/internal/workflow"
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// SessionOptions says who opens a session and how its changes are
+// recorded.
+type SessionOptions struct {
+	// Holder names the lock's holder for a second writer's error
+	// ("the mount at /work", "`intentfs revert`").
+	Holder string
+	// Version is the intentfs version stamped on every record.
+	Version string
+	// Log receives the ledger writer's warnings and errors; nil discards
+	// them (a CLI command reports the error Close returns instead).
+	Log *slog.Logger
+	// LedgerMaxBytes rotates the ledger at this size (0: the default).
+	LedgerMaxBytes int64
+	// Record, if set, is how the workflow records a change; a mount passes
+	// its own, which also counts the change and updates the intent map.
+	// Unset, changes go straight to the ledger (Session.Append).
+	Record func(ledger.Change)
+	// Changed is called after the workflow rewrote the policy.
+	Changed func()
+}
+
+// Session is a source opened for writing: its lock is held, so this
+// process is the ledger's only writer until Close.
+type Session struct {
+	Layout   Layout
+	Writer   *ledger.Writer
+	Lessons  *sidecar.Lessons
+	Workflow *workflow.Workflow
+
+	lock    *os.File
+	version string
+}
+
+// Open takes the source's lock and opens its ledger (stamped with the
+// git head) and a workflow whose lessons go to l's lessons file.
+func (l Layout) Open(opts SessionOptions) (*Session, error) {
+	lock, err := ledger.AcquireLock(l.source, opts.Holder)
+	if err != nil {
+		return nil, err
+	}
+	git := ledger.NewGitHead(l.source)
+	writer, err := ledger.OpenWriter(l.LedgerPath(), ledger.WriterOptions{Rev: git.Revision, Log: opts.Log,
+		Source: l.source, Version: opts.Version, MaxBytes: opts.LedgerMaxBytes})
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("opening the ledger of %s: %w", l.source, err)
+	}
+	s := &Session{Layout: l, Writer: writer, Lessons: l.Lessons(), lock: lock, version: opts.Version}
+	record := opts.Record
+	if record == nil {
+		record = s.Append
+	}
+	s.Workflow = &workflow.Workflow{Source: l.source, Record: record, Lessons: s.Lessons, Changed: opts.Changed}
+	return s, nil
+}
+
+// Append records c in the ledger.
+func (s *Session) Append(c ledger.Change) { s.Writer.Append(ledger.NewRecord(c, s.version)) }
+
+// Revert plans and, unless r says otherwise, applies a revert in the
+// source, recording each step as by. Each step carries the intent of the
+// record it undoes, so the revert stays attributed to that intent.
+func (s *Session) Revert(r history.Request, by *ledger.Process) (*history.Plan, int, error) {
+	if err := s.Writer.Flush(); err != nil {
+		return nil, 0, err
+	}
+	return history.Run(s.Layout.source, s.Layout.LedgerPath(), s.Layout.Objects(), r, func(c ledger.Change) {
+		c.Process = by
+		s.Workflow.Record(c)
+	})
+}
+
+// Close flushes and closes the ledger, then releases the lock. It is safe
+// to call more than once.
+func (s *Session) Close() error {
+	err := s.Writer.Close()
+	if s.lock != nil {
+		err = errors.Join(err, s.lock.Close())
+		s.lock = nil
+	}
+	return err
+}
