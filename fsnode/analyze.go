@@ -1,16 +1,16 @@
 package fsnode
 
 import (
-	"bytes"
 	"syscall"
 
 	"github.com/intentfs/intentfs/internal/attribution"
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 )
 
 // contentChange describes a file's new content against a previous version.
 type contentChange struct {
-	digest Digest
+	digest objects.Digest
 	ranges []ledger.Range
 	class  ledger.MutationClass
 	// attribute, when set, computes ranges and class later (in the ledger
@@ -33,7 +33,7 @@ func (r *Root) analyze(rel, preHash string, fd int) (contentChange, error) {
 	}
 	if st.Size > attribution.MaxDiffBytes {
 		d, err := r.hashes.HashFd(fd)
-		return contentChange{digest: d, class: byName(rel, declared)}, err
+		return contentChange{digest: d, class: attribution.ClassByName(rel, declared)}, err
 	}
 	// pread on the borrowed descriptor: an *os.File around it would close
 	// it when collected.
@@ -51,33 +51,28 @@ func (r *Root) analyze(rel, preHash string, fd int) (contentChange, error) {
 	}
 	// The bytes are needed for the diff; their hash may already be known
 	// (a rename over a file moves a version released a moment ago).
-	d, known := r.hashes.cached(&st)
+	d, known := r.hashes.Cached(&st)
 	if !known {
-		d, _, _ = r.hashes.digest(bytes.NewReader(post))
-		r.hashes.hashed.Add(uint64(len(post)))
-		var after syscall.Stat_t
-		if syscall.Fstat(fd, &after) == nil && keyOf(&after) == keyOf(&st) {
-			r.hashes.put(keyOf(&st), d)
-		}
+		d = r.hashes.DigestBytes(fd, &st, post)
 	}
 	c := contentChange{digest: d}
 	if d.Lines == 0 {
-		c.class = byName(rel, declared)
+		c.class = attribution.ClassByName(rel, declared)
 		return c, nil // binary or empty: no line ranges
 	}
 	if preHash == "" {
 		// A new file: its whole content is the change, and the hash of its
 		// lines is the file's hash.
 		c.ranges = []ledger.Range{{StartLine: 1, EndLine: d.Lines, ContentHash: d.Hash}}
-		c.class = byName(rel, declared)
+		c.class = attribution.ClassByName(rel, declared)
 		return c, nil
 	}
 	diff := func() ([]ledger.Range, ledger.MutationClass) {
 		var pre []byte
-		if preHash != EmptyDigest.Hash {
+		if preHash != ledger.EmptyHash {
 			b, err := r.objects.Read(preHash)
 			if err != nil {
-				return attribution.WholeFile(post), byName(rel, declared)
+				return attribution.WholeFile(post), attribution.ClassByName(rel, declared)
 			}
 			pre = b
 		}
@@ -93,16 +88,4 @@ func (r *Root) analyze(rel, preHash string, fd int) (contentChange, error) {
 		c.ranges, c.class = diff()
 	}
 	return c, nil
-}
-
-func byName(rel string, declared ledger.MutationClass) ledger.MutationClass {
-	switch {
-	case declared != "":
-		return declared
-	case attribution.IsConfiguration(rel):
-		return ledger.ClassConfiguration
-	case attribution.IsDocumentation(rel):
-		return ledger.ClassDocumentation
-	}
-	return ledger.ClassEvolution
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -40,8 +41,8 @@ type tracking struct {
 	created bool
 	// base is the digest the next record compares against, and baseKey
 	// the stat it was taken at.
-	base    Digest
-	baseKey statKey
+	base    objects.Digest
+	baseKey objects.Version
 	// preImage says what happened to the bytes of base (see keepCopy).
 	preImage string
 	// mode is the permission bits set through this handle before its
@@ -57,7 +58,7 @@ func newFile(node *Node, fd int, t *tracking) *File {
 	if t != nil {
 		var st syscall.Stat_t
 		if syscall.Fstat(fd, &st) == nil {
-			t.baseKey = keyOf(&st)
+			t.baseKey = objects.VersionOf(&st)
 		}
 		t.node.addOpen(f)
 	}
@@ -89,7 +90,7 @@ func (f *File) checkpoint(final bool) {
 	if err := syscall.Fstat(f.fd, &st); err != nil {
 		return
 	}
-	k := keyOf(&st)
+	k := objects.VersionOf(&st)
 	if !t.created && k == t.baseKey {
 		return // nothing written since the last record
 	}
@@ -108,7 +109,7 @@ func (f *File) checkpoint(final bool) {
 		// Record the change without its hash rather than lose it.
 		t.node.root.log.Error("content hash failed", "path", t.openRel, "err", err)
 		reason = "content hash failed: " + err.Error()
-		d = Digest{}
+		d = objects.Digest{}
 	}
 	t.baseKey = k
 	if !t.created && d.Hash == t.base.Hash {
@@ -164,12 +165,12 @@ func (n *Node) absorbIntoCreation(g grant, mode string) bool {
 }
 
 // advance moves the baseline to version d, already recorded elsewhere.
-func (t *tracking) advance(fd int, d Digest) {
+func (t *tracking) advance(fd int, d objects.Digest) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var st syscall.Stat_t
 	if syscall.Fstat(fd, &st) == nil {
-		t.baseKey = keyOf(&st)
+		t.baseKey = objects.VersionOf(&st)
 	}
 	t.base, t.created, t.preImage = d, false, ""
 }

@@ -44,17 +44,21 @@ func (r *Root) authorize(ctx context.Context, req policy.Request) (grant, syscal
 	return g, 0
 }
 
-// denyUndecidable records and refuses a change whose path could not be
-// resolved, unless the operator chose fail-open.
-func (r *Root) denyUndecidable(ctx context.Context, op policy.Op, why string) syscall.Errno {
-	snap := r.gov.Snapshot()
-	d := snap.Deny("", why)
-	if d.Allow {
-		return 0
+// authorizeChild is how every change to a child name of n begins: the
+// control directory's name answers onControl (it is not in the source),
+// a directory that is gone answers ENOENT, and the change is put to the
+// policy with req.Path set to the child's path, which it returns.
+func (n *Node) authorizeChild(ctx context.Context, name string, onControl syscall.Errno, req policy.Request) (string, grant, syscall.Errno) {
+	if n.isControlName(name) {
+		return "", grant{}, onControl
 	}
-	caller, _ := fuse.FromContext(ctx)
-	r.gov.Denied(policy.Request{Op: op, Intent: r.gov.ActiveIntent()}, d, r.gov.Process(caller))
-	return syscall.EACCES
+	rel, ok := n.childPath(name)
+	if !ok {
+		return "", grant{}, syscall.ENOENT
+	}
+	req.Path = rel
+	g, errno := n.root.authorize(ctx, req)
+	return rel, g, errno
 }
 
 // record appends a change made under g to the ledger.

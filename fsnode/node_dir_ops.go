@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -27,14 +28,7 @@ var (
 // create with mk in the directory, give it to the caller, stat it, record.
 func (n *Node) makeEntry(ctx context.Context, op policy.Op, ev ledger.Event, name string, isDir bool,
 	mk func(dirfd int) error, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if n.isControlName(name) {
-		return nil, syscall.EEXIST
-	}
-	rel, ok := n.childPath(name)
-	if !ok {
-		return nil, syscall.ENOENT
-	}
-	g, errno := n.root.authorize(ctx, policy.Request{Op: op, Path: rel, IsDir: isDir})
+	rel, g, errno := n.authorizeChild(ctx, name, syscall.EEXIST, policy.Request{Op: op, IsDir: isDir})
 	if errno != 0 {
 		return nil, errno
 	}
@@ -84,11 +78,7 @@ func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	rel, ok := n.childPath(name)
-	if !ok {
-		return nil, syscall.ENOENT
-	}
-	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpLink, Path: rel, Path2: srcRel})
+	rel, g, errno := n.authorizeChild(ctx, name, syscall.EXDEV, policy.Request{Op: policy.OpLink, Path2: srcRel})
 	if errno != 0 {
 		return nil, errno
 	}
@@ -117,19 +107,12 @@ func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 
 // Unlink removes a file; its last content hash is recorded as pre_hash.
 func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
-	if n.isControlName(name) {
-		return syscall.EACCES
-	}
-	rel, ok := n.childPath(name)
-	if !ok {
-		return syscall.ENOENT
-	}
-	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpUnlink, Path: rel})
+	rel, g, errno := n.authorizeChild(ctx, name, syscall.EACCES, policy.Request{Op: policy.OpUnlink})
 	if errno != 0 {
 		return errno
 	}
 	n.checkpointChild(name)
-	var pre Digest
+	var pre objects.Digest
 	var kept string
 	var finish func(*ledger.Record)
 	errno = n.withDir(func(dirfd int) error {
@@ -150,35 +133,35 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 
 // preImageBeforeRemoval hashes the regular file name in dirfd and keeps
 // its bytes, with one open, before an unlink or a rename over it.
-func (r *Root) preImageBeforeRemoval(dirfd int, name string, node *Node) (Digest, string) {
+func (r *Root) preImageBeforeRemoval(dirfd int, name string, node *Node) (objects.Digest, string) {
 	fd, err := openatForHash(dirfd, name)
 	if err != nil {
-		return Digest{}, ""
+		return objects.Digest{}, ""
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return Digest{}, ""
+		return objects.Digest{}, ""
 	}
 	d, err := r.hashes.HashFd(fd)
 	if err != nil {
 		r.log.Error("content hash failed", "name", name, "err", err)
-		return Digest{}, ""
+		return objects.Digest{}, ""
 	}
 	return d, r.keepBeforeRemoval(dirfd, name, fd, &st, d, node)
 }
 
 // digestRegularAt hashes name in dirfd if it is a regular file; other
 // types have no content hash.
-func (r *Root) digestRegularAt(dirfd int, name string) Digest {
+func (r *Root) digestRegularAt(dirfd int, name string) objects.Digest {
 	fd, err := openatForHash(dirfd, name)
 	if err != nil {
-		return Digest{}
+		return objects.Digest{}
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return Digest{}
+		return objects.Digest{}
 	}
 	d, err := r.hashes.HashFd(fd)
 	if err != nil {
@@ -189,14 +172,7 @@ func (r *Root) digestRegularAt(dirfd int, name string) Digest {
 
 // Rmdir removes an empty directory.
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	if n.isControlName(name) {
-		return syscall.EACCES
-	}
-	rel, ok := n.childPath(name)
-	if !ok {
-		return syscall.ENOENT
-	}
-	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpRmdir, Path: rel, IsDir: true})
+	rel, g, errno := n.authorizeChild(ctx, name, syscall.EACCES, policy.Request{Op: policy.OpRmdir, IsDir: true})
 	if errno != 0 {
 		return errno
 	}
@@ -253,7 +229,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return errno
 	}
 	n.checkpointChild(name)
-	var pre, post Digest
+	var pre, post objects.Digest
 	var kept string
 	errno = withDirs(n, dst, func(srcDir, dstDir int) error {
 		if g.traced() {
@@ -271,18 +247,26 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	c := ledger.Change{Event: ledger.EventRename, Path: newRel, FromPath: rel, PreHash: pre.Hash,
 		PostHash: post.Hash, Lines: post.Lines, PreImage: kept, Op: "rename", Time: time.Now()}
 	if g.traced() && pre.Hash != "" && post.Hash != "" {
-		// A rename over a file (sed -i, editors) changes that file's content.
-		errnoAsError(dst.withDir(func(dstDir int) error {
+		// A rename over a file (sed -i, editors) changes that file's
+		// content: describe the change by line. The rename has happened
+		// and is recorded either way; without the description the record
+		// carries the hashes only, and the failure is logged.
+		errno := dst.withDir(func(dstDir int) error {
 			fd, err := openatForHash(dstDir, newName)
 			if err != nil {
 				return err
 			}
 			defer syscall.Close(fd)
-			if cc, err := n.root.analyze(newRel, pre.Hash, fd); err == nil {
-				c.Ranges, c.Class, c.Attribute = cc.ranges, cc.class, cc.attribute
+			cc, err := n.root.analyze(newRel, pre.Hash, fd)
+			if err != nil {
+				return err
 			}
+			c.Ranges, c.Class, c.Attribute = cc.ranges, cc.class, cc.attribute
 			return nil
-		}))
+		})
+		if errno != 0 {
+			n.root.log.Warn("describing a rename over a file failed", "path", newRel, "err", errno)
+		}
 	}
 	n.root.record(g, c)
 	return 0

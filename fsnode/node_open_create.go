@@ -8,6 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -54,7 +55,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	var pre Digest
+	var pre objects.Digest
 	var kept string
 	if g.traced() {
 		// The pre-image must be taken before O_TRUNC or a write destroys it.
@@ -67,7 +68,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, fs.ToErrno(err)
 	}
 	caller, _ := fuse.FromContext(ctx)
-	killSuidGid(fd, caller)
+	n.root.killSuidGidOrLog(fd, caller, rel)
 	if !g.traced() {
 		return newFile(n, fd, nil), openFlags, 0
 	}
@@ -76,30 +77,24 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 
 // preImageAt hashes the file at rel and keeps its bytes in the object
 // store, before a change destroys them.
-func (r *Root) preImageAt(rel string) (Digest, string, syscall.Errno) {
-	fd, err := openBeneath(r.rootFd, rel, hashOpenFlags, 0)
-	if err == syscall.EPERM {
-		fd, err = openBeneath(r.rootFd, rel, hashOpenFlags&^syscall.O_NOATIME, 0)
-	}
+func (r *Root) preImageAt(rel string) (objects.Digest, string, syscall.Errno) {
+	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return openBeneath(r.rootFd, rel, flags, 0) })
 	if err != nil {
-		return Digest{}, "", fs.ToErrno(err)
+		return objects.Digest{}, "", fs.ToErrno(err)
 	}
 	defer syscall.Close(fd)
 	d, err := r.hashes.HashFd(fd)
 	if err != nil {
-		return Digest{}, "", fs.ToErrno(err)
+		return objects.Digest{}, "", fs.ToErrno(err)
 	}
 	return d, r.keepCopy(fd, d), 0
 }
 
 // digestAt hashes the file at rel through a read-only descriptor.
-func (r *Root) digestAt(rel string) (Digest, syscall.Errno) {
-	fd, err := openBeneath(r.rootFd, rel, hashOpenFlags, 0)
-	if err == syscall.EPERM {
-		fd, err = openBeneath(r.rootFd, rel, hashOpenFlags&^syscall.O_NOATIME, 0)
-	}
+func (r *Root) digestAt(rel string) (objects.Digest, syscall.Errno) {
+	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return openBeneath(r.rootFd, rel, flags, 0) })
 	if err != nil {
-		return Digest{}, fs.ToErrno(err)
+		return objects.Digest{}, fs.ToErrno(err)
 	}
 	defer syscall.Close(fd)
 	d, err := r.hashes.HashFd(fd)
@@ -109,14 +104,7 @@ func (r *Root) digestAt(rel string) (Digest, syscall.Errno) {
 // Create creates and opens a file. If it already exists (O_CREAT without
 // O_EXCL), it is an open for writing of the existing file.
 func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	if n.isControlName(name) {
-		return nil, nil, 0, syscall.EEXIST
-	}
-	rel, ok := n.childPath(name)
-	if !ok {
-		return nil, nil, 0, syscall.ENOENT
-	}
-	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpCreate, Path: rel})
+	rel, g, errno := n.authorizeChild(ctx, name, syscall.EEXIST, policy.Request{Op: policy.OpCreate})
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
@@ -124,7 +112,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		fd      = -1
 		st      syscall.Stat_t
 		created bool
-		pre     Digest
+		pre     objects.Digest
 		kept    string
 	)
 	errno = n.withDir(func(dirfd int) error {
@@ -155,7 +143,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 				return err
 			}
 			caller, _ := fuse.FromContext(ctx)
-			killSuidGid(fd, caller)
+			n.root.killSuidGidOrLog(fd, caller, rel)
 		}
 		return syscall.Fstat(fd, &st)
 	})

@@ -78,8 +78,10 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	caller, _ := fuse.FromContext(ctx)
 	if _, setsMode := in.GetMode(); !setsMode && in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && hasSetID(out.Attr.Mode, caller) {
 		// The kernel leaves this to us (HANDLE_KILLPRIV_V2): an
-		// unprivileged chown or truncate clears set-ID bits.
-		n.withParent(func(dirfd int, name string) error {
+		// unprivileged chown or truncate clears set-ID bits. The change
+		// itself has been made, so it is recorded below whatever happens
+		// here; a failure is logged for the operator.
+		errno := n.withParent(func(dirfd int, name string) error {
 			fd, err := unix.Openat(dirfd, name, unix.O_PATH|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 			if err != nil {
 				return err
@@ -90,10 +92,15 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 				return err
 			}
 			defer syscall.Close(rfd)
-			killSuidGid(rfd, caller)
-			return nil
+			return killSuidGid(rfd, caller)
 		})
-		n.Getattr(ctx, nil, out)
+		if errno != 0 {
+			n.root.log.Error("clearing set-ID bits failed", "path", rel, "err", errno)
+		} else if errno := n.Getattr(ctx, nil, out); errno != 0 {
+			// out keeps the attributes from before the bits were cleared;
+			// the kernel caches them for at most the attribute timeout.
+			n.root.log.Warn("reading attributes after clearing set-ID bits failed", "path", rel, "err", errno)
+		}
 	}
 	if m, ok := in.GetMode(); ok {
 		c.Mode = fmt.Sprintf("%04o", m&07777)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 
 	"golang.org/x/sys/unix"
@@ -20,11 +21,11 @@ const (
 // keepCopy stores the version open (readable) at fd before a change
 // destroys it, unless it is larger than the limit. It returns what the
 // record should say.
-func (r *Root) keepCopy(fd int, d Digest) string {
+func (r *Root) keepCopy(fd int, d objects.Digest) string {
 	if r.objects == nil || d.Hash == "" {
 		return ""
 	}
-	if d.Hash == EmptyDigest.Hash {
+	if d.Hash == ledger.EmptyHash {
 		return preImageEmpty
 	}
 	var st syscall.Stat_t
@@ -46,11 +47,11 @@ func (r *Root) keepCopy(fd int, d Digest) string {
 // nothing; it is safe only when nothing else can reach the inode later (a
 // single link, no handle open through the mount), otherwise the bytes are
 // copied.
-func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Stat_t, d Digest, node *Node) string {
+func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Stat_t, d objects.Digest, node *Node) string {
 	if r.objects == nil || d.Hash == "" {
 		return ""
 	}
-	if d.Hash == EmptyDigest.Hash {
+	if d.Hash == ledger.EmptyHash {
 		return preImageEmpty
 	}
 	if st.Size > r.keepMax {
@@ -74,16 +75,29 @@ func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Sta
 // this to it (HANDLE_KILLPRIV_V2, which saves a getxattr round trip per
 // write): passthrough writes run with the daemon's credentials, which the
 // kernel would not clear the bits for.
-func killSuidGid(fd int, caller *fuse.Caller) {
+func killSuidGid(fd int, caller *fuse.Caller) error {
 	if caller == nil || caller.Uid == 0 {
-		return
+		return nil
 	}
 	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil
 	}
 	if kill := setIDBitsToKill(st.Mode); kill != 0 {
-		syscall.Fchmod(fd, (st.Mode&07777)&^kill)
+		return syscall.Fchmod(fd, (st.Mode&07777)&^kill)
+	}
+	return nil
+}
+
+// killSuidGidOrLog is killSuidGid where the change goes ahead regardless:
+// the open or SETATTR has happened and must still be recorded, so a
+// failure (as root, next to impossible) is logged for the operator.
+func (r *Root) killSuidGidOrLog(fd int, caller *fuse.Caller, rel string) {
+	if err := killSuidGid(fd, caller); err != nil {
+		r.log.Error("clearing set-ID bits failed", "path", rel, "err", err)
 	}
 }
 
@@ -124,7 +138,7 @@ func (r *Root) deferredRemoval(dirfd int, name string, node *Node) func(*ledger.
 		st.Nlink != 1 || st.Size == 0 || st.Size > r.keepMax || (node != nil && node.handles.Load() != 0) {
 		return nil
 	}
-	if _, cached := r.hashes.cached(&st); cached {
+	if _, cached := r.hashes.Cached(&st); cached {
 		return nil
 	}
 	pending, err := r.objects.LinkPending(dirfd, name)

@@ -65,7 +65,7 @@ type Root struct {
 	dev     uint64
 	gov     Governor
 	log     *slog.Logger
-	hashes  *HashCache
+	hashes  *objects.HashCache
 	objects *objects.Store
 	keepMax int64
 	control fs.InodeEmbedder
@@ -94,13 +94,13 @@ func NewRoot(o Options) (*Node, error) {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("stat source %s: %w", o.Source, err)
 	}
-	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
+	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
 		control: o.ControlDir, chownNew: os.Geteuid() == 0, gid: uint32(os.Getegid())}
 	return &Node{root: r}, nil
 }
 
 // Hashes returns the mount's hash cache, for status counters.
-func (n *Node) Hashes() *HashCache { return n.root.hashes }
+func (n *Node) Hashes() *objects.HashCache { return n.root.hashes }
 
 // Close releases the source directory handle.
 func (n *Node) Close() error { return syscall.Close(n.root.rootFd) }

@@ -46,28 +46,36 @@ func fstatat(dirfd int, name string, st *syscall.Stat_t) error {
 }
 
 // hashOpenFlags open a file for hashing: reading it must not change its
-// atime (O_NOATIME needs ownership or CAP_FOWNER; callers retry without).
+// atime (see withoutNoatimeOnEPERM).
 const hashOpenFlags = syscall.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOATIME
+
+// withoutNoatimeOnEPERM opens with flags (which include O_NOATIME) and,
+// if that fails with EPERM, once more without O_NOATIME: the kernel allows
+// O_NOATIME only to the file's owner or a holder of CAP_FOWNER, and a
+// daemon without them still has to read the file; its atime moves then.
+func withoutNoatimeOnEPERM(flags int, open func(flags int) (int, error)) (int, error) {
+	fd, err := open(flags)
+	if err == syscall.EPERM {
+		fd, err = open(flags &^ syscall.O_NOATIME)
+	}
+	return fd, err
+}
 
 // openatForHash opens name in dirfd for hashing, never following a
 // symlink.
 func openatForHash(dirfd int, name string) (int, error) {
-	fd, err := unix.Openat(dirfd, name, hashOpenFlags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err == syscall.EPERM {
-		fd, err = unix.Openat(dirfd, name, (hashOpenFlags&^syscall.O_NOATIME)|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	}
-	return fd, err
+	return withoutNoatimeOnEPERM(hashOpenFlags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, func(flags int) (int, error) {
+		return unix.Openat(dirfd, name, flags, 0)
+	})
 }
 
 // reopenReadOnly opens a second, read-only descriptor for the file behind
 // fd, so a handle opened write-only can still be hashed.
 func reopenReadOnly(fd int) (int, error) {
 	p := fmt.Sprintf("/proc/self/fd/%d", fd)
-	rfd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NOATIME|syscall.O_CLOEXEC, 0)
-	if err == syscall.EPERM {
-		rfd, err = syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	}
-	return rfd, err
+	return withoutNoatimeOnEPERM(syscall.O_RDONLY|syscall.O_NOATIME|syscall.O_CLOEXEC, func(flags int) (int, error) {
+		return syscall.Open(p, flags, 0)
+	})
 }
 
 // CheckOpenat2 fails when the kernel lacks openat2(2) (Linux 5.6+), on

@@ -267,7 +267,3 @@ func (s *Snapshot) cannotDecide(p, why string) Decision {
 	}
 	return deny(CodeInternal, p, "no decision could be made ("+why+"), so the change is denied (fail-closed)")
 }
-
-// Deny returns the fail-closed decision for a change that could not even
-// be put to Decide (for example, its path could not be resolved).
-func (s *Snapshot) Deny(p, why string) Decision { return s.cannotDecide(p, why) }

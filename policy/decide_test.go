@@ -132,16 +132,16 @@ func TestDecideFailClosedAndOpen(t *testing.T) {
 		t.Errorf("nil snapshot: %+v, want fail-closed deny", d)
 	}
 	open := testSnapshot(t, true)
-	if d := open.Deny("a", "boom"); !d.Allow || d.Code != CodeFailOpen {
-		t.Errorf("fail-open Deny: %+v", d)
+	if d := open.cannotDecide("a", "boom"); !d.Allow || d.Code != CodeFailOpen {
+		t.Errorf("fail-open cannotDecide: %+v", d)
 	}
 	// fail-open never lifts the built-in protection.
 	if d := open.Decide(Request{Op: OpUnlink, Path: ".orchestration/agent_trace.jsonl", Intent: "INT-007"}); d.Allow {
 		t.Errorf("fail-open allowed a ledger unlink")
 	}
 	closed := testSnapshot(t, false)
-	if d := closed.Deny("a", "boom"); d.Allow || d.Code != CodeInternal {
-		t.Errorf("fail-closed Deny: %+v", d)
+	if d := closed.cannotDecide("a", "boom"); d.Allow || d.Code != CodeInternal {
+		t.Errorf("fail-closed cannotDecide: %+v", d)
 	}
 }
 

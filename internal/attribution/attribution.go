@@ -148,14 +148,25 @@ func IsDocumentation(p string) bool {
 // Classify names the kind of a content change of p from pre to post.
 // declared is what the agent announced for its writes ("" for nothing).
 func Classify(p string, pre, post []byte, declared ledger.MutationClass) ledger.MutationClass {
+	if c := ClassByName(p, declared); c != ledger.ClassEvolution || declared != "" {
+		return c // declared, or decided by the name alone
+	}
+	if commentsOrSpaceOnly(p, pre, post) {
+		return ledger.ClassDocumentation
+	}
+	return ledger.ClassEvolution
+}
+
+// ClassByName is the mutation class of a change to p judged without its
+// content (a binary, new or too large file): the declared class if there
+// is one, else configuration or documentation by name, else evolution.
+func ClassByName(p string, declared ledger.MutationClass) ledger.MutationClass {
 	switch {
 	case declared != "":
 		return declared
 	case IsConfiguration(p):
 		return ledger.ClassConfiguration
 	case IsDocumentation(p):
-		return ledger.ClassDocumentation
-	case commentsOrSpaceOnly(p, pre, post):
 		return ledger.ClassDocumentation
 	}
 	return ledger.ClassEvolution

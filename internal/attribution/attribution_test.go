@@ -85,6 +85,25 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+func TestClassByName(t *testing.T) {
+	tests := []struct {
+		name, path string
+		declared   ledger.MutationClass
+		want       ledger.MutationClass
+	}{
+		{"declared wins over the name", "ci/config.yml", ledger.ClassASTRefactor, ledger.ClassASTRefactor},
+		{"configuration", "ci/config.yml", "", ledger.ClassConfiguration},
+		{"documentation", "docs/guide.md", "", ledger.ClassDocumentation},
+		{"code is evolution", "x.go", "", ledger.ClassEvolution},
+		{"binary is evolution", "img/logo.png", "", ledger.ClassEvolution},
+	}
+	for _, tt := range tests {
+		if got := ClassByName(tt.path, tt.declared); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
 // TestRangesOnlyDiffsTheMiddle checks that diffing only the lines between
 // the shared head and tail finds the hunks a diff of the whole files
 // finds, over random edits of files whose lines are all different (so

@@ -1,4 +1,4 @@
-package fsnode
+package objects
 
 import (
 	"crypto/sha256"
@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/intentfs/intentfs/ledger"
 )
 
 func TestHashFdDigestAndLines(t *testing.T) {
@@ -65,5 +67,39 @@ func TestHashCacheHitsOnlyForTheSameVersion(t *testing.T) {
 	os.Chtimes(p, time.Now(), st.ModTime())
 	if changed := hash(); changed == first {
 		t.Fatal("cache returned the old digest for new content")
+	}
+}
+
+// TestDigestBytesIsRememberedForItsVersion: the digest of bytes a caller
+// read is the file's digest, and is found again for the same version.
+func TestDigestBytesIsRememberedForItsVersion(t *testing.T) {
+	c := NewHashCache()
+	p := filepath.Join(t.TempDir(), "f")
+	const content = "a\nb\n"
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(p, syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Cached(&st); ok {
+		t.Fatal("a fresh cache knows the file")
+	}
+	d := c.DigestBytes(fd, &st, []byte(content))
+	sum := sha256.Sum256([]byte(content))
+	if d.Hash != "sha256:"+hex.EncodeToString(sum[:]) || d.Lines != 2 || c.BytesHashed() != uint64(len(content)) {
+		t.Fatalf("digest %+v, %d bytes hashed", d, c.BytesHashed())
+	}
+	if cached, ok := c.Cached(&st); !ok || cached != d {
+		t.Fatalf("not remembered: %+v %v", cached, ok)
+	}
+	if EmptyDigest().Hash != ledger.EmptyHash || EmptyDigest().Lines != 0 {
+		t.Fatalf("EmptyDigest() = %+v", EmptyDigest())
 	}
 }

@@ -1,6 +1,7 @@
-package fsnode
+package objects
 
 import (
+	"bytes"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -16,29 +17,31 @@ type Digest struct {
 	Lines int    // 0 for binary or empty content
 }
 
-// EmptyDigest is the digest of zero bytes.
-var EmptyDigest = Digest{Hash: ledger.EmptyHash}
+// EmptyDigest is the digest of zero bytes. A function, not a variable, so
+// no importer can change it.
+func EmptyDigest() Digest { return Digest{Hash: ledger.EmptyHash} }
 
-// statKey identifies a version of a file without reading it: same device,
+// Version identifies a version of a file without reading it: same device,
 // inode, size, mtime and ctime means the same bytes, since any write
 // through any path moves ctime.
-type statKey struct {
+type Version struct {
 	dev, ino, size uint64
 	mtime, ctime   int64
 }
 
-func keyOf(st *syscall.Stat_t) statKey {
-	return statKey{uint64(st.Dev), st.Ino, uint64(st.Size), st.Mtim.Nano(), st.Ctim.Nano()}
+// VersionOf is the version st describes.
+func VersionOf(st *syscall.Stat_t) Version {
+	return Version{uint64(st.Dev), st.Ino, uint64(st.Size), st.Mtim.Nano(), st.Ctim.Nano()}
 }
 
 // maxHashCacheEntries bounds the cache; when full it is cleared.
 const maxHashCacheEntries = 1 << 16
 
-// HashCache remembers digests by statKey so an unchanged file is never
+// HashCache remembers digests by Version so an unchanged file is never
 // read twice.
 type HashCache struct {
 	mu     sync.Mutex
-	m      map[statKey]Digest
+	m      map[Version]Digest
 	hashed atomic.Uint64 // bytes read for hashing
 	hits   atomic.Uint64
 	// bufs holds read buffers: one per concurrent hash, not one per file,
@@ -50,7 +53,7 @@ const hashBufferSize = 128 << 10
 
 // NewHashCache returns an empty cache.
 func NewHashCache() *HashCache {
-	c := &HashCache{m: map[statKey]Digest{}}
+	c := &HashCache{m: map[Version]Digest{}}
 	c.bufs.New = func() any { return new([hashBufferSize]byte) }
 	return c
 }
@@ -63,9 +66,9 @@ func (c *HashCache) HashFd(fd int) (Digest, error) {
 		return Digest{}, err
 	}
 	if st.Size == 0 {
-		return EmptyDigest, nil
+		return EmptyDigest(), nil
 	}
-	k := keyOf(&st)
+	k := VersionOf(&st)
 	c.mu.Lock()
 	d, ok := c.m[k]
 	c.mu.Unlock()
@@ -81,21 +84,21 @@ func (c *HashCache) HashFd(fd int) (Digest, error) {
 	// Only remember the digest if the file did not change while it was
 	// read.
 	var after syscall.Stat_t
-	if syscall.Fstat(fd, &after) == nil && keyOf(&after) == k {
+	if syscall.Fstat(fd, &after) == nil && VersionOf(&after) == k {
 		c.put(k, d)
 	}
 	return d, nil
 }
 
-// cached returns the digest of the version st describes, if known.
-func (c *HashCache) cached(st *syscall.Stat_t) (Digest, bool) {
+// Cached returns the digest of the version st describes, if known.
+func (c *HashCache) Cached(st *syscall.Stat_t) (Digest, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, ok := c.m[keyOf(st)]
+	d, ok := c.m[VersionOf(st)]
 	return d, ok
 }
 
-func (c *HashCache) put(k statKey, d Digest) {
+func (c *HashCache) put(k Version, d Digest) {
 	c.mu.Lock()
 	if len(c.m) >= maxHashCacheEntries {
 		clear(c.m)
@@ -109,6 +112,20 @@ func (c *HashCache) BytesHashed() uint64 { return c.hashed.Load() }
 
 // Hits is how many digests came from the cache.
 func (c *HashCache) Hits() uint64 { return c.hits.Load() }
+
+// DigestBytes is the digest of data, the bytes of the file open at fd as
+// st describes it, read by the caller (who needs them anyway, for a diff).
+// It is remembered only if the file did not change meanwhile.
+func (c *HashCache) DigestBytes(fd int, st *syscall.Stat_t, data []byte) Digest {
+	// Reading from memory cannot fail.
+	d, _, _ := c.digest(bytes.NewReader(data))
+	c.hashed.Add(uint64(len(data)))
+	var after syscall.Stat_t
+	if syscall.Fstat(fd, &after) == nil && VersionOf(&after) == VersionOf(st) {
+		c.put(VersionOf(st), d)
+	}
+	return d
+}
 
 // digest hashes r through a pooled buffer and counts its lines.
 func (c *HashCache) digest(r io.Reader) (Digest, int64, error) {
