@@ -41,9 +41,18 @@ func AcquireLock(source, holder string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("%w: %s is locked (%s)", ErrAlreadyMounted, source, path)
 	}
-	b, _ := json.Marshal(lockInfo{Pid: os.Getpid(), Mountpoint: holder})
-	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt(append(b, '\n'), 0)
+	// Who holds the lock is what a second holder's error names, so a
+	// lock whose holder cannot be written is refused rather than held
+	// anonymously.
+	b, err := json.Marshal(lockInfo{Pid: os.Getpid(), Mountpoint: holder})
+	if err == nil {
+		if err = f.Truncate(0); err == nil {
+			_, err = f.WriteAt(append(b, '\n'), 0)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("writing the lock holder to %s: %w", path, err)
 	}
 	return f, nil
 }

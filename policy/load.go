@@ -407,7 +407,7 @@ func CheckGlob(g string) error {
 	case strings.HasPrefix(g, "/"):
 		return errors.New("patterns are relative to the workspace root: remove the leading /")
 	case g == ".." || strings.HasPrefix(g, "../") || strings.Contains(g, "/../"):
-		return errors.New("patterns may not climb out of the workspace with ..")
+		return errors.New("patterns may not climb out of the workspace: remove the .. segments")
 	case !doublestar.ValidatePattern(g):
 		return errors.New("not a valid glob (check brackets and braces)")
 	}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 )
@@ -125,10 +124,11 @@ func edits(e *benchEnv, dir string) error {
 // prepareCorpus tars $(go env GOROOT)/src (or a subdirectory of it) as a
 // directory named "src", and counts its regular files.
 func prepareCorpus(dir, sub string) (string, int, error) {
-	goroot := runtime.GOROOT()
-	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
-		goroot = strings.TrimSpace(string(out))
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return "", 0, fmt.Errorf("finding the Go tree for the corpus (go env GOROOT): %w", err)
 	}
+	goroot := strings.TrimSpace(string(out))
 	base := filepath.Join(goroot, "src", sub)
 	name := "corpus"
 	if sub != "" {

@@ -78,7 +78,7 @@ func TestApplyChangeKeepsEverythingElse(t *testing.T) {
 		{
 			"missing updated_at is added",
 			IntentChange{ID: "INT-003", Status: policy.StatusComplete, Now: fixed},
-			strings.Replace(strings.Replace(editPolicy, "    status: IN_PROGRESS\n    owned_scope: [\"a/**\"]\n", "    status: COMPLETE\n    owned_scope: [\"a/**\"]\n    updated_at: \"2026-11-22T10:00:00Z\"\n", 1), "", "", 0),
+			strings.Replace(editPolicy, "    status: IN_PROGRESS\n    owned_scope: [\"a/**\"]\n", "    status: COMPLETE\n    owned_scope: [\"a/**\"]\n    updated_at: \"2026-11-22T10:00:00Z\"\n", 1),
 		},
 	}
 	for _, tt := range tests {
