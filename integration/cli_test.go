@@ -7,46 +7,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// intentfsBinary builds cmd/intentfs once per test run.
+// intentfsBinary is the intentfs binary, built on first use (once per
+// test run; TestMain removes it when the run ends).
 func intentfsBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "intentfs-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "intentfs")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/intentfs").CombinedOutput()
-		if err != nil {
-			buildErr = &buildError{string(out)}
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building intentfs: %v", buildErr)
+	path, err := testBinary.get()
+	if err != nil {
+		t.Fatalf("building intentfs: %v", err)
 	}
-	return binPath
+	return path
 }
-
-type buildError struct{ out string }
-
-func (e *buildError) Error() string { return e.out }
 
 // cli runs the intentfs binary with an isolated runtime directory.
 type cli struct {
@@ -166,13 +144,7 @@ func TestUserStory(t *testing.T) {
 		t.Fatalf("status text:\n%s", human)
 	}
 	// Records reach the ledger by RELEASE, after close(2) returned.
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(c.must("log"), "src/main.go") {
-		if time.Now().After(deadline) {
-			t.Fatalf("log never showed src/main.go:\n%s", c.must("log"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, func() bool { return strings.Contains(c.must("log"), "src/main.go") }, "`intentfs log` to show src/main.go")
 	events := map[string]bool{}
 	sc := bufio.NewScanner(strings.NewReader(c.must("log", "--json", "--limit", "50")))
 	for sc.Scan() {
