@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/objects"
@@ -187,18 +186,11 @@ func TestCrashDuringTarThenRemountVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Kill the daemon once the ledger shows the extraction under way.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, func() bool {
 		n := 0
 		ledger.ScanFile(filepath.Join(repo, ledger.FileName), func(int, []byte) error { n++; return nil })
-		if n > 40 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("extraction never showed in the ledger")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return n > 40
+	}, "the extraction to show in the ledger")
 	syscall.Kill(st.Pid, syscall.SIGKILL)
 	tar.Wait() // fails: the filesystem went away
 	syscall.Unmount(ws, syscall.MNT_DETACH)

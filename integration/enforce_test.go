@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/intentfs/intentfs/policy"
 
@@ -139,13 +138,7 @@ func TestDeniedWithoutUsableIntent(t *testing.T) {
 		{"none selected", "", nil, "NO_ACTIVE_INTENT", "no intent is active"},
 		{"active intent blocked by a human", "INT-002", func(e *env) {
 			writeFile(t, filepath.Join(e.src, policy.IntentsFile), strings.Replace(scopePolicy, "name: everything\n    status: IN_PROGRESS", "name: everything\n    status: BLOCKED", 1))
-			deadline := time.Now().Add(2 * time.Second)
-			for e.d.Snapshot().Intents.Get("INT-002").Status != policy.StatusBlocked {
-				if time.Now().After(deadline) {
-					t.Fatal("edit not reloaded")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitFor(t, func() bool { return e.d.Snapshot().Intents.Get("INT-002").Status == policy.StatusBlocked }, "the edit to be reloaded")
 		}, "INTENT_NOT_IN_PROGRESS", "BLOCKED"},
 	}
 	for _, tt := range tests {

@@ -194,18 +194,17 @@ func (e *env) records() []*ledger.Record {
 // at RELEASE, which the kernel sends after close(2) has returned.
 func (e *env) waitRecord(what string, match func(*ledger.Record) bool) *ledger.Record {
 	e.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var found *ledger.Record
+	waitFor(e.t, func() bool {
 		for _, r := range e.records() {
 			if match(r) {
-				return r
+				found = r
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("no ledger record %s within 5s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	}, "a ledger record:", what)
+	return found
 }
 
 // event matches records of an event on a path.
@@ -255,14 +254,23 @@ func errorsAs(err error, target any) bool { return errors.As(err, target) }
 
 func syscallUnmount(dir string) { _ = syscall.Unmount(dir, syscall.MNT_DETACH) }
 
-// waitFor polls cond for up to five seconds.
-func waitFor(t *testing.T, cond func() bool) {
+// waitTimeout bounds every wait of these tests: long enough for a loaded
+// machine, and reached only when a test fails.
+const waitTimeout = 10 * time.Second
+
+// waitFor polls cond until it holds and fails the test if it does not
+// within waitTimeout; what, if given, says what was awaited.
+func waitFor(t *testing.T, cond func() bool, what ...string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
+			desc := "condition"
+			if len(what) > 0 {
+				desc = strings.Join(what, " ")
+			}
+			t.Fatalf("waited %v for %s", waitTimeout, desc)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }

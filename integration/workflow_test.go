@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -98,20 +97,14 @@ func TestIntentMapFollowsRenameAndDelete(t *testing.T) {
 	e := mount(t, scopePolicy, "INT-001", nil)
 	e.mustSh("mkdir -p src && echo a > src/a.go && echo b > src/b.go && mv src/b.go src/c.go && rm src/a.go && echo more >> src/c.go")
 	path := filepath.Join(e.src, ".orchestration/intent_map.md")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var s string
+	waitFor(t, func() bool {
 		b, _ := os.ReadFile(path)
-		s := string(b)
-		if strings.Contains(s, "`src/c.go`") && !strings.Contains(s, "`src/a.go`") && !strings.Contains(s, "`src/b.go`") && strings.Contains(s, "EVOLUTION") {
-			if !strings.Contains(s, "## INT-001: api work") {
-				t.Fatalf("section heading missing:\n%s", s)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("intent_map.md never caught up:\n%s", s)
-		}
-		time.Sleep(50 * time.Millisecond)
+		s = string(b)
+		return strings.Contains(s, "`src/c.go`") && !strings.Contains(s, "`src/a.go`") && !strings.Contains(s, "`src/b.go`") && strings.Contains(s, "EVOLUTION")
+	}, "intent_map.md to show src/c.go only, as EVOLUTION")
+	if !strings.Contains(s, "## INT-001: api work") {
+		t.Fatalf("section heading missing:\n%s", s)
 	}
 }
 
