@@ -37,6 +37,8 @@ func TestApplyChangeKeepsEverythingElse(t *testing.T) {
 		name   string
 		change IntentChange
 		want   string // the expected file
+		// wantErr, if set, is part of the error the change must fail with.
+		wantErr string
 	}{
 		{
 			"status of a block intent",
@@ -46,7 +48,7 @@ func TestApplyChangeKeepsEverythingElse(t *testing.T) {
 
   - {id: INT-002`, `    updated_at: "2026-11-22T10:00:00Z"
 
-  - {id: INT-002`).Replace(editPolicy),
+  - {id: INT-002`).Replace(editPolicy), "",
 		},
 		{
 			"scope add to a block list bumps version",
@@ -57,7 +59,7 @@ func TestApplyChangeKeepsEverythingElse(t *testing.T) {
   - {id: INT-002`, `    updated_at: "2026-11-22T10:00:00Z"
     version: 2
 
-  - {id: INT-002`).Replace(editPolicy),
+  - {id: INT-002`).Replace(editPolicy), "",
 		},
 		{
 			"scope remove from a block list",
@@ -68,32 +70,32 @@ func TestApplyChangeKeepsEverythingElse(t *testing.T) {
   - {id: INT-002`, `    updated_at: "2026-11-22T10:00:00Z"
     version: 2
 
-  - {id: INT-002`).Replace(editPolicy),
+  - {id: INT-002`).Replace(editPolicy), "",
 		},
 		{
-			"flow intent keeps quoting",
+			"flow intent refuses a scope edit",
 			IntentChange{ID: "INT-002", Status: policy.StatusBlocked, AddScope: []string{"y/**"}, Now: fixed},
-			"",
+			"", "flow-style",
 		},
 		{
 			"missing updated_at is added",
 			IntentChange{ID: "INT-003", Status: policy.StatusComplete, Now: fixed},
-			strings.Replace(editPolicy, "    status: IN_PROGRESS\n    owned_scope: [\"a/**\"]\n", "    status: COMPLETE\n    owned_scope: [\"a/**\"]\n    updated_at: \"2026-11-22T10:00:00Z\"\n", 1),
+			strings.Replace(editPolicy, "    status: IN_PROGRESS\n    owned_scope: [\"a/**\"]\n", "    status: COMPLETE\n    owned_scope: [\"a/**\"]\n    updated_at: \"2026-11-22T10:00:00Z\"\n", 1), "",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := ApplyChange("p.yaml", []byte(editPolicy), tt.change)
-			if err != nil {
-				if tt.name == "flow intent keeps quoting" {
-					if !strings.Contains(err.Error(), "flow-style") {
-						t.Fatalf("err = %v", err)
-					}
-					return
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
 				}
+				return
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
-			if tt.want != "" && string(out) != tt.want {
+			if string(out) != tt.want {
 				t.Fatalf("got:\n%s\nwant:\n%s", out, tt.want)
 			}
 			in, _, err := policy.ParseIntents("p.yaml", out)
@@ -154,17 +156,22 @@ func TestApplyChangeRefusals(t *testing.T) {
 
 func TestAppendIntent(t *testing.T) {
 	n := NewIntent{ID: "INT-009", Name: `Say "hi"`, Scope: []string{"src/api/web/**"}, Constraints: []string{"be kind"}, AcceptanceCriteria: []string{"it works"}, Parent: "INT-001", Now: fixed}
-	tests := []struct{ name, in string }{
-		{"block list", editPolicy},
-		{"empty flow list", "# header\nactive_intents: []\n"},
-		{"null list", "active_intents:\n"},
+	tests := []struct {
+		name, in string
+		// parent is the new intent's parent: only a policy that holds
+		// INT-001 can have one.
+		parent string
+		// keepsText is the text the result must begin with, unchanged.
+		keepsText string
+	}{
+		{"block list", editPolicy, "INT-001", strings.TrimSuffix(editPolicy, "# trailing comment\n")},
+		{"empty flow list", "# header\nactive_intents: []\n", "", "# header\n"},
+		{"null list", "active_intents:\n", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			nn := n
-			if tt.name != "block list" {
-				nn.Parent = ""
-			}
+			nn.Parent = tt.parent
 			out, err := AppendIntent("p.yaml", []byte(tt.in), nn)
 			if err != nil {
 				t.Fatal(err)
@@ -172,7 +179,7 @@ func TestAppendIntent(t *testing.T) {
 			if !strings.HasPrefix(string(out), strings.TrimRight(strings.SplitN(tt.in, "active_intents:", 2)[0], "")) {
 				t.Errorf("prefix changed:\n%s", out)
 			}
-			if tt.name == "block list" && !strings.HasPrefix(string(out), strings.TrimSuffix(editPolicy, "# trailing comment\n")) {
+			if !strings.HasPrefix(string(out), tt.keepsText) {
 				t.Errorf("existing text changed:\n%s", out)
 			}
 			in, _, err := policy.ParseIntents("p.yaml", out)
