@@ -6,11 +6,11 @@ package safeio
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -38,8 +38,8 @@ func OpenBeneath(rootFd int, rel string, flags int, mode uint32) (int, error) {
 	}
 }
 
-// ReadPrefix reads at most max bytes of the regular file rel below root.
-func ReadPrefix(root, rel string, max int) ([]byte, error) {
+// ReadPrefix reads at most limit bytes of the regular file rel below root.
+func ReadPrefix(root, rel string, limit int) ([]byte, error) {
 	rootFd, err := syscall.Open(root, unix.O_PATH|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -58,12 +58,26 @@ func ReadPrefix(root, rel string, max int) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", rel)
 	}
-	buf := make([]byte, max)
-	n, err := io.ReadFull(f, buf)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, err
+	// The buffer is sized by the file, not by limit: callers pass a huge
+	// limit to mean "all of it", and a buffer of that many bytes would
+	// cost gigabytes for every small file (blame reads each version).
+	// One byte more than the size lets the read see end of file without
+	// growing the buffer.
+	buf := make([]byte, 0, min(st.Size()+1, int64(limit)))
+	for len(buf) < limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), limit-len(buf))) // it grew while read
+		}
+		n, err := f.Read(buf[len(buf):min(cap(buf), limit)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return buf[:n], nil
+	return buf, nil
 }
 
 // HashFile returns "sha256:<hex>" of the regular file rel below root,
