@@ -15,11 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/daemon"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/policy"
@@ -36,7 +34,11 @@ func mountCmd() *command {
 checked against the active intent and recorded in
 SOURCE/.orchestration/agent_trace.jsonl. The command returns once the mount
 is ready and the daemon keeps serving in the background (its log is shown).
-It refuses to start without a valid policy, or if SOURCE is already mounted.
+It refuses to start without a valid policy, if SOURCE is already mounted,
+if MOUNTPOINT is already an intentfs mount, or if MOUNTPOINT is not empty
+(the mount would hide its files; --nonempty mounts over them anyway). If the
+mount fails, the cause is printed and the daemon's log kept; the log of a
+mount that ends in a clean unmount is removed.
 
 Run as root, the mount serves every user, and the kernel checks each
 caller's permissions against the source's (allow_other, default_permissions).
@@ -53,6 +55,7 @@ Examples:
 			fs.Int64("ledger-max-bytes", 256<<20, "rotate the ledger to agent_trace.N.jsonl at this size")
 			fs.Int64("keep-max-bytes", 64<<20, "keep pre-images of files up to this size; above it only hashes (0: keep none, no undo)")
 			fs.String("lessons-file", orchestration.DefaultLessonsFile, "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
+			fs.Bool("nonempty", false, "mount over a MOUNTPOINT that has files of its own (hidden while mounted)")
 		},
 		run: runMount,
 	}
@@ -79,6 +82,7 @@ func runMount(a *app, args []string) error {
 	cfg := daemon.Config{Source: source, Mountpoint: mountpoint, Intent: intent, FailOpen: failOpen, Debug: debug,
 		Version: version, Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Registry: registry.DefaultRegistry(),
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file")}
+	cfg.AllowNonEmpty, _ = a.fs.GetBool("nonempty")
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
 	if cfg.KeepMaxBytes <= 0 {
@@ -112,7 +116,18 @@ func runMount(a *app, args []string) error {
 		}
 	}()
 	d.Wait()
-	return d.Close()
+	if err := d.Close(); err != nil {
+		return err
+	}
+	if ready != nil {
+		// A background daemon's output is its log (see startBackground);
+		// after a clean unmount nobody needs it, and logs would pile up.
+		_, _, logPath := cfg.Registry.Paths(d.Mountpoint())
+		if err := os.Remove(logPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			cfg.Log.Warn("removing the log of a clean unmount failed", "log", logPath, "err", err)
+		}
+	}
+	return nil
 }
 
 func readyPipe() *os.File {
@@ -142,12 +157,21 @@ func startBackground(a *app, source, mountpoint string) error {
 	if resolved, err := filepath.EvalSymlinks(absMnt); err == nil {
 		absMnt = resolved
 	}
+	// Refused here, before the daemon starts: its log is named after the
+	// mountpoint, and a live mount's log is not this attempt's to write.
+	nonEmpty, _ := a.fs.GetBool("nonempty")
+	if err := daemon.CheckMountpoint(absMnt, nonEmpty); err != nil {
+		return err
+	}
 	_, _, logPath := reg.Paths(absMnt)
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("opening daemon log: %w", err)
 	}
 	defer logFile.Close()
+	// What this attempt writes starts here: fusermount3, for one, says why
+	// it failed only on the daemon's stderr.
+	logStart, _ := logFile.Seek(0, io.SeekEnd)
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -177,63 +201,64 @@ func startBackground(a *app, source, mountpoint string) error {
 		return nil
 	case strings.HasPrefix(line, "error: "):
 		_ = cmd.Wait()
-		return errors.New(strings.ReplaceAll(strings.TrimPrefix(line, "error: "), "\\n", "\n"))
+		msg := strings.TrimSpace(strings.ReplaceAll(strings.TrimPrefix(line, "error: "), "\\n", "\n"))
+		if said := logSince(logPath, logStart, 10, firstLine(msg)); said != "" {
+			msg += fmt.Sprintf("\nthe daemon's log %s says:\n%s", logPath, said)
+		}
+		return errors.New(msg + mountHint(msg))
 	}
 	_ = cmd.Wait()
-	return fmt.Errorf("the daemon exited before the mount was ready; its log %s ends with:\n%s", logPath, tail(logPath, 10))
+	said := logSince(logPath, logStart, 10, "")
+	return fmt.Errorf("the daemon exited before the mount was ready; its log %s ends with:\n%s%s", logPath, said, mountHint(said))
 }
 
-func tail(path string, n int) string {
+// mountHint explains a failure of fusermount3, which mounts for users
+// other than root.
+func mountHint(msg string) string {
+	if os.Geteuid() == 0 || !strings.Contains(msg, "fusermount") {
+		return ""
+	}
+	return fmt.Sprintf("\nhint: as uid %d the mount goes through fusermount3, which needs a /dev/fuse it may open and a MOUNTPOINT this user owns; or mount as root", os.Geteuid())
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// logSince returns the last n lines written to the log at path from
+// offset start on, indented and escaped for the terminal; lines holding
+// skip (the error already shown) are left out.
+func logSince(path string, start int64, n int, skip string) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	st, _ := f.Stat()
-	off := max(st.Size()-8192, 0)
-	f.Seek(off, io.SeekStart)
-	b, _ := io.ReadAll(f)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	// Only the end is shown; a daemon that wrote megabytes is cut short.
+	start = max(start, st.Size()-8192)
+	b, err := io.ReadAll(io.NewSectionReader(f, start, st.Size()-start))
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if skip == "" || !strings.Contains(l, skip) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	return strings.Join(lines, "\n")
-}
-
-func unmountCmd() *command {
-	return &command{
-		name: "unmount", summary: "flush the ledger and unmount", usage: "[MOUNTPOINT]",
-		help: `Asks the daemon to unmount; returns once the ledger is flushed to disk and the
-mount is gone. Without MOUNTPOINT: the mount containing the current
-directory, else the only mount running.
-
-Examples:
-  intentfs unmount /workspace
-  intentfs unmount`,
-		flags: func(fs *pflag.FlagSet) { fs.String("mount", "", "the mountpoint (same as the argument)") },
-		run: func(a *app, args []string) error {
-			mnt, _ := a.fs.GetString("mount")
-			if len(args) > 1 {
-				return usagef("expected at most one MOUNTPOINT")
-			}
-			if len(args) == 1 {
-				mnt = args[0]
-			}
-			e, err := findMount(mnt)
-			if err != nil {
-				return err
-			}
-			if _, err := call(e, control.Request{Op: "unmount"}); err != nil {
-				return err
-			}
-			// The daemon exits right after answering; wait briefly so a
-			// script that runs next sees the registry without it.
-			deadline := time.Now().Add(5 * time.Second)
-			for time.Now().Before(deadline) && syscall.Kill(e.Pid, 0) == nil {
-				time.Sleep(20 * time.Millisecond)
-			}
-			fmt.Fprintf(a.stdout, "unmounted %s; ledger flushed\n", e.Mountpoint)
-			return nil
-		},
+	for i, l := range lines {
+		lines[i] = "  " + escapeTerminal(l)
 	}
+	return strings.Join(lines, "\n")
 }

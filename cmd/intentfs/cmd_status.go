@@ -1,7 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -9,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/registry"
 )
 
 func statusCmd() *command {
@@ -30,6 +36,10 @@ Examples:
 			}
 			mnt, _ := a.fs.GetString("mount")
 			e, err := findMount(mnt)
+			var unlisted uncontrolledMountError
+			if errors.As(err, &unlisted) && unlisted.dead == nil {
+				return statusReadOnly(a, unlisted.mount.Mountpoint)
+			}
 			if err != nil {
 				return err
 			}
@@ -44,6 +54,35 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// maxStatusBytes bounds what is read from a mount's .intentfs/status.
+const maxStatusBytes = 1 << 20
+
+// statusReadOnly shows the status of a mount this user cannot reach
+// through its control socket (another user's), from the .intentfs/status
+// file every user of the mount may read.
+func statusReadOnly(a *app, mountpoint string) error {
+	path := filepath.Join(mountpoint, ".intentfs", "status")
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s is an intentfs mount this user may not control, and its status is unreadable: %w", mountpoint, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStatusBytes))
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	var st control.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if jsonOut(a) {
+		return printJSON(a, st)
+	}
+	printStatus(a, &st)
+	fmt.Fprintf(a.stdout, "read-only:  from %s; uid %d may not control this mount (it is not in this user's registry %s)\n", path, os.Geteuid(), registry.RuntimeDir())
+	return nil
 }
 
 func printStatus(a *app, st *control.Status) {

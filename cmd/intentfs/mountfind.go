@@ -1,15 +1,18 @@
 package main
 
 import (
-	"github.com/intentfs/intentfs/internal/registry"
-
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/registry"
 )
 
 // noMountError means no running mount matched (exit 3).
@@ -18,14 +21,110 @@ type noMountError struct{ err error }
 func (e noMountError) Error() string { return e.err.Error() }
 func (e noMountError) Unwrap() error { return e.err }
 
+// uncontrolledMountError means the kernel shows an intentfs mount that
+// this user's registry does not list: another user's (the registry is
+// private to its owner), or one whose daemon died (exit 1).
+type uncontrolledMountError struct {
+	mount registry.KernelMount
+	// dead is why the mount does not answer, if its daemon is gone.
+	dead error
+}
+
+func (e uncontrolledMountError) Error() string {
+	if e.dead != nil {
+		return fmt.Sprintf("%s is an intentfs mount (of %s) whose daemon is gone (%v); unmount it with: intentfs unmount %s",
+			e.mount.Mountpoint, e.mount.Source, e.dead, e.mount.Mountpoint)
+	}
+	return fmt.Sprintf("%s is an intentfs mount (of %s) that uid %d may not control: it is not in this user's registry %s "+
+		"(another user started it, or with another INTENTFS_RUNTIME_DIR); `intentfs status` shows it read-only, and the agent interface (%s/.intentfs/) works as for any agent",
+		e.mount.Mountpoint, e.mount.Source, os.Geteuid(), registry.RuntimeDir(), e.mount.Mountpoint)
+}
+
 // findMount resolves --mount, the current directory, or the only mount.
+// When this user's registry has no match but the kernel shows an
+// intentfs mount that fits, it says so instead of "no mount".
 func findMount(mountpoint string) (registry.Entry, error) {
 	cwd, _ := os.Getwd()
 	e, err := registry.DefaultRegistry().Find(mountpoint, cwd)
-	if err != nil {
-		return e, noMountError{err}
+	if err == nil {
+		return e, nil
 	}
-	return e, nil
+	m, ok, others := unlistedMount(mountpoint, cwd)
+	if ok {
+		return e, uncontrolledMountError{mount: m, dead: deadMount(m.Mountpoint)}
+	}
+	if len(others) > 0 {
+		err = fmt.Errorf("%w\nthe kernel shows intentfs mounts this user's registry %s does not list (another user's, or of a daemon that died); name one with --mount:%s",
+			err, registry.RuntimeDir(), describeKernelMounts(others))
+	}
+	return e, noMountError{err}
+}
+
+// maxMountsNamed bounds the mounts an error message lists.
+const maxMountsNamed = 5
+
+func describeKernelMounts(mounts []registry.KernelMount) string {
+	var b strings.Builder
+	for i, m := range mounts {
+		if i == maxMountsNamed {
+			fmt.Fprintf(&b, "\n  and %d more", len(mounts)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %s (of %s)", escapeTerminal(m.Mountpoint), escapeTerminal(m.Source))
+	}
+	return b.String()
+}
+
+// unlistedMount picks, among the kernel's intentfs mounts that this
+// user's registry does not list, the one at mountpoint, else the one
+// containing cwd. If none fits, it returns them all, to be named: it
+// never guesses which one was meant.
+func unlistedMount(mountpoint, cwd string) (_ registry.KernelMount, found bool, unlisted []registry.KernelMount) {
+	kernel, _ := registry.IntentfsMounts()
+	listed, _ := registry.DefaultRegistry().List()
+	for _, m := range kernel {
+		known := false
+		for _, e := range listed {
+			known = known || e.Mountpoint == m.Mountpoint
+		}
+		if !known {
+			unlisted = append(unlisted, m)
+		}
+	}
+	if mountpoint != "" {
+		abs, err := filepath.Abs(mountpoint)
+		if err != nil {
+			return registry.KernelMount{}, false, nil
+		}
+		for _, m := range unlisted {
+			if m.Mountpoint == abs {
+				return m, true, nil
+			}
+		}
+		return registry.KernelMount{}, false, nil
+	}
+	for _, m := range unlisted {
+		if cwd == m.Mountpoint || strings.HasPrefix(cwd, m.Mountpoint+"/") {
+			return m, true, nil
+		}
+	}
+	return registry.KernelMount{}, false, unlisted
+}
+
+// deadMount returns why a mount does not answer if its daemon is gone:
+// the kernel then fails every request with ENOTCONN.
+func deadMount(mountpoint string) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(mountpoint, &st); errors.Is(err, syscall.ENOTCONN) {
+		return err
+	}
+	return nil
+}
+
+// daemonGone reports whether a failed call means the daemon is not there
+// any more: its socket refuses connections or was removed.
+func daemonGone(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
 }
 
 // call sends a request to a mount's daemon.
@@ -38,6 +137,9 @@ func call(e registry.Entry, req control.Request) (*control.Response, error) {
 	resp, err := control.Call(ctx, e.Socket, req)
 	if err != nil && resp == nil && errors.Is(err, context.DeadlineExceeded) {
 		return nil, errors.New("the daemon did not answer within 60s")
+	}
+	if err != nil && resp == nil && daemonGone(err) && req.Op != "unmount" {
+		return nil, fmt.Errorf("the daemon of %s (pid %d) does not answer (%v): it has died; unmount it with: intentfs unmount %s", e.Mountpoint, e.Pid, err, e.Mountpoint)
 	}
 	return resp, err
 }

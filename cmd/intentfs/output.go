@@ -2,6 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 func jsonOut(a *app) bool {
@@ -16,3 +20,22 @@ func printJSON(a *app, v any) error {
 }
 
 func jsonIndent(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
+
+// escapeTerminal makes a line from elsewhere (a daemon's log, a process
+// name) safe to print: control characters and invalid UTF-8 become \xNN,
+// so they cannot move the cursor or rewrite what the user sees.
+func escapeTerminal(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || (unicode.IsControl(r) && r != '\t') {
+			for _, c := range []byte(s[i : i+size]) {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			}
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}

@@ -56,6 +56,9 @@ type Config struct {
 	// LessonsFile names the file in .orchestration/ that lessons go to
 	// (default CLAUDE.md).
 	LessonsFile string
+	// AllowNonEmpty mounts over a directory that has entries of its own,
+	// hiding them while mounted; without it such a mountpoint is refused.
+	AllowNonEmpty bool
 }
 
 // mapFlushInterval batches intent_map.md rewrites.
@@ -96,8 +99,11 @@ type Daemon struct {
 }
 
 // Start mounts cfg.Source at cfg.Mountpoint and returns once the mount
-// is ready.
-func Start(cfg Config) (d *Daemon, err error) {
+// is ready. On failure it undoes what it did and returns the cause.
+//
+// The result is not named d: the cleanup closures below capture d, and a
+// "return nil, err" would set a named result to nil before they run.
+func Start(cfg Config) (_ *Daemon, err error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -113,8 +119,11 @@ func Start(cfg Config) (d *Daemon, err error) {
 	if err := checkUmask(); err != nil {
 		return nil, err
 	}
+	if err := CheckMountpoint(cfg.Mountpoint, cfg.AllowNonEmpty); err != nil {
+		return nil, err
+	}
 
-	d = &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
+	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
 		deniedDirs: map[string]bool{}}
 	d.denials.size = 100
 	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {

@@ -4,7 +4,6 @@
 package registry
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -129,21 +128,14 @@ func alive(pid int) bool {
 // mountedFuse returns the FUSE mountpoints of this mount namespace, or nil
 // if they cannot be read.
 func mountedFuse() map[string]bool {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := KernelMounts()
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	out := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok || !strings.HasPrefix(post, "fuse") {
-			continue
-		}
-		fields := strings.Fields(pre)
-		if len(fields) >= 5 {
-			out[unescapeMount(fields[4])] = true
+	for _, m := range mounts {
+		if strings.HasPrefix(m.FSType, "fuse") {
+			out[m.Mountpoint] = true
 		}
 	}
 	return out

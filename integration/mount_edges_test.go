@@ -1,0 +1,332 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// The rough edges of mounting and unmounting a new user hit (issue 9),
+// each driven through the real binary.
+
+const otherUID = 1000
+
+// worldDir is a directory every user may enter (t.TempDir's are root's
+// alone), for tests that run the CLI as another user, owned by owner.
+func worldDir(t *testing.T, owner int) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "intentfs-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, owner, owner); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runAs runs the binary as uid (no supplementary groups) in c.dir with
+// the given runtime directory.
+func (c *cli) runAs(uid int, runtime string, args ...string) (string, int) {
+	c.t.Helper()
+	// The binary's directory is root's alone by default.
+	if err := os.Chmod(filepath.Dir(c.bin), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	argv := append([]string{"--reuid=" + itoa(uid), "--regid=" + itoa(uid), "--clear-groups", "env", "INTENTFS_RUNTIME_DIR=" + runtime, c.bin}, args...)
+	cmd := exec.Command("setpriv", argv...)
+	cmd.Dir = c.dir
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatalf("running intentfs %v as uid %d: %v", args, uid, err)
+	}
+	return string(out), code
+}
+
+// mountCLI mounts repo at ws with the binary and unmounts in t.Cleanup
+// (forcibly, if the test left it to the kernel).
+func (c *cli) mountCLI(repo, ws string, args ...string) string {
+	c.t.Helper()
+	out := c.must(append([]string{"mount", repo, ws}, args...)...)
+	dir := c.dir // a test may move c.dir to a directory removed before this runs
+	c.t.Cleanup(func() {
+		if _, ok := registry.IntentfsMountAt(ws); ok {
+			c.dir = dir
+			c.run("unmount", ws)
+			syscall.Unmount(ws, syscall.MNT_DETACH)
+		}
+	})
+	return out
+}
+
+func (c *cli) status(ws string) control.Status {
+	c.t.Helper()
+	var st control.Status
+	if err := json.Unmarshal([]byte(c.must("status", "--mount", ws, "--json")), &st); err != nil {
+		c.t.Fatal(err)
+	}
+	return st
+}
+
+// TestMountAsAUserWhoCannotMountPrintsTheCause: as uid 1000, mounting
+// fails in fusermount3; the user is told why, not shown a Go panic.
+func TestMountAsAUserWhoCannotMountPrintsTheCause(t *testing.T) {
+	requireFUSE(t)
+	c := newCLI(t)
+	c.dir = worldDir(t, otherUID)
+	writeFile(t, filepath.Join(c.dir, "repo", policy.IntentsFile), scopePolicy)
+	if err := exec.Command("chown", "-R", itoa(otherUID)+":"+itoa(otherUID), filepath.Join(c.dir, "repo")).Run(); err != nil {
+		t.Fatal(err)
+	}
+	// A mountpoint the user may not write: fusermount3 refuses it even
+	// where /dev/fuse is open to everyone, so the failure is certain.
+	ws := filepath.Join(c.dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runtime := filepath.Join(c.dir, "run")
+
+	out, code := c.runAs(otherUID, runtime, "mount", "./repo", "./ws")
+	if code != 1 || strings.Contains(out, "panic") || strings.Contains(out, "goroutine") {
+		t.Fatalf("exit %d, want 1 and no panic:\n%s", code, out)
+	}
+	for _, want := range []string{"mounting " + ws, "fusermount", "the daemon's log", "hint: as uid 1000"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The foreground mount says the same on its terminal.
+	out, code = c.runAs(otherUID, runtime, "mount", "--foreground", "./repo", "./ws")
+	if code != 1 || strings.Contains(out, "panic") || !strings.Contains(out, "intentfs mount: mounting "+ws) {
+		t.Fatalf("foreground: exit %d:\n%s", code, out)
+	}
+}
+
+// TestStartFailingAfterTheMountUndoesIt: a failure after the kernel
+// mount (here: an unusable registry) returns the cause, unmounts and
+// releases the source's lock, instead of panicking in its cleanup.
+func TestStartFailingAfterTheMountUndoesIt(t *testing.T) {
+	requireFUSE(t)
+	src, mnt := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(src, policy.IntentsFile), scopePolicy)
+	cfg := daemon.Config{Source: src, Mountpoint: mnt, Version: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Registry: registry.Registry{Dir: "/dev/null/registry"}}
+	d, err := daemon.Start(cfg)
+	if err == nil || d != nil || !strings.Contains(err.Error(), "/dev/null/registry") {
+		t.Fatalf("Start = %v, %v; want the registry's error", d, err)
+	}
+	if _, mounted := registry.IntentfsMountAt(mnt); mounted {
+		syscall.Unmount(mnt, syscall.MNT_DETACH)
+		t.Fatal("the failed Start left its mount behind")
+	}
+	// The lock is free: the same source mounts now.
+	cfg.Registry = registry.Registry{Dir: t.TempDir()}
+	d, err = daemon.Start(cfg)
+	if err != nil {
+		t.Fatalf("second Start: %v", err)
+	}
+	go func() { d.Wait(); d.Close() }()
+	if err := d.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSecondMountOnALiveMountpointIsRefused: a second mount onto a live
+// one would stack over it and orphan it; it is refused, and the first
+// stays reachable.
+func TestSecondMountOnALiveMountpointIsRefused(t *testing.T) {
+	c, repo, ws := newPolicyRepo(t, scopePolicy)
+	repo2 := filepath.Join(c.dir, "repo2")
+	writeFile(t, filepath.Join(repo2, policy.IntentsFile), scopePolicy)
+	c.mountCLI(repo, ws)
+
+	for _, args := range [][]string{{"mount", repo2, ws}, {"mount", "--foreground", repo2, ws}} {
+		out, code := c.run(args...)
+		if code != 1 || !strings.Contains(out, ws+" is already an intentfs mount (of "+repo+")") || !strings.Contains(out, "intentfs unmount "+ws) {
+			t.Fatalf("%v: exit %d:\n%s", args, code, out)
+		}
+	}
+	if st := c.status(ws); st.Source != repo {
+		t.Fatalf("after the refused mount, status shows source %s, want %s", st.Source, repo)
+	}
+	c.must("unmount", ws)
+	if _, mounted := registry.IntentfsMountAt(ws); mounted {
+		t.Fatal("a mount is left after unmount: the refused one stacked")
+	}
+}
+
+// TestMountOverANonEmptyDirectoryNeedsNonempty: the mount would hide the
+// directory's files; it is refused unless --nonempty.
+func TestMountOverANonEmptyDirectoryNeedsNonempty(t *testing.T) {
+	c, repo, ws := newPolicyRepo(t, scopePolicy)
+	writeFile(t, filepath.Join(ws, "mine.txt"), "mine\n")
+	out, code := c.run("mount", repo, ws)
+	if code != 1 || !strings.Contains(out, "not empty") || !strings.Contains(out, `"mine.txt"`) || !strings.Contains(out, "--nonempty") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if _, mounted := registry.IntentfsMountAt(ws); mounted {
+		t.Fatal("mounted over a non-empty directory without --nonempty")
+	}
+	c.mountCLI(repo, ws, "--nonempty")
+	if _, err := os.Stat(filepath.Join(ws, policy.IntentsFile)); err != nil {
+		t.Fatalf("--nonempty did not mount: %v", err)
+	}
+	c.must("unmount", ws)
+	if b, err := os.ReadFile(filepath.Join(ws, "mine.txt")); err != nil || string(b) != "mine\n" {
+		t.Fatalf("the hidden file after unmount: %q %v", b, err)
+	}
+}
+
+var logLine = regexp.MustCompile(`(?m)^log: (\S+)$`)
+
+// TestCleanUnmountRemovesTheLog: the log of a mount that ends cleanly is
+// removed, so logs do not pile up in the runtime directory.
+func TestCleanUnmountRemovesTheLog(t *testing.T) {
+	c, repo, ws := newPolicyRepo(t, scopePolicy)
+	m := logLine.FindStringSubmatch(c.mountCLI(repo, ws))
+	if m == nil {
+		t.Fatal("mount did not say where its log is")
+	}
+	if _, err := os.Stat(m[1]); err != nil {
+		t.Fatalf("the log while mounted: %v", err)
+	}
+	c.must("unmount", ws)
+	waitFor(t, func() bool { _, err := os.Stat(m[1]); return os.IsNotExist(err) })
+}
+
+// TestUnmountAfterTheDaemonWasKilled: kill -9 leaves a dead FUSE mount
+// and a registry entry whose socket refuses connections; unmount falls
+// back to the kernel, cleans the registry and keeps the log.
+func TestUnmountAfterTheDaemonWasKilled(t *testing.T) {
+	c, repo, ws := newPolicyRepo(t, scopePolicy)
+	logPath := logLine.FindStringSubmatch(c.mountCLI(repo, ws))[1]
+	pid := c.status(ws).Pid
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		var st syscall.Stat_t
+		return syscall.Stat(ws, &st) == syscall.ENOTCONN
+	})
+	if out, code := c.run("status", "--mount", ws); code != 1 || !strings.Contains(out, "intentfs unmount "+ws) {
+		t.Fatalf("status of a dead mount: exit %d:\n%s", code, out)
+	}
+
+	out, code := c.run("unmount", ws)
+	if code != 0 || !strings.Contains(out, "does not answer") || !strings.Contains(out, "unmounted "+ws) || !strings.Contains(out, "intentfs verify --source "+repo) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "log is kept: "+logPath) {
+		t.Errorf("unmount does not say where the log is:\n%s", out)
+	}
+	if _, err := os.Stat(logPath); err != nil {
+		t.Errorf("the log of a failed mount was removed: %v", err)
+	}
+	if _, mounted := registry.IntentfsMountAt(ws); mounted {
+		t.Fatal("still mounted")
+	}
+	if left, _ := filepath.Glob(filepath.Join(c.runtime, "*.json")); len(left) != 0 {
+		t.Fatalf("registry entries left: %v", left)
+	}
+	// The source mounts again.
+	c.mountCLI(repo, ws)
+	c.must("unmount", ws)
+}
+
+// TestUnmountOfABusyMountNamesTheHolders: a process working in the mount
+// keeps it busy; unmount names it and offers --lazy, which detaches the
+// mount at once and lets the daemon finish when the process leaves.
+func TestUnmountOfABusyMountNamesTheHolders(t *testing.T) {
+	c, repo, ws := newPolicyRepo(t, scopePolicy)
+	writeFile(t, filepath.Join(repo, "src/a.txt"), "a\n")
+	c.mountCLI(repo, ws)
+	pid := c.status(ws).Pid
+	holder := exec.Command("sleep", "60")
+	holder.Dir = filepath.Join(ws, "src")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+
+	out, code := c.run("unmount", ws)
+	want := fmt.Sprintf("pid %d sleep: working directory %s/src", holder.Process.Pid, ws)
+	if code != 1 || !strings.Contains(out, ws+" is busy") || !strings.Contains(out, want) || !strings.Contains(out, "intentfs unmount --lazy "+ws) {
+		t.Fatalf("exit %d, want 1 naming %q:\n%s", code, want, out)
+	}
+	if st := c.status(ws); st.Pid != pid {
+		t.Fatalf("the daemon changed: %+v", st)
+	}
+
+	out, code = c.run("unmount", "--lazy", ws)
+	if code != 0 || !strings.Contains(out, "detached "+ws) {
+		t.Fatalf("--lazy: exit %d:\n%s", code, out)
+	}
+	if _, mounted := registry.IntentfsMountAt(ws); mounted {
+		t.Fatal("still in the mount table after --lazy")
+	}
+	holder.Process.Kill()
+	holder.Wait()
+	// The last user gone, the daemon flushes, unregisters and exits.
+	waitFor(t, func() bool {
+		left, _ := filepath.Glob(filepath.Join(c.runtime, "*.json"))
+		return len(left) == 0
+	})
+}
+
+// TestNonRootStatusSaysWhatIsTrue: root's mount is not in uid 1000's
+// registry. status shows it read-only from .intentfs/status; select says
+// the user may not control it; neither claims no mount is running.
+func TestNonRootStatusSaysWhatIsTrue(t *testing.T) {
+	requireFUSE(t)
+	c := newCLI(t)
+	base := worldDir(t, 0)
+	repo, ws := filepath.Join(base, "repo"), filepath.Join(base, "ws")
+	writeFile(t, filepath.Join(repo, policy.IntentsFile), scopePolicy)
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.mountCLI(repo, ws, "--intent", "INT-001")
+	c.dir = worldDir(t, otherUID)
+	userRuntime := filepath.Join(c.dir, "run")
+
+	out, code := c.runAs(otherUID, userRuntime, "status", "--mount", ws)
+	if code != 0 || !strings.Contains(out, "INT-001") || !strings.Contains(out, "read-only:") || !strings.Contains(out, "may not control") {
+		t.Fatalf("status as uid %d: exit %d:\n%s", otherUID, code, out)
+	}
+	out, code = c.runAs(otherUID, userRuntime, "status", "--mount", ws, "--json")
+	var st control.Status
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.ActiveIntent != "INT-001" || st.Mountpoint != ws {
+		t.Fatalf("status --json as uid %d: exit %d:\n%s", otherUID, code, out)
+	}
+	out, code = c.runAs(otherUID, userRuntime, "select", "INT-002", "--mount", ws)
+	if code != 1 || !strings.Contains(out, ws+" is an intentfs mount (of "+repo+") that uid 1000 may not control") {
+		t.Fatalf("select as uid %d: exit %d:\n%s", otherUID, code, out)
+	}
+	if got := c.status(ws).ActiveIntent; got != "INT-001" {
+		t.Fatalf("active intent %s after a refused select", got)
+	}
+	out, code = c.runAs(otherUID, userRuntime, "status")
+	if code != 3 || !strings.Contains(out, "the kernel shows intentfs mounts") || !strings.Contains(out, ws+" (of "+repo+")") {
+		t.Fatalf("status without --mount as uid %d: exit %d:\n%s", otherUID, code, out)
+	}
+}
