@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -114,15 +115,33 @@ func (d *Dir) writeActive(data []byte, caller *fuse.Caller) syscall.Errno {
 		d.backend.InvalidControlWrite("active", data, errors.New("not text"), by)
 		return syscall.EINVAL
 	}
-	id := strings.TrimSpace(string(data))
-	if id == "none" {
-		id = ""
+	id, err := oneValue(data)
+	if err != nil {
+		d.backend.InvalidControlWrite("active", data, err, by)
+		return syscall.EINVAL
 	}
 	if err := d.backend.Select(id, by); err != nil {
 		d.backend.InvalidControlWrite("active", data, err, by)
 		return syscall.EINVAL
 	}
 	return 0
+}
+
+// oneValue reads what a control file that holds one value accepts: the
+// value, optionally followed by one newline ("echo X > file"); "none"
+// means no value and comes back as "". Anything else (two lines, an
+// empty write, spaces) is refused, so one write(2) is one command.
+func oneValue(data []byte) (string, error) {
+	v := strings.TrimSuffix(string(data), "\n")
+	switch {
+	case v == "":
+		return "", errors.New(`empty write: write a value, or "none" to clear it`)
+	case strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return "", errors.New(`write exactly one value (or "none"), optionally followed by one newline`)
+	case v == "none":
+		return "", nil
+	}
+	return v, nil
 }
 
 func (d *Dir) readContext() []byte {
@@ -154,9 +173,10 @@ func (d *Dir) readClass() []byte {
 
 func (d *Dir) writeClass(data []byte, caller *fuse.Caller) syscall.Errno {
 	by := d.describe(caller)
-	class := strings.TrimSpace(string(data))
-	if class == "none" {
-		class = ""
+	class, err := oneValue(data)
+	if err != nil {
+		d.backend.InvalidControlWrite("mutation_class", data, err, by)
+		return syscall.EINVAL
 	}
 	if err := d.backend.DeclareClass(class, by); err != nil {
 		d.backend.InvalidControlWrite("mutation_class", data, err, by)
@@ -207,8 +227,18 @@ var (
 func (f *ctlFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFREG | f.mode
 	out.Nlink = 1
-	// The size is unknown until read; direct I/O makes readers read to EOF.
-	out.Size = 0
+	// The real size, so `test -s` and a listing tell an empty file from a
+	// full one: that of the snapshot an open handle reads, else of the
+	// content now. Readers still read to EOF (direct I/O), so content that
+	// changed after a stat is read whole.
+	if h, ok := fh.(*ctlHandle); ok && h.content != nil {
+		out.Size = uint64(len(h.content))
+	} else {
+		out.Size = uint64(len(f.read()))
+	}
+	// The content changes with every select or denial; let the kernel keep
+	// the size for no time (0 would mean the mount's default, a second).
+	out.SetTimeout(time.Nanosecond)
 	setTimes(&out.Attr)
 	return 0
 }

@@ -70,7 +70,9 @@ func TestGarbageInControlFileIsEINVAL(t *testing.T) {
 		why  string
 	}{
 		{"unknown id", []byte("INT-999\n"), "unknown intent"},
-		{"bad syntax", []byte("rm -rf /\n"), "unknown intent"},
+		{"bad syntax", []byte("rm -rf /\n"), "exactly one value"},
+		{"two ids in one write", []byte("INT-002\nINT-001\n"), "exactly one value"},
+		{"an empty line", []byte("\n"), "empty write"},
 		{"binary", []byte{0xff, 0x00, 0x01}, "not text"},
 		{"complete intent", []byte("INT-004"), "COMPLETE"},
 		{"huge", []byte(strings.Repeat("A", 5000)), "larger than 4 KiB"},
@@ -127,4 +129,24 @@ func hasEntry(listing, entry string) bool {
 		}
 	}
 	return false
+}
+
+// TestControlFilesReportTheirSize: a control file's size is that of its
+// content, now: `test -s` and a listing tell empty from full, and the size
+// follows a change of the selection.
+func TestControlFilesReportTheirSize(t *testing.T) {
+	e := mount(t, scopePolicy, "", seedTree)
+	e.mustSh("test -s .intentfs/README.md && test -s .intentfs/status && test -s .intentfs/intents && test -s .intentfs/active")
+	if out, err := e.sh("test -s .intentfs/lesson"); err == nil {
+		t.Fatalf("the write-only lesson file reports a size: %s", out)
+	}
+	for _, f := range []string{"README.md", "active", "intents", "context", "mutation_class"} {
+		if out := e.mustSh("stat -c %s .intentfs/" + f + "; wc -c < .intentfs/" + f); len(strings.Fields(out)) != 2 || strings.Fields(out)[0] != strings.Fields(out)[1] {
+			t.Errorf("%s: stat size and content length differ: %q", f, out)
+		}
+	}
+	e.mustSh("echo INT-001 > .intentfs/active")
+	if out := e.mustSh("stat -c %s .intentfs/active"); strings.TrimSpace(out) != "8" {
+		t.Fatalf("size of active after selecting INT-001 = %q, want 8", out)
+	}
 }

@@ -59,6 +59,9 @@ Examples:
 			for _, e := range events {
 				f.Events = append(f.Events, ledger.Event(e))
 			}
+			if err := f.Validate(); err != nil {
+				return usagef("%v", err)
+			}
 			ws, err := workspaceFromFlags(a)
 			if err != nil {
 				return err
@@ -87,6 +90,10 @@ Examples:
 						return err
 					}
 				}
+				return nil
+			}
+			if len(recs) == 0 {
+				fmt.Fprintln(a.stdout, noRecordsMessage(path))
 				return nil
 			}
 			printRecords(a, recs)
@@ -127,11 +134,20 @@ func newestMatching(path string, f ledger.Filter, limit int) ([]*ledger.Record, 
 	return out, nil
 }
 
-func printRecords(a *app, recs []*ledger.Record) {
-	if len(recs) == 0 {
-		fmt.Fprintln(a.stdout, "the ledger has no records yet")
-		return
+// errFound stops a scan at its first record.
+var errFound = errors.New("found")
+
+// noRecordsMessage says why a query printed nothing: an empty ledger, or
+// filters no record matches.
+func noRecordsMessage(path string) string {
+	err := ledger.QueryRaw(path, ledger.Filter{}, func([]byte) error { return errFound })
+	if errors.Is(err, errFound) {
+		return "no records match (the ledger has records; widen the filters)"
 	}
+	return "the ledger has no records yet"
+}
+
+func printRecords(a *app, recs []*ledger.Record) {
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tEVENT\tINTENT\tPATH\tPROCESS\tPRE → POST\tNOTE")
 	for _, r := range recs {

@@ -1,0 +1,40 @@
+package control
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestOneValue(t *testing.T) {
+	tests := []struct {
+		name    string
+		data    string
+		want    string
+		wantErr string
+	}{
+		{name: "echo", data: "INT-001\n", want: "INT-001"},
+		{name: "printf", data: "INT-001", want: "INT-001"},
+		{name: "none deselects", data: "none\n", want: ""},
+		{name: "two ids", data: "INT-001\nINT-002\n", wantErr: "exactly one value"},
+		{name: "two newlines", data: "INT-001\n\n", wantErr: "exactly one value"},
+		{name: "empty line", data: "\n", wantErr: "empty write"},
+		{name: "empty", data: "", wantErr: "empty write"},
+		{name: "spaces", data: " INT-001\n", wantErr: "exactly one value"},
+		{name: "crlf", data: "INT-001\r\n", wantErr: "exactly one value"},
+		{name: "a command", data: "rm -rf /\n", wantErr: "exactly one value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := oneValue([]byte(tt.data))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("oneValue(%q) = %q, %v; want an error containing %q", tt.data, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("oneValue(%q) = %q, %v; want %q", tt.data, got, err, tt.want)
+			}
+		})
+	}
+}
