@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -37,16 +39,34 @@ type ValidationError struct {
 
 func (e *ValidationError) Error() string {
 	var b strings.Builder
-	n := 0
+	errs, warns := 0, 0
 	for _, d := range e.Diagnostics {
 		if d.Severity == SevError {
-			n++
+			errs++
+		} else {
+			warns++
 		}
 	}
-	fmt.Fprintf(&b, "invalid policy: %d error(s)", n)
-	for _, d := range e.Diagnostics {
+	fmt.Fprintf(&b, "invalid policy: %s", count(errs, "error"))
+	if warns > 0 {
+		fmt.Fprintf(&b, " and %s", count(warns, "warning"))
+	}
+	// In file order, so they read top to bottom like the file.
+	sorted := slices.Clone(e.Diagnostics)
+	slices.SortStableFunc(sorted, func(a, b Diagnostic) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+	for _, d := range sorted {
 		b.WriteString("\n  ")
 		b.WriteString(d.String())
 	}
 	return b.String()
+}
+
+// count is "1 error", "2 errors".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

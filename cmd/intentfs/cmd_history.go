@@ -31,11 +31,13 @@ or of everything recorded for a path.
 Examples:
   intentfs diff 83e69104-61d8-46c5-a89e-5c873aedc895
   intentfs diff --intent INT-001
-  intentfs diff src/api/handler.go`,
+  intentfs diff src/api/handler.go
+  intentfs diff --intent INT-001 --json | jq -r '.files[].path'`,
 		flags: func(fs *pflag.FlagSet) {
 			sourceFlag(fs)
 			fs.String("mount", "", "the mountpoint")
 			fs.String("intent", "", "diff everything this intent changed")
+			fs.Bool("json", false, `print {"files": [{"path", "diff"}]} (one record: {"record", "path", "diff"})`)
 		},
 		run: func(a *app, args []string) error {
 			intent := flagString(a, "intent")
@@ -68,14 +70,25 @@ Examples:
 				if err != nil {
 					return err
 				}
+				if jsonOut(a) {
+					return printJSON(a, map[string]string{"record": recs[0].ID, "path": recs[0].Path(), "diff": d})
+				}
 				fmt.Fprint(a.stdout, d)
 				return nil
 			}
-			diffs, err := h.NetDiffs(recs)
+			files, err := h.NetFileDiffs(recs)
 			if err != nil {
 				return err
 			}
-			fmt.Fprint(a.stdout, strings.Join(diffs, ""))
+			if jsonOut(a) {
+				if files == nil {
+					files = []history.FileDiff{}
+				}
+				return printJSON(a, map[string]any{"files": files})
+			}
+			for _, f := range files {
+				fmt.Fprint(a.stdout, f.Diff)
+			}
 			return nil
 		},
 	}
@@ -88,9 +101,12 @@ func revertCmd() *command {
 		name: "revert", summary: "undo recorded changes from their pre-images", usage: "RECORD_ID | --intent ID",
 		help: `Restores what recorded changes destroyed, newest first: content changes get
 their pre-image back, deleted files are recreated, renamed ones move back,
-created ones are removed. Files that changed since their record are refused
-and listed, unless --force. The revert itself is recorded in the ledger.
-Changes of mode, owner, times and xattrs are not reverted.
+created ones are removed. A file written under a temporary name and renamed
+into place (sed -i, editors) is one step: its net change. Files that changed
+since their record are refused and listed, unless --force. The revert itself
+is recorded in the ledger, and changes an earlier revert undid are left out:
+reverting an intent twice does nothing the second time. Changes of mode,
+owner, times and xattrs are not reverted.
 
 Examples:
   intentfs revert --intent INT-001 --dry-run
@@ -140,7 +156,18 @@ Examples:
 				}
 				return err
 			}
+			if err == nil && plan != nil && len(plan.Steps) == 0 && plan.AlreadyReverted > 0 {
+				what := "record " + req.Record
+				if intent != "" {
+					what = "intent " + intent
+				}
+				fmt.Fprintf(a.stdout, "%s is already reverted: an earlier revert undid its %d change(s); nothing to do\n", what, plan.AlreadyReverted)
+				return nil
+			}
 			if plan != nil {
+				if plan.AlreadyReverted > 0 {
+					fmt.Fprintf(a.stdout, "left out: %d change(s) an earlier revert undid\n", plan.AlreadyReverted)
+				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 				for _, s := range plan.Steps {
 					if s.Action == "skip" && s.Note == "" {

@@ -3,7 +3,10 @@ package main
 import (
 	"github.com/intentfs/intentfs/internal/policyedit"
 
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -15,12 +18,18 @@ func initCmd() *command {
 		name: "init", summary: "scaffold .orchestration/ in a workspace", usage: "[DIR]",
 		help: `Writes DIR/.orchestration/active_intents.yaml (a commented example with one
 PENDING intent) and DIR/.orchestration/.intentignore. DIR defaults to the
-current directory. Existing files are never overwritten.
+current directory; it is created if its parent exists (--parents creates
+the whole path, so a typo does not silently make a tree). Existing files are
+never overwritten.
 
 Examples:
   intentfs init ./repo
+  intentfs init --parents ~/work/new/repo
   intentfs init --json .`,
-		flags: func(fs *pflag.FlagSet) { fs.Bool("json", false, "print the written paths as JSON") },
+		flags: func(fs *pflag.FlagSet) {
+			fs.Bool("json", false, "print the written paths as JSON")
+			fs.Bool("parents", false, "create DIR's missing parent directories too")
+		},
 		run: func(a *app, args []string) error {
 			if len(args) > 1 {
 				return usagef("expected at most one directory, got %d arguments", len(args))
@@ -28,6 +37,11 @@ Examples:
 			dir := "."
 			if len(args) == 1 {
 				dir = args[0]
+			}
+			if parents, _ := a.fs.GetBool("parents"); !parents {
+				if err := parentExists(dir); err != nil {
+					return err
+				}
 			}
 			written, err := policyedit.Scaffold(dir)
 			if err != nil {
@@ -43,4 +57,20 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// parentExists refuses a DIR whose parent directory is missing: creating
+// the whole path is --parents' job.
+func parentExists(dir string) error {
+	parent := filepath.Dir(filepath.Clean(dir))
+	st, err := os.Stat(parent)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s does not exist, so %s would be created with all its parents; create it first, or pass --parents", parent, dir)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", parent)
+	}
+	return nil
 }

@@ -296,7 +296,8 @@ running the checks and says so in the ledger.
 
 Examples:
   intentfs intent complete INT-001
-  intentfs intent complete INT-001 --force --reason "verified by hand"`,
+  intentfs intent complete INT-001 --timeout 30m
+  intentfs intent complete INT-001 --force      # no checks; the ledger says so`,
 		flags: func(fs *pflag.FlagSet) {
 			sourceFlag(fs)
 			fs.Bool("force", false, "complete without running the checks")

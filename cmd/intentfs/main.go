@@ -108,7 +108,15 @@ func createProfile(path string) (*os.File, error) {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		// No command is a usage mistake; say what the commands are.
+		printTopUsage(stderr, cmds)
+		return exitUsage
+	}
+	if args[0] == "--version" || args[0] == "-V" {
+		args = []string{"version"}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 {
 			args = []string{args[1], "--help"}
 		} else {
@@ -217,7 +225,8 @@ Examples:
   intentfs mount ./repo /workspace       # start governing
   intentfs select INT-001                # choose the active intent
 
-Run "intentfs COMMAND --help" for a command's flags and examples.
+Run "intentfs COMMAND --help" for a command's flags and examples,
+"intentfs --version" for the version.
 Exit codes: 0 success, 1 failure, 2 bad usage, 3 no mount found.
 `)
 }

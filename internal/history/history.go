@@ -63,10 +63,29 @@ func (s *Source) RecordDiff(r *ledger.Record) (string, error) {
 	return udiff.Unified("a/"+from, "b/"+to, pre, post), nil
 }
 
+// FileDiff is the unified diff of one file.
+type FileDiff struct {
+	Path string `json:"path"`
+	Diff string `json:"diff"`
+}
+
 // NetDiffs returns, for each file the records touched (in order), the diff
 // from its first recorded version to its last: what the records changed
 // in total.
 func (s *Source) NetDiffs(recs []*ledger.Record) ([]string, error) {
+	files, err := s.NetFileDiffs(recs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = f.Diff
+	}
+	return out, nil
+}
+
+// NetFileDiffs is NetDiffs with the path of each file.
+func (s *Source) NetFileDiffs(recs []*ledger.Record) ([]FileDiff, error) {
 	type span = span2
 	spans := map[string]*span{}
 	var order []string
@@ -95,7 +114,7 @@ func (s *Source) NetDiffs(recs []*ledger.Record) ([]string, error) {
 		}
 		sp.last = ledger.Str(g.PostHash)
 	}
-	var out []string
+	var out []FileDiff
 	for _, p := range order {
 		sp, ok := spans[p]
 		if !ok {
@@ -110,7 +129,7 @@ func (s *Source) NetDiffs(recs []*ledger.Record) ([]string, error) {
 			return nil, err
 		}
 		if d := udiff.Unified("a/"+p, "b/"+p, pre, post); d != "" {
-			out = append(out, d)
+			out = append(out, FileDiff{Path: p, Diff: d})
 		}
 	}
 	return out, nil

@@ -18,6 +18,28 @@ type Request struct {
 	Force bool `json:"force,omitempty"`
 }
 
+// revertedRecords returns the ids of the records that revert records
+// name as undone.
+func revertedRecords(ledgerPath string) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := ledger.Query(ledgerPath, ledger.Filter{Events: []ledger.Event{ledger.EventRevert}}, func(r *ledger.Record) error {
+		if id := r.Gov().RevertOf; id != "" {
+			out[id] = true
+		}
+		return nil
+	})
+	return out, err
+}
+
+func anyUndoable(units []unit) bool {
+	for _, u := range units {
+		if undoable(u.rec.Gov().Event) {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrConflicts is returned when files changed since their records and
 // Force was not given; the plan lists them.
 var ErrConflicts = errors.New("files changed since their records")
@@ -47,7 +69,30 @@ func Run(source, ledgerPath string, store *objects.Store, req Request, rec func(
 		}
 		return nil, 0, fmt.Errorf("the ledger has no changes of %s to revert", what)
 	}
-	plan := Build(source, store, recs)
+	units := singleUnits(recs)
+	if req.Intent != "" {
+		units = groupUnits(recs)
+	}
+	// A change an earlier revert undid is not undone again: its file is
+	// as before it, and replaying it would only conflict.
+	reverted, err := revertedRecords(ledgerPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	var pending []unit
+	already := 0
+	for _, u := range units {
+		if reverted[u.rec.ID] {
+			already++
+			continue
+		}
+		pending = append(pending, u)
+	}
+	if already > 0 && !anyUndoable(pending) {
+		return &Plan{AlreadyReverted: already}, 0, nil
+	}
+	plan := buildUnits(source, store, pending)
+	plan.AlreadyReverted = already
 	if c := plan.Conflicts(); len(c) > 0 && !req.Force {
 		var b strings.Builder
 		for _, s := range c {

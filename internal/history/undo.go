@@ -44,6 +44,9 @@ type Step struct {
 // Plan is what a revert will do.
 type Plan struct {
 	Steps []Step `json:"steps"`
+	// AlreadyReverted counts the changes left out because an earlier
+	// revert undid them.
+	AlreadyReverted int `json:"already_reverted,omitempty"`
 }
 
 // Conflicts lists the steps whose file changed since its record.
@@ -96,14 +99,54 @@ func (p *planner) get(rel string) *entry {
 }
 
 // Build plans the revert of recs (oldest first, as in the ledger): the
-// steps run newest first.
+// steps run newest first. A file written under a temporary name and
+// renamed into place is one step, its net change.
 func Build(source string, store *objects.Store, recs []*ledger.Record) *Plan {
+	return buildUnits(source, store, groupUnits(recs))
+}
+
+func buildUnits(source string, store *objects.Store, units []unit) *Plan {
 	pl := &planner{source: source, store: store, tree: map[string]*entry{}}
 	plan := &Plan{}
-	for i := len(recs) - 1; i >= 0; i-- {
-		plan.Steps = append(plan.Steps, pl.step(recs[i]))
+	for i := len(units) - 1; i >= 0; i-- {
+		u := units[i]
+		if u.temp != "" {
+			plan.Steps = append(plan.Steps, pl.replaceStep(u))
+			continue
+		}
+		plan.Steps = append(plan.Steps, pl.step(u.rec))
 	}
 	return plan
+}
+
+// replaceStep undoes a file written as u.temp and renamed to its path:
+// the path gets back what it held before (or goes, if it was new), and
+// the temporary name, gone since the rename, stays gone.
+func (p *planner) replaceStep(u unit) Step {
+	g := u.rec.Gov()
+	pre, post := ledger.Str(g.PreHash), ledger.Str(g.PostHash)
+	s := Step{Record: u.rec.ID, Event: string(g.Event), Path: u.rec.Path()}
+	cur := p.get(s.Path)
+	switch {
+	case !cur.exists:
+		s.Conflict = "it no longer exists"
+	case cur.hash != post:
+		s.Conflict = fmt.Sprintf("it changed since the record (now %s, recorded %s)", ledger.ShortHash(cur.hash), ledger.ShortHash(post))
+	}
+	if g.PreHash == nil {
+		s.Action = "remove"
+		s.Note = fmt.Sprintf("net change of %d records: written as %s and renamed into place", u.n, u.temp)
+		*cur = entry{}
+	} else {
+		s.Action, s.Hash = "restore", pre
+		if s.Conflict == "" {
+			s.Conflict = p.needBytes(pre)
+		}
+		s.Note = fmt.Sprintf("net change of %d records: rewritten through the temporary file %s", u.n, u.temp)
+		*cur = entry{exists: true, hash: pre}
+	}
+	*p.get(u.temp) = entry{}
+	return s
 }
 
 func (p *planner) needBytes(hash string) string {
