@@ -28,15 +28,7 @@ import (
 // switch users with setpriv.
 func requireFUSE(t *testing.T) {
 	t.Helper()
-	why := ""
-	if f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0); err != nil {
-		why = "/dev/fuse is not usable: " + err.Error()
-	} else {
-		f.Close()
-		if os.Geteuid() != 0 {
-			why = "integration tests must run as root"
-		}
-	}
+	why := whyNoFUSE()
 	if why == "" {
 		return
 	}

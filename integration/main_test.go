@@ -1,12 +1,17 @@
 package integration
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/internal/daemon"
 )
@@ -16,10 +21,13 @@ import (
 var testBinary cliBinary
 
 // TestMain gives the test process the umask a daemon process needs (the
-// daemons of these tests run in it), and removes the CLI binary when the
-// run ends.
+// daemons of these tests run in it), says in one line whether the FUSE
+// tests mount for real or skip, and why, and removes the CLI binary when
+// the run ends.
 func TestMain(m *testing.M) {
 	daemon.SetProcessUmask()
+	flag.Parse()
+	announce(fuseLine())
 	code := m.Run()
 	testBinary.remove()
 	os.Exit(code)
@@ -53,4 +61,77 @@ func (b *cliBinary) remove() {
 	if b.dir != "" {
 		os.RemoveAll(b.dir)
 	}
+}
+
+// whyNoFUSE says why the tests cannot mount here, "" if they can. They
+// need root: they mount with allow_other and switch users with setpriv.
+func whyNoFUSE() string {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		return "/dev/fuse is not usable: " + err.Error()
+	}
+	f.Close()
+	if os.Geteuid() != 0 {
+		return "integration tests must run as root"
+	}
+	return ""
+}
+
+func fuseLine() string {
+	why := whyNoFUSE()
+	switch {
+	case why == "":
+		return "integration: FUSE tests mount for real (root, /dev/fuse)"
+	case os.Getenv("INTENTFS_REQUIRE_FUSE") == "1":
+		return "integration: FUSE tests FAIL: INTENTFS_REQUIRE_FUSE=1 but " + why
+	}
+	return "integration: FUSE tests SKIPPED: " + why + " (set INTENTFS_REQUIRE_FUSE=1 to make this a failure)"
+}
+
+// announce prints line where a reader of `go test ./...` sees it. That
+// command shows a passing package's output only with -v, so without -v
+// the line goes to the stderr of the go command that runs this binary
+// (its parent): whether the mounts were real is the one thing a passing
+// run must not hide.
+func announce(line string) {
+	if testing.Verbose() {
+		fmt.Println(line)
+		return
+	}
+	if w := parentStderr(); w != nil {
+		fmt.Fprintln(w, line)
+		w.Close()
+		return
+	}
+	fmt.Println(line)
+}
+
+// parentStderr returns the stderr of the parent process if it is the go
+// command, nil otherwise (a test binary run by hand, or by go test -exec).
+// It takes the parent's very descriptor (pidfd_getfd), so the line and
+// the go command's own output share one file offset; failing that, it
+// reopens the descriptor only if it is a pipe or a terminal, where a new
+// offset cannot overwrite what the go command writes.
+func parentStderr() io.WriteCloser {
+	ppid := os.Getppid()
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", ppid))
+	if err != nil || strings.TrimSpace(string(comm)) != "go" {
+		return nil
+	}
+	if pidfd, err := unix.PidfdOpen(ppid, 0); err == nil {
+		fd, err := unix.PidfdGetfd(pidfd, 2, 0)
+		unix.Close(pidfd)
+		if err == nil {
+			return os.NewFile(uintptr(fd), "go's stderr")
+		}
+	}
+	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", ppid), os.O_WRONLY, 0)
+	if err != nil {
+		return nil
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&(os.ModeNamedPipe|os.ModeCharDevice|os.ModeSocket) == 0 {
+		f.Close()
+		return nil
+	}
+	return f
 }

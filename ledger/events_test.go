@@ -63,3 +63,23 @@ func readSource(t *testing.T, name string) string {
 	}
 	return string(b)
 }
+
+// TestREADMENamesEveryEventAndClass: the README's ledger section lists
+// every event and mutation class a record may carry.
+func TestREADMENamesEveryEventAndClass(t *testing.T) {
+	readme := readSource(t, "../README.md")
+	names := []string{}
+	for _, e := range KnownEvents() {
+		names = append(names, string(e))
+	}
+	for _, c := range []MutationClass{ClassCreation, ClassDeletion, ClassRename, ClassEvolution, ClassMetadata, ClassDocumentation, ClassConfiguration, ClassASTRefactor} {
+		names = append(names, string(c))
+	}
+	_, section, _ := strings.Cut(readme, "- **`event`**:")
+	section, _, _ = strings.Cut(section, "- **`pre_hash`")
+	for _, n := range names {
+		if !strings.Contains(section, "`"+n+"`") {
+			t.Errorf("the README's event and mutation_class lists lack `%s`", n)
+		}
+	}
+}
