@@ -125,7 +125,7 @@ func buildUnits(source string, store *objects.Store, units []unit) *Plan {
 func (p *planner) replaceStep(u unit) Step {
 	g := u.rec.Gov()
 	pre, post := ledger.Str(g.PreHash), ledger.Str(g.PostHash)
-	s := Step{Record: u.rec.ID, Event: string(g.Event), Path: u.rec.Path()}
+	s := Step{Record: u.rec.ID, Intent: ledger.Str(g.IntentID), Event: string(g.Event), Path: u.rec.Path()}
 	cur := p.get(s.Path)
 	switch {
 	case !cur.exists:
