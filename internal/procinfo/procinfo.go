@@ -1,15 +1,25 @@
 // Package procinfo describes the process behind a FUSE request: pid, ids,
 // comm, command line and executable, read from /proc and cached per
-// process. Each cached entry holds a pidfd: while it does not report the
-// process gone, the pid is still that process, so a hit costs one
-// non-blocking poll instead of reading /proc, and a reused pid is never
-// mistaken for its predecessor.
+// process image.
+//
+// A process keeps its pid and start time across execve, so neither names
+// what it runs. Each cached entry holds a pidfd, which tells when the
+// process is gone (and its pid possibly reused), and the device and inode
+// of the executable it was running, which /proc/PID/exe reports anew
+// after every exec: a hit costs a non-blocking poll and one stat (about
+// 7µs here, against 3µs for the poll alone and 25-40µs for reading
+// /proc/PID/stat, which is why stat is not read on a hit). A miss reads
+// /proc and keys the description by everything an exec changes: comm,
+// executable, and the addresses of the image's code and stack.
+//
+// What the cache cannot see is an exec of the same executable file (a
+// shell exec'ing itself): comm and exe are then the same as before, and
+// only the cmdline of the earlier program may be reported.
 package procinfo
 
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 
@@ -22,15 +32,23 @@ import (
 // a few re-reads of /proc.
 const maxEntries = 4096
 
-type key struct {
-	pid   uint32
-	start uint64
+// image identifies one program run by one process: a new pid, a reused
+// pid (start time) or an exec (comm, exe, code and stack addresses) each
+// make a different key.
+type image struct {
+	pid, uid, gid         uint32
+	start                 uint64
+	comm                  string
+	startCode, startStack uint64
+	exeDev, exeIno        uint64
 }
 
-// live is a cached process and the pidfd that tells when it is gone.
+// live is a cached process, the pidfd that tells when it is gone, and
+// the executable it was running when cached.
 type live struct {
-	pidfd int
-	proc  *ledger.Process
+	pidfd          int
+	exeDev, exeIno uint64
+	proc           *ledger.Process
 }
 
 // Cache looks up and remembers process descriptions.
@@ -38,13 +56,13 @@ type Cache struct {
 	procRoot string
 
 	mu      sync.Mutex
-	entries map[key]*ledger.Process
+	entries map[image]*ledger.Process
 	byPid   map[uint32]*live
 }
 
 // NewCache returns a cache reading /proc.
 func NewCache() *Cache {
-	return &Cache{procRoot: "/proc", entries: map[key]*ledger.Process{}, byPid: map[uint32]*live{}}
+	return &Cache{procRoot: "/proc", entries: map[image]*ledger.Process{}, byPid: map[uint32]*live{}}
 }
 
 // pidfdThread asks pidfd_open for a thread's own pidfd (Linux 6.9+): FUSE
@@ -69,34 +87,48 @@ func alive(pidfd int) bool {
 	return err == nil && n == 0
 }
 
+// exeID returns the device and inode of the program pid runs now.
+func (c *Cache) exeID(pid uint32) (dev, ino uint64) {
+	var st unix.Stat_t
+	if unix.Stat(fmt.Sprintf("%s/%d/exe", c.procRoot, pid), &st) != nil {
+		return 0, 0
+	}
+	return st.Dev, st.Ino
+}
+
 // fast returns the cached description of a process that is still the one
-// cached, without touching /proc.
+// cached and still runs the program it ran then, without reading /proc.
 func (c *Cache) fast(pid, uid, gid uint32) *ledger.Process {
 	if c.procRoot != "/proc" {
 		return nil // tests with a fake /proc have no pidfds
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	l, ok := c.byPid[pid]
+	c.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	if !alive(l.pidfd) || l.proc.Uid != uid || l.proc.Gid != gid {
+	dev, ino := c.exeID(pid)
+	if alive(l.pidfd) && l.proc.Uid == uid && l.proc.Gid == gid && ino != 0 && dev == l.exeDev && ino == l.exeIno {
+		return l.proc
+	}
+	c.mu.Lock()
+	if c.byPid[pid] == l {
 		unix.Close(l.pidfd)
 		delete(c.byPid, pid)
-		return nil
 	}
-	return l.proc
+	c.mu.Unlock()
+	return nil
 }
 
 // remember caches p behind a pidfd opened before /proc was read: if the
 // process is gone by now, the description may belong to a successor and
 // is not kept.
-func (c *Cache) remember(pid uint32, pidfd int, p *ledger.Process) {
+func (c *Cache) remember(pid uint32, pidfd int, k image, p *ledger.Process) {
 	if pidfd < 0 {
 		return
 	}
-	if !alive(pidfd) {
+	if !alive(pidfd) || k.exeIno == 0 {
 		unix.Close(pidfd)
 		return
 	}
@@ -111,7 +143,22 @@ func (c *Cache) remember(pid uint32, pidfd int, p *ledger.Process) {
 	if old, ok := c.byPid[pid]; ok {
 		unix.Close(old.pidfd)
 	}
-	c.byPid[pid] = &live{pidfd: pidfd, proc: p}
+	c.byPid[pid] = &live{pidfd: pidfd, exeDev: k.exeDev, exeIno: k.exeIno, proc: p}
+}
+
+// readStat reads /proc/PID/stat into buf without the allocations of
+// os.ReadFile: it is read on every traced change.
+func (c *Cache) readStat(pid uint32, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(fmt.Sprintf("%s/%d/stat", c.procRoot, pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
 }
 
 // Lookup describes pid as of now. uid and gid come from the request, which
@@ -129,31 +176,43 @@ func (c *Cache) Lookup(pid, uid, gid uint32) *ledger.Process {
 	if c.procRoot == "/proc" {
 		pidfd = openPidfd(pid)
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("%s/%d/stat", c.procRoot, pid))
-	if err != nil {
+	closePidfd := func() {
 		if pidfd >= 0 {
 			unix.Close(pidfd)
 		}
+	}
+	var buf [1024]byte
+	raw, err := c.readStat(pid, buf[:])
+	if err != nil {
+		closePidfd()
 		return base
 	}
-	comm, start, ok := parseStat(stat)
+	st, ok := parseStat(raw)
 	if !ok {
+		closePidfd()
 		return base
 	}
-	k := key{pid, start}
+	k := image{pid: pid, uid: uid, gid: gid, start: st.start, comm: st.comm, startCode: st.startCode, startStack: st.startStack}
+	k.exeDev, k.exeIno = c.exeID(pid)
+	exe := fmt.Sprintf("%s/%d/exe", c.procRoot, pid)
 	c.mu.Lock()
 	p, hit := c.entries[k]
 	c.mu.Unlock()
-	if hit && p.Uid == uid && p.Gid == gid {
-		c.remember(pid, pidfd, p)
+	if hit {
+		c.remember(pid, pidfd, k, p)
 		return p
 	}
-	p = &ledger.Process{Pid: pid, Uid: uid, Gid: gid, Comm: comm}
-	if cmd, err := os.ReadFile(fmt.Sprintf("%s/%d/cmdline", c.procRoot, pid)); err == nil {
-		p.Cmdline = splitCmdline(cmd)
+	p = &ledger.Process{Pid: pid, Uid: uid, Gid: gid, Comm: st.comm}
+	var cmd [4096]byte
+	if fd, err := unix.Open(fmt.Sprintf("%s/%d/cmdline", c.procRoot, pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+		if n, err := unix.Read(fd, cmd[:]); err == nil {
+			p.Cmdline = splitCmdline(cmd[:n])
+		}
+		unix.Close(fd)
 	}
-	if exe, err := os.Readlink(fmt.Sprintf("%s/%d/exe", c.procRoot, pid)); err == nil {
-		p.Exe = exe
+	var link [unix.PathMax]byte
+	if n, err := unix.Readlink(exe, link[:]); err == nil {
+		p.Exe = string(link[:n])
 	}
 	c.mu.Lock()
 	if len(c.entries) >= maxEntries {
@@ -161,27 +220,41 @@ func (c *Cache) Lookup(pid, uid, gid uint32) *ledger.Process {
 	}
 	c.entries[k] = p
 	c.mu.Unlock()
-	c.remember(pid, pidfd, p)
+	c.remember(pid, pidfd, k, p)
 	return p
 }
 
-// parseStat extracts comm and the start time (field 22) from
-// /proc/PID/stat. comm is in parentheses and may itself contain spaces
-// and parentheses, so the fields after it are found from the last ')'.
-func parseStat(b []byte) (comm string, start uint64, ok bool) {
+// stat holds the fields of /proc/PID/stat that identify a process image.
+type stat struct {
+	comm                         string
+	start, startCode, startStack uint64
+}
+
+// parseStat extracts comm, the start time (field 22) and, where present,
+// startcode and startstack (fields 26 and 28) from /proc/PID/stat. comm is
+// in parentheses and may itself contain spaces and parentheses, so the
+// fields after it are found from the last ')'.
+func parseStat(b []byte) (stat, bool) {
 	open := bytes.IndexByte(b, '(')
 	closing := bytes.LastIndexByte(b, ')')
 	if open < 0 || closing < open {
-		return "", 0, false
+		return stat{}, false
 	}
-	comm = string(b[open+1 : closing])
+	st := stat{comm: string(b[open+1 : closing])}
 	fields := bytes.Fields(b[closing+1:])
-	// fields[0] is field 3 (state); start time is field 22.
+	// fields[0] is field 3 (state); field N is fields[N-3].
 	if len(fields) < 20 {
-		return "", 0, false
+		return stat{}, false
 	}
-	start, err := strconv.ParseUint(string(fields[19]), 10, 64)
-	return comm, start, err == nil
+	var err error
+	if st.start, err = strconv.ParseUint(string(fields[19]), 10, 64); err != nil {
+		return stat{}, false
+	}
+	if len(fields) > 25 {
+		st.startCode, _ = strconv.ParseUint(string(fields[23]), 10, 64)
+		st.startStack, _ = strconv.ParseUint(string(fields[25]), 10, 64)
+	}
+	return st, true
 }
 
 func splitCmdline(b []byte) []string {

@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/intentfs/intentfs/ledger"
 )
@@ -22,10 +24,14 @@ func TestParseStat(t *testing.T) {
 		{"1 (x) S 1 2", "", 0, false},
 	}
 	for _, tt := range tests {
-		comm, start, ok := parseStat([]byte(tt.in))
-		if comm != tt.comm || start != tt.start || ok != tt.ok {
-			t.Errorf("parseStat(%q) = %q %d %v", tt.in, comm, start, ok)
+		st, ok := parseStat([]byte(tt.in))
+		if st.comm != tt.comm || st.start != tt.start || ok != tt.ok {
+			t.Errorf("parseStat(%q) = %+v %v", tt.in, st, ok)
 		}
+	}
+	full := "1 (sh) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 500 20 21 22 4096 24 777 29"
+	if st, ok := parseStat([]byte(full)); !ok || st.startCode != 4096 || st.startStack != 777 {
+		t.Errorf("parseStat(%q) = %+v, want startcode 4096 and startstack 777", full, st)
 	}
 }
 
@@ -40,7 +46,7 @@ func TestLookupSelfAndReusedPid(t *testing.T) {
 	// A fake /proc whose pid 7 is first "old" and then, with a new start
 	// time, "new": the cache must not return the old description.
 	root := t.TempDir()
-	c = &Cache{procRoot: root, entries: map[key]*ledger.Process{}}
+	c = &Cache{procRoot: root, entries: map[image]*ledger.Process{}}
 	write := func(comm, start string) {
 		os.MkdirAll(filepath.Join(root, "7"), 0o755)
 		os.WriteFile(filepath.Join(root, "7", "stat"), []byte("7 ("+comm+") S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 "+start+" 20"), 0o644)
@@ -57,9 +63,65 @@ func TestLookupSelfAndReusedPid(t *testing.T) {
 	if got := c.Lookup(99999999, 5, 6); got.Comm != "" || got.Uid != 5 {
 		t.Fatalf("gone process = %+v", got)
 	}
+	// An exec keeps pid and start time: the new program must still be
+	// named as itself.
+	write("bash", "300")
+	if got := c.Lookup(7, 0, 0); got.Comm != "bash" {
+		t.Fatalf("before exec: %+v", got)
+	}
+	write("python3", "300")
+	if got := c.Lookup(7, 0, 0); got.Comm != "python3" {
+		t.Fatalf("after exec, named as %q", got.Comm)
+	}
 }
 
-func TestPidfdCacheNoticesExitAndReuse(t *testing.T) {
+// TestLookupAfterExec runs a shell that execs another program and checks
+// the cache names the process by what runs now.
+func TestLookupAfterExec(t *testing.T) {
+	c := NewCache()
+	cmd := exec.Command("sh", "-c", "read line; exec sleep 5")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := uint32(cmd.Process.Pid)
+	if got := c.Lookup(pid, 0, 0); got.Comm != "sh" {
+		t.Fatalf("before exec: comm %q", got.Comm)
+	}
+	in.Write([]byte("go\n"))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := c.Lookup(pid, 0, 0)
+		if got.Comm == "sleep" && got.Exe != "" && len(got.Cmdline) == 2 && got.Cmdline[0] == "sleep" {
+			return
+		}
+		if comm, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "comm")); string(comm) == "sleep\n" {
+			t.Fatalf("after exec the cache names the process %+v", got)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shell did not exec sleep within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func itoa(n uint32) string { return strconv.FormatUint(uint64(n), 10) }
+
+// BenchmarkLookupHit is the cost a traced change pays to name its process.
+func BenchmarkLookupHit(b *testing.B) {
+	c := NewCache()
+	pid := uint32(os.Getpid())
+	c.Lookup(pid, 0, 0)
+	for b.Loop() {
+		c.Lookup(pid, 0, 0)
+	}
+}
+
+func TestCacheNoticesExitAndReuse(t *testing.T) {
 	c := NewCache()
 	cmd := exec.Command("sleep", "5")
 	if err := cmd.Start(); err != nil {
