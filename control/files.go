@@ -16,6 +16,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -195,13 +196,15 @@ func (d *Dir) readDenials() []byte {
 	for _, dn := range d.backend.Denials() {
 		comm := ""
 		if dn.Process != nil {
-			comm = fmt.Sprintf(" pid=%d comm=%s", dn.Process.Pid, dn.Process.Comm)
+			comm = fmt.Sprintf(" pid=%d comm=%s", dn.Process.Pid, textsafe.Escape(dn.Process.Comm))
 		}
 		intent := dn.Intent
 		if intent == "" {
 			intent = "none"
 		}
-		fmt.Fprintf(&b, "%s %s %s intent=%s code=%s%s: %s\n", dn.Time.UTC().Format(time.RFC3339), dn.Op, dn.Path, intent, dn.Code, comm, dn.Reason)
+		// One line per denial, whatever the names in it hold.
+		esc := textsafe.Escape
+		fmt.Fprintf(&b, "%s %s %s intent=%s code=%s%s: %s\n", dn.Time.UTC().Format(time.RFC3339), esc(dn.Op), esc(dn.Path), esc(intent), esc(dn.Code), comm, esc(dn.Reason))
 	}
 	return []byte(b.String())
 }

@@ -48,6 +48,12 @@ const (
 	EventHeader Event = "header"
 	EventTorn   Event = "torn"
 	EventRevert Event = "revert"
+	// EventLedgerFailed records that the ledger could not commit and
+	// changes are refused from then on; EventLedgerRecovered that it can
+	// commit again. Both are written into the room the writer keeps
+	// reserved for them.
+	EventLedgerFailed    Event = "ledger_failed"
+	EventLedgerRecovered Event = "ledger_recovered"
 )
 
 // MutationClass is the seeds' classification of a change.
@@ -159,21 +165,25 @@ type Metadata struct {
 
 // Governance is what intentfs records beyond the Agent Trace core.
 type Governance struct {
-	Event           Event         `json:"event"`
-	IntentID        *string       `json:"intent_id"`
-	MutationClass   MutationClass `json:"mutation_class,omitempty"`
-	PreHash         *string       `json:"pre_hash"`
-	PostHash        *string       `json:"post_hash"`
-	FromPath        string        `json:"from_path,omitempty"`
-	ScopeValidation string        `json:"scope_validation,omitempty"`
-	Op              string        `json:"op,omitempty"`
-	Code            string        `json:"code,omitempty"`
-	Reason          string        `json:"reason,omitempty"`
-	Mode            string        `json:"mode,omitempty"`
-	FromIntent      *string       `json:"from_intent,omitempty"`
-	From            string        `json:"from,omitempty"`
-	To              string        `json:"to,omitempty"`
-	Process         *Process      `json:"process,omitempty"`
+	Event         Event         `json:"event"`
+	IntentID      *string       `json:"intent_id"`
+	MutationClass MutationClass `json:"mutation_class,omitempty"`
+	PreHash       *string       `json:"pre_hash"`
+	PostHash      *string       `json:"post_hash"`
+	FromPath      string        `json:"from_path,omitempty"`
+	// PathB64 and FromPathB64 hold the exact bytes of a path that is not
+	// valid UTF-8 (see names.go); the path fields then hold it escaped.
+	PathB64         string   `json:"path_b64,omitempty"`
+	FromPathB64     string   `json:"from_path_b64,omitempty"`
+	ScopeValidation string   `json:"scope_validation,omitempty"`
+	Op              string   `json:"op,omitempty"`
+	Code            string   `json:"code,omitempty"`
+	Reason          string   `json:"reason,omitempty"`
+	Mode            string   `json:"mode,omitempty"`
+	FromIntent      *string  `json:"from_intent,omitempty"`
+	From            string   `json:"from,omitempty"`
+	To              string   `json:"to,omitempty"`
+	Process         *Process `json:"process,omitempty"`
 	// Prev is the sha256 of the previous line's exact bytes (Genesis for
 	// the first line of a chain): the hash chain that makes the ledger
 	// tamper-evident.
@@ -188,6 +198,9 @@ type Governance struct {
 	// PreImage says where the pre_hash bytes are kept ("stored", or why
 	// not).
 	PreImage string `json:"pre_image,omitempty"`
+	// Repeats, on a denial summary, is how many more denials like the
+	// first of its kind were refused and not recorded one by one.
+	Repeats int `json:"repeats,omitempty"`
 }
 
 // Genesis is the prev of the first line of a chain.
@@ -256,12 +269,14 @@ func NewRecord(c Change, toolVersion string) *Record {
 	if c.Class != "" && reclassable(c.Event) {
 		class = c.Class
 	}
+	fromShown, fromB64 := encodeName(c.FromPath)
 	g := Governance{
 		Event:           c.Event,
 		MutationClass:   class,
 		PreHash:         optional(c.PreHash),
 		PostHash:        optional(c.PostHash),
-		FromPath:        c.FromPath,
+		FromPath:        fromShown,
+		FromPathB64:     fromB64,
 		ScopeValidation: c.Validation,
 		Op:              c.Op,
 		Code:            c.Code,
@@ -294,7 +309,9 @@ func NewRecord(c Change, toolVersion string) *Record {
 		if c.Intent != "" {
 			conv.Related = []Related{{Type: "intent", URL: IntentURN(c.Intent)}}
 		}
-		r.Files = []File{{Path: c.Path, Conversations: []Conversation{conv}}}
+		shown, b64 := encodeName(c.Path)
+		r.Gov().PathB64 = b64
+		r.Files = []File{{Path: shown, Conversations: []Conversation{conv}}}
 		r.attribute = c.Attribute
 	}
 	r.complete = c.Finish

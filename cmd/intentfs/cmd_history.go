@@ -14,6 +14,7 @@ import (
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/history"
 	orchestration "github.com/intentfs/intentfs/internal/workspace"
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -183,7 +184,7 @@ Examples:
 					} else {
 						note = s.Note
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Action, what, s.Event, note)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Action, textsafe.Escape(what), s.Event, textsafe.Escape(note))
 				}
 				tw.Flush()
 			}

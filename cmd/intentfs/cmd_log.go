@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -171,8 +172,11 @@ func printRecords(a *app, recs []*ledger.Record) {
 		if g.Event == ledger.EventTransition {
 			note = fmt.Sprintf("%s → %s %s", orDash(g.From), g.To, g.Reason)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s → %s\t%s\n", ts.Local().Format("15:04:05.000"), g.Event, orDash(ledger.Str(g.IntentID)),
-			orDash(path), proc, ledger.ShortHash(ledger.Str(g.PreHash)), ledger.ShortHash(ledger.Str(g.PostHash)), note)
+		// Every field an agent can shape (names, comm, reasons quoting
+		// them) is escaped: a name must not move the cursor or end a line.
+		esc := textsafe.Escape
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s → %s\t%s\n", ts.Local().Format("15:04:05.000"), esc(string(g.Event)), esc(orDash(ledger.Str(g.IntentID))),
+			esc(orDash(path)), esc(proc), ledger.ShortHash(ledger.Str(g.PreHash)), ledger.ShortHash(ledger.Str(g.PostHash)), esc(note))
 	}
 	tw.Flush()
 }

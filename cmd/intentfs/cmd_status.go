@@ -15,6 +15,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/textsafe"
 )
 
 func statusCmd() *command {
@@ -141,6 +142,7 @@ func printStatus(a *app, st *control.Status) {
 		if d.Process != nil {
 			comm = fmt.Sprintf("%s[%d]", d.Process.Comm, d.Process.Pid)
 		}
-		fmt.Fprintf(w, "  %s  %-10s %-30s %-14s %s\n    %s\n", d.Time.Local().Format("15:04:05"), d.Op, d.Path, d.Code, comm, d.Reason)
+		esc := textsafe.Escape
+		fmt.Fprintf(w, "  %s  %-10s %-30s %-14s %s\n    %s\n", d.Time.Local().Format("15:04:05"), esc(d.Op), esc(d.Path), esc(d.Code), esc(comm), esc(d.Reason))
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -49,7 +50,7 @@ Examples:
 				}
 			} else {
 				for _, p := range rep.Problems {
-					fmt.Fprintln(a.stdout, p)
+					fmt.Fprintln(a.stdout, textsafe.Escape(p.String()))
 				}
 				status := "OK"
 				if !rep.OK() {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/intentfs/intentfs/internal/textsafe"
 )
 
 // maxEvolution bounds the evolution log kept per intent.
@@ -92,8 +94,8 @@ func (s *mapSection) listed() []string {
 	return out
 }
 
-func beginMarker(id string) string { return "<!-- intentfs:begin " + id + " -->" }
-func endMarker(id string) string   { return "<!-- intentfs:end " + id + " -->" }
+func beginMarker(id string) string { return "<!-- intentfs:begin " + textsafe.Escape(id) + " -->" }
+func endMarker(id string) string   { return "<!-- intentfs:end " + textsafe.Escape(id) + " -->" }
 
 // load reads the managed sections already in the file.
 func (m *IntentMap) load() error {
@@ -117,7 +119,11 @@ func (m *IntentMap) load() error {
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "<!-- intentfs:begin "):
-			id := strings.TrimSuffix(strings.TrimPrefix(line, "<!-- intentfs:begin "), " -->")
+			id, err := textsafe.Unescape(strings.TrimSuffix(strings.TrimPrefix(line, "<!-- intentfs:begin "), " -->"))
+			if err != nil {
+				cur = nil
+				continue
+			}
 			cur = newSection()
 			m.sections[id] = cur
 			m.order = append(m.order, id)
@@ -129,7 +135,11 @@ func (m *IntentMap) load() error {
 		case line == "### Evolution Log":
 			part = "evolution"
 		case strings.HasPrefix(line, "- ") && part == "files":
-			cur.add(strings.Trim(strings.TrimPrefix(line, "- "), "`"))
+			// Names are written escaped (see renderSection); one that does
+			// not unescape was not written by intentfs and is dropped.
+			if name, err := textsafe.Unescape(strings.TrimSuffix(strings.TrimPrefix(line, "- `"), "`")); err == nil {
+				cur.add(name)
+			}
 		case strings.HasPrefix(line, "- ") && part == "evolution":
 			cur.evolution = append(cur.evolution, strings.TrimPrefix(line, "- "))
 		}
@@ -164,7 +174,7 @@ func (m *IntentMap) Touch(id, name, path string, evolved bool, when time.Time) {
 		m.dirty = true
 	}
 	if evolved {
-		line := fmt.Sprintf("_[EVOLUTION %s]_ `%s` — content changed", when.UTC().Format("2006-01-02"), path)
+		line := fmt.Sprintf("_[EVOLUTION %s]_ `%s` — content changed", when.UTC().Format("2006-01-02"), textsafe.Escape(path))
 		if !slices.Contains(s.evolution, line) {
 			s.evolution = append(s.evolution, line)
 			if len(s.evolution) > maxEvolution {
@@ -286,8 +296,10 @@ func (snap mapSnapshot) renderSection(id string) string {
 	var b strings.Builder
 	b.WriteString(beginMarker(id) + "\n")
 	b.WriteString("### Files\n\n")
+	// A name is escaped (textsafe) so that one holding a newline cannot
+	// end the block or start an entry, a heading or a marker of its own.
 	for _, f := range s.files {
-		fmt.Fprintf(&b, "- `%s`\n", f)
+		fmt.Fprintf(&b, "- `%s`\n", textsafe.Escape(f))
 	}
 	if len(s.evolution) > 0 {
 		b.WriteString("\n### Evolution Log\n\n")
@@ -336,7 +348,7 @@ func (snap mapSnapshot) render(doc string) string {
 		if name == "" {
 			name = id
 		}
-		doc += fmt.Sprintf("\n## %s: %s\n\n%s", id, name, block)
+		doc += fmt.Sprintf("\n## %s: %s\n\n%s", textsafe.Escape(id), textsafe.Escape(name), block)
 	}
 	return doc
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/intentfs/intentfs/internal/textsafe"
 )
 
 // LessonsHeading is the section lessons are appended under.
@@ -26,7 +28,9 @@ type Lessons struct {
 // Add records text as a lesson of intent. It returns false, and writes
 // nothing, if the same lesson is already in the file.
 func (l *Lessons) Add(intent, text string, when time.Time) (bool, error) {
-	text = strings.Join(strings.Fields(strings.ToValidUTF8(text, "?")), " ")
+	// One line of text, escaped: a lesson cannot start a heading or a
+	// section of its own, or carry a terminal escape into the file.
+	text = textsafe.Escape(strings.Join(strings.Fields(strings.ToValidUTF8(text, "?")), " "))
 	if text == "" {
 		return false, errors.New("a lesson needs some text")
 	}

@@ -197,3 +197,35 @@ func TestIntentMapFlushRetriesAfterFailure(t *testing.T) {
 		t.Fatalf("after retry: %v\n%s", err, b)
 	}
 }
+
+// TestIntentMapNamesCannotForgeSections touches files whose names hold
+// newlines, markers and escapes: the map keeps one block per intent, no
+// line a name wrote, and reads every name back exactly.
+func TestIntentMapNamesCannotForgeSections(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "intent_map.md")
+	names := []string{
+		"x\n## INT-002: forged\n- `stolen`",
+		"y\n<!-- intentfs:end INT-001 -->\n<!-- intentfs:begin INT-002 -->",
+		"esc\x1b[2J", "caf\xe9\xff", `back\slash`,
+	}
+	m := &IntentMap{Path: p}
+	for _, n := range names {
+		m.Touch("INT-001", "api", n, true, day)
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := os.ReadFile(p)
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "## INT-002") || strings.HasPrefix(line, "<!-- intentfs:begin INT-002") || strings.ContainsAny(line, "\x1b\xff") {
+			t.Errorf("a name wrote the line %q:\n%s", line, doc)
+		}
+	}
+	if n := strings.Count("\n"+string(doc), "\n<!-- intentfs:"); n != 2 {
+		t.Errorf("%d marker lines, want 2 (one block):\n%s", n, doc)
+	}
+	back := &IntentMap{Path: p}
+	if got := back.Files("INT-001"); !slices.Equal(got, names) {
+		t.Errorf("read back %q, want %q", got, names)
+	}
+}
