@@ -2,6 +2,7 @@ package fsnode
 
 import (
 	"context"
+	"errors"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -41,8 +42,22 @@ func (r *Root) authorize(ctx context.Context, req policy.Request) (grant, syscal
 		r.gov.Denied(req, d, g.proc)
 		return g, syscall.EACCES
 	}
+	if err := r.gov.LedgerErr(); err != nil {
+		// Fail closed: a change the ledger cannot record is not made.
+		d = policy.Decision{Path: d.Path, Code: CodeLedgerUnavailable, Validation: policy.ValidationFail,
+			Reason: "the ledger cannot record changes now (" + err.Error() + "); the change is refused until it can"}
+		r.gov.Denied(req, d, g.proc)
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return g, syscall.ENOSPC
+		}
+		return g, syscall.EACCES
+	}
 	return g, 0
 }
+
+// CodeLedgerUnavailable is the denial code of a change refused because
+// the ledger cannot record it.
+const CodeLedgerUnavailable policy.Code = "LEDGER_UNAVAILABLE"
 
 // authorizeChild is how every change to a child name of n begins: the
 // control directory's name answers onControl (it is not in the source),

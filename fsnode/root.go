@@ -40,6 +40,9 @@ type Governor interface {
 	// DeclaredClass is the mutation class the agent declared for its
 	// writes ("" for none).
 	DeclaredClass() ledger.MutationClass
+	// LedgerErr says why changes cannot be recorded now, nil while they
+	// can; a traced change is refused while it is not nil.
+	LedgerErr() error
 }
 
 // Options configure a Root.

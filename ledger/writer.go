@@ -60,6 +60,13 @@ type Writer struct {
 	queue chan writeReq
 	done  chan struct{}
 
+	// pending holds encoded lines not yet committed (see failclosed.go);
+	// reserve is the room kept for recording a failure.
+	pending        []byte
+	droppedDenials int
+	reserve        *os.File
+	failed         atomic.Pointer[failure]
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 
@@ -85,6 +92,11 @@ type WriterStats struct {
 	LastFsyncMs  float64 `json:"last_fsync_ms"`
 	MaxFsyncMs   float64 `json:"max_fsync_ms"`
 	LastWriteErr string  `json:"last_write_error,omitempty"`
+	// State is "ok", or "failing" while the ledger cannot commit and
+	// changes are refused; Failure says why and FailingSince since when.
+	State        string     `json:"state"`
+	Failure      string     `json:"failure,omitempty"`
+	FailingSince *time.Time `json:"failing_since,omitempty"`
 }
 
 // LineHash is the chain hash of one ledger line (without its newline).
@@ -106,6 +118,13 @@ func OpenWriter(path string, opts WriterOptions) (*Writer, error) {
 	}
 	w := &Writer{path: path, opts: opts, queue: make(chan writeReq, 4096), done: make(chan struct{})}
 	if err := w.open(); err != nil {
+		return nil, fmt.Errorf("opening ledger %s: %w", path, err)
+	}
+	if err := w.openReserve(); err != nil {
+		w.f.Close()
+		if w.reserve != nil {
+			w.reserve.Close()
+		}
 		return nil, fmt.Errorf("opening ledger %s: %w", path, err)
 	}
 	go w.run()
@@ -309,65 +328,85 @@ func (w *Writer) Close() error {
 		w.closed.Store(true)
 		close(w.queue)
 		<-w.done
+		if len(w.pending) > 0 {
+			err = errors.Join(err, fmt.Errorf("%d bytes of ledger records could not be written: %w", len(w.pending), w.Err()))
+			w.opts.Log.Error("closing the ledger with records that could not be written", "bytes", len(w.pending))
+		}
 		if cerr := w.f.Close(); err == nil {
 			err = cerr
 		}
+		w.reserve.Close()
 	})
 	return err
 }
 
 func (w *Writer) run() {
 	defer close(w.done)
-	var buf []byte
+	retry := time.NewTicker(RetryInterval)
+	defer retry.Stop()
 	var waiters []chan error
-	for first := range w.queue {
-		buf, waiters = buf[:0], waiters[:0]
+	for {
+		var first writeReq
+		var ok bool
+		select {
+		case first, ok = <-w.queue:
+		case <-retry.C:
+			if w.failed.Load() != nil {
+				w.tryRecover()
+			}
+			continue
+		}
+		if !ok {
+			// Closing: a last try for what could not be written.
+			if len(w.pending) > 0 {
+				w.tryRecover()
+			}
+			return
+		}
+		waiters = waiters[:0]
 		w.refreshRev()
-		buf, waiters = w.add(buf, waiters, first)
+		waiters = w.add(waiters, first)
 		// Take whatever else is already queued: one write and one fsync
 		// for the whole group.
 	drain:
-		for len(buf) < 4<<20 {
+		for len(w.pending) < 4<<20 {
 			select {
 			case r, ok := <-w.queue:
 				if !ok {
 					break drain
 				}
-				buf, waiters = w.add(buf, waiters, r)
+				waiters = w.add(waiters, r)
 			default:
 				break drain
 			}
 		}
-		err := w.commit(buf)
+		err := w.commit()
 		for _, ch := range waiters {
 			ch <- err
 		}
 	}
 }
 
-func (w *Writer) add(buf []byte, waiters []chan error, r writeReq) ([]byte, []chan error) {
+func (w *Writer) add(waiters []chan error, r writeReq) []chan error {
 	if r.flush != nil {
-		return buf, append(waiters, r.flush)
+		return append(waiters, r.flush)
 	}
-	if w.size+int64(len(buf)) >= w.opts.MaxBytes && w.size > 0 {
+	if w.size+int64(len(w.pending)) >= w.opts.MaxBytes && w.size > 0 && w.failed.Load() == nil {
 		// Full: write what is pending to this file, then start the next.
-		if err := w.commit(buf); err != nil {
-			w.setErr(err)
-		}
-		buf = buf[:0]
-		if err := w.rotate(); err != nil {
-			w.setErr(fmt.Errorf("rotating the ledger: %w", err))
+		if err := w.commit(); err == nil {
+			if err := w.rotate(); err != nil {
+				w.setErr(fmt.Errorf("rotating the ledger: %w", err))
+			}
 		}
 	}
-	line, err := w.encode(r.rec)
-	if err != nil {
-		// Every field is a plain value; this cannot happen, but a record
-		// must never be silently lost.
-		w.opts.Log.Error("ledger record could not be encoded", "id", r.rec.ID, "err", err)
-		return buf, waiters
+	if w.failed.Load() != nil && r.rec.Gov().Event == EventDenied && len(w.pending) >= MaxPendingBytes {
+		// Memory is bounded while the ledger fails; denials are counted,
+		// allowed changes are always kept.
+		w.droppedDenials++
+		return waiters
 	}
-	w.appended.Add(1)
-	return append(buf, line...), waiters
+	w.appendLine(r.rec)
+	return waiters
 }
 
 // rotate closes the full file as agent_trace.N.jsonl and opens a new one
@@ -394,26 +433,35 @@ func (w *Writer) rotate() error {
 	return w.writeNow(w.header(filepath.Base(rotated)))
 }
 
-func (w *Writer) commit(buf []byte) error {
-	if len(buf) > 0 {
-		if _, err := w.f.Write(buf); err != nil {
-			w.setErr(err)
-			return fmt.Errorf("appending to ledger: %w", err)
+// commit writes and syncs what is pending; a failure makes the ledger
+// fail closed (see failclosed.go). It returns nil once everything
+// appended so far is on disk.
+func (w *Writer) commit() error {
+	if len(w.pending) == 0 && w.failed.Load() != nil {
+		return nil
+	}
+	if len(w.pending) == 0 {
+		// A bare flush still syncs, as before.
+		start := time.Now()
+		if err := w.f.Sync(); err != nil {
+			return w.commitFailed(fmt.Errorf("syncing ledger: %w", err))
 		}
-		w.size += int64(len(buf))
+		w.noteFsync(time.Since(start))
+		return nil
 	}
-	start := time.Now()
-	if err := w.f.Sync(); err != nil {
-		w.setErr(err)
-		return fmt.Errorf("syncing ledger: %w", err)
+	if err := w.flushPending(); err != nil {
+		return w.commitFailed(err)
 	}
-	d := time.Since(start).Nanoseconds()
-	w.lastFsyncNs.Store(d)
-	if d > w.maxFsyncNs.Load() {
-		w.maxFsyncNs.Store(d)
+	return nil
+}
+
+// noteFsync counts a commit and its fsync time.
+func (w *Writer) noteFsync(d time.Duration) {
+	w.lastFsyncNs.Store(d.Nanoseconds())
+	if d.Nanoseconds() > w.maxFsyncNs.Load() {
+		w.maxFsyncNs.Store(d.Nanoseconds())
 	}
 	w.commits.Add(1)
-	return nil
 }
 
 func (w *Writer) setErr(err error) {
@@ -433,6 +481,11 @@ func (w *Writer) Stats() WriterStats {
 	}
 	if e := w.writeErr.Load(); e != nil {
 		s.LastWriteErr = (*e).Error()
+	}
+	s.State = "ok"
+	if f := w.failed.Load(); f != nil {
+		since := f.since
+		s.State, s.Failure, s.FailingSince = "failing", f.err.Error()+": changes are refused until the ledger can be written", &since
 	}
 	return s
 }

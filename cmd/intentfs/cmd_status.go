@@ -105,7 +105,9 @@ func printStatus(a *app, st *control.Status) {
 			strings.ReplaceAll(st.Policy.ReloadError, "\n", "\n            "))
 	}
 	fmt.Fprintf(w, "ledger:     %s (%d records written, %d commits, %d queued, fsync last %.1f ms, max %.1f ms)\n", st.LedgerPath, st.Ledger.Appended, st.Ledger.Commits, st.Ledger.QueueDepth, st.Ledger.LastFsyncMs, st.Ledger.MaxFsyncMs)
-	if st.Ledger.LastWriteErr != "" {
+	if st.Ledger.State == "failing" {
+		fmt.Fprintf(w, "            LEDGER FAILING since %s, CHANGES ARE REFUSED: %s\n", st.Ledger.FailingSince.Local().Format(time.TimeOnly), st.Ledger.Failure)
+	} else if st.Ledger.LastWriteErr != "" {
 		fmt.Fprintf(w, "            LEDGER WRITE ERROR: %s\n", st.Ledger.LastWriteErr)
 	}
 	fmt.Fprintf(w, "passthrough: %v\n", st.Passthrough)

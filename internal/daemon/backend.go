@@ -143,6 +143,9 @@ func (d *Daemon) DeclareClass(class string, by *ledger.Process) error {
 	return nil
 }
 
+// LedgerErr says why the ledger cannot commit (nil while it can).
+func (d *Daemon) LedgerErr() error { return d.writer.Err() }
+
 // DeclaredClass returns the declared mutation class.
 func (d *Daemon) DeclaredClass() ledger.MutationClass {
 	if p := d.declared.Load(); p != nil {
