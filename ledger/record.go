@@ -253,7 +253,9 @@ type Change struct {
 	Attribute func() ([]Range, MutationClass)
 	// Finish, if set, completes the record in the writer's goroutine just
 	// before it is encoded (a removed file's pre_hash is computed there).
-	Finish  func(*Record)
+	Finish func(*Record)
+	// Repeats, on a denial summary, counts the denials it stands for.
+	Repeats int
 	Process *Process
 	Time    time.Time
 }
@@ -289,6 +291,7 @@ func NewRecord(c Change, toolVersion string) *Record {
 		To:              c.To,
 		Process:         c.Process,
 		IntentID:        optional(c.Intent),
+		Repeats:         c.Repeats,
 	}
 	r := &Record{
 		Version:   SpecVersion,

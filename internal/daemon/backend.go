@@ -101,6 +101,9 @@ func (d *Daemon) mapChange(c ledger.Change) {
 	}
 }
 
+// maxDeniedDirs bounds the directories remembered for lessons.
+const maxDeniedDirs = 4096
+
 // lessonOnDenial records a lesson the first time an intent is denied a
 // path outside its scope. Denials are grouped by directory, so a denied
 // `tar -x` of a thousand files teaches one lesson, not a thousand.
@@ -111,6 +114,11 @@ func (d *Daemon) lessonOnDenial(req policy.Request, dec policy.Decision) {
 	where := path.Dir(dec.Path)
 	key := req.Intent + "\x00" + where
 	d.lessonMu.Lock()
+	if len(d.deniedDirs) >= maxDeniedDirs {
+		// Bounded: forgetting only risks a lesson the file already has,
+		// which Lessons.Add does not write twice.
+		clear(d.deniedDirs)
+	}
 	seen := d.deniedDirs[key]
 	d.deniedDirs[key] = true
 	d.lessonMu.Unlock()

@@ -85,6 +85,7 @@ type Daemon struct {
 	selMu    sync.Mutex
 
 	denials  denialRing
+	gate     *denialGate
 	counters struct{ allowed, denied, recorded atomic.Uint64 }
 
 	wf         *workflow.Workflow
@@ -124,7 +125,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
-		deniedDirs: map[string]bool{}}
+		deniedDirs: map[string]bool{}, gate: newDenialGate()}
 	d.denials.size = 100
 	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {
 		return nil, err
@@ -203,6 +204,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	ctx := stopContext(stop)
 	go d.engine.Watch(ctx)
 	go d.flushMapEvery(ctx, mapFlushInterval)
+	go d.summarizeDenialsEvery(ctx)
 	d.stopW = func() { close(stop) }
 	d.log.Info("mounted", "source", cfg.Source, "mountpoint", cfg.Mountpoint, "passthrough", d.passthrough())
 	return d, nil
@@ -280,6 +282,7 @@ func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.stopW()
 		d.cfg.Registry.Unregister(d.cfg.Mountpoint)
+		d.recordDenialSummaries(time.Now(), true)
 		// The session closes the ledger (first, as before) and then
 		// releases the lock, last, once nothing more is written.
 		errs := []error{d.writer.Close(), d.root.Close(), d.imap.Flush(), d.session.Close()}

@@ -73,6 +73,11 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 	now := time.Now()
 	d.denials.add(control.Denial{Time: now, Op: string(req.Op), Path: path, Path2: req.Path2, Intent: req.Intent,
 		Code: string(dec.Code), Reason: dec.Reason, Process: p})
+	// Repeats of a denial are counted, not recorded one by one (see
+	// denialgate.go): a refused loop must not fill the disk.
+	if !d.gate.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, path, p), p, now) {
+		return
+	}
 	comm := ""
 	if p != nil {
 		comm = p.Comm
@@ -82,6 +87,30 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 		Validation: string(dec.Validation), Op: string(req.Op), Code: string(dec.Code), Reason: dec.Reason,
 		Process: p, Time: now}, d.cfg.Version))
 	d.lessonOnDenial(req, dec)
+}
+
+// summarizeDenialsEvery records the counts of repeated denials at the end
+// of each window.
+func (d *Daemon) summarizeDenialsEvery(ctx context.Context) {
+	t := time.NewTicker(denialWindow / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			d.recordDenialSummaries(now, false)
+		}
+	}
+}
+
+// recordDenialSummaries appends the window's summaries (all of them if
+// force, at close).
+func (d *Daemon) recordDenialSummaries(now time.Time, force bool) {
+	for _, c := range d.gate.due(now, force) {
+		d.log.Warn("denied repeatedly", "op", c.Op, "dir", c.Path, "code", c.Code, "repeats", c.Repeats)
+		d.writer.Append(ledger.NewRecord(c, d.cfg.Version))
+	}
 }
 
 // Select makes id the active intent, "" for none. An unknown id, or an

@@ -1,0 +1,115 @@
+package daemon
+
+import (
+	"fmt"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// A denial is a ledger record and a log line. An agent that retries a
+// refused write in a loop (8,000 a second is easy) would grow both without
+// bound and fill the disk the ledger needs. The gate records the first
+// denial of each kind in full and counts the rest: a kind is one uid and
+// program being refused one operation, for one reason, in one directory.
+// At the end of each window a summary record (event denied, path the
+// directory, repeats the count) accounts for the ones not recorded one by
+// one, so the ledger still counts every denial.
+//
+// Kinds themselves are bounded too: beyond maxKindsPerWindow new kinds in
+// a window, a uid's further denials are counted under one kind whose
+// directory is "*", so spreading denials over many directories does not
+// escape the bound.
+
+// denialWindow is how long a kind's first denial covers its repeats.
+const denialWindow = time.Second
+
+// maxKindsPerWindow bounds the denials recorded in full per window.
+const maxKindsPerWindow = 64
+
+// denialKind is what makes denials alike.
+type denialKind struct {
+	uid            uint32
+	comm, op, code string
+	dir, intent    string
+}
+
+// denialCount is a kind seen in the current window.
+type denialCount struct {
+	repeats int
+	proc    *ledger.Process
+	first   time.Time
+}
+
+// denialGate decides which denials are recorded in full.
+type denialGate struct {
+	mu     sync.Mutex
+	start  time.Time
+	kinds  map[denialKind]*denialCount
+	window time.Duration
+}
+
+func newDenialGate() *denialGate {
+	return &denialGate{kinds: map[denialKind]*denialCount{}, window: denialWindow}
+}
+
+// kindOf returns the kind of a denial of op on p.
+func kindOf(op, code, intent, p string, proc *ledger.Process) denialKind {
+	k := denialKind{op: op, code: code, intent: intent, dir: path.Dir(p)}
+	if proc != nil {
+		k.uid, k.comm = proc.Uid, proc.Comm
+	}
+	return k
+}
+
+// admit reports whether a denial is the first of its kind in the window
+// (record it in full) or counts it as a repeat.
+func (g *denialGate) admit(k denialKind, proc *ledger.Process, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c, ok := g.kinds[k]; ok {
+		c.repeats++
+		return false
+	}
+	if len(g.kinds) >= maxKindsPerWindow {
+		k = denialKind{uid: k.uid, op: "*", code: "*", dir: "*", intent: k.intent}
+		if c, ok := g.kinds[k]; ok {
+			c.repeats++
+			return false
+		}
+		g.kinds[k] = &denialCount{repeats: 1, proc: proc, first: now}
+		return false
+	}
+	g.kinds[k] = &denialCount{proc: proc, first: now}
+	return true
+}
+
+// due returns the summaries of the window if it has ended (all of them if
+// force) and starts a new window.
+func (g *denialGate) due(now time.Time, force bool) []ledger.Change {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !force && now.Sub(g.start) < g.window {
+		return nil
+	}
+	var out []ledger.Change
+	for k, c := range g.kinds {
+		if c.repeats == 0 {
+			continue
+		}
+		what := fmt.Sprintf("%s in %s/ (%s)", k.op, k.dir, k.code)
+		if k.dir == "*" {
+			what = "of any kind (more kinds than are recorded one by one)"
+		}
+		out = append(out, ledger.Change{Event: ledger.EventDenied, Path: k.dir, Intent: k.intent, Op: k.op, Code: k.code,
+			Validation: string(policy.ValidationFail), Process: c.proc, Time: now, Repeats: c.repeats,
+			Reason: fmt.Sprintf("%d more denials %s by uid %d (%s) since %s, counted, not recorded one by one",
+				c.repeats, what, k.uid, k.comm, c.first.UTC().Format(time.RFC3339Nano))})
+	}
+	clear(g.kinds)
+	g.start = now
+	return out
+}
