@@ -17,6 +17,11 @@ import (
 // maxEvolution bounds the evolution log kept per intent.
 const maxEvolution = 200
 
+// maxListedFiles bounds the files written into an intent's block, so a
+// tar -x of a million files cannot grow intent_map.md (rewritten at each
+// flush) without end; the ledger has them all.
+const maxListedFiles = 2000
+
 // IntentMap maintains intent_map.md: a section per intent listing the
 // files it created or changed, and an evolution log of content changes.
 // Sections intentfs manages sit between markers; everything outside them,
@@ -298,7 +303,11 @@ func (snap mapSnapshot) renderSection(id string) string {
 	b.WriteString("### Files\n\n")
 	// A name is escaped (textsafe) so that one holding a newline cannot
 	// end the block or start an entry, a heading or a marker of its own.
-	for _, f := range s.files {
+	for i, f := range s.files {
+		if i == maxListedFiles {
+			fmt.Fprintf(&b, "\n_… and %d more files: `intentfs log --intent %s`_\n", len(s.files)-i, textsafe.Escape(id))
+			break
+		}
 		fmt.Fprintf(&b, "- `%s`\n", textsafe.Escape(f))
 	}
 	if len(s.evolution) > 0 {

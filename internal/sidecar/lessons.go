@@ -17,6 +17,12 @@ const LessonsHeading = "## Lessons Learned"
 // maxLessonBytes bounds one lesson's text.
 const maxLessonBytes = 4096
 
+// MaxLessonsFileBytes bounds the whole lessons file: every lesson rewrites
+// it, and agents read it at every start, so it must not grow without end.
+// A lesson that would take it past the bound is refused; a human makes
+// room by editing the file.
+const MaxLessonsFileBytes = 256 << 10
+
 // Lessons appends dated entries to the "Lessons Learned" section of a
 // markdown file (CLAUDE.md, AGENT.md, ...), creating the file or the
 // section if missing and keeping everything else as it is.
@@ -53,7 +59,11 @@ func (l *Lessons) Add(intent, text string, when time.Time) (bool, error) {
 	if strings.Contains(doc, " "+body+"\n") {
 		return false, nil
 	}
-	return true, writeAtomic(l.Path, []byte(insertLesson(doc, entry)))
+	out := insertLesson(doc, entry)
+	if len(out) > MaxLessonsFileBytes {
+		return false, fmt.Errorf("%s is full (%d bytes; lessons may take it to %d): edit it to make room", l.Path, len(doc), MaxLessonsFileBytes)
+	}
+	return true, writeAtomic(l.Path, []byte(out))
 }
 
 // insertLesson puts entry at the end of the Lessons Learned section.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -227,5 +228,42 @@ func TestIntentMapNamesCannotForgeSections(t *testing.T) {
 	back := &IntentMap{Path: p}
 	if got := back.Files("INT-001"); !slices.Equal(got, names) {
 		t.Errorf("read back %q, want %q", got, names)
+	}
+}
+
+// TestLessonsFileIsBounded adds lessons until the file is full: the file
+// stays under its bound and the refusal says what to do.
+func TestLessonsFileIsBounded(t *testing.T) {
+	l := &Lessons{Path: filepath.Join(t.TempDir(), "CLAUDE.md")}
+	var err error
+	for i := 0; i < 1000 && err == nil; i++ {
+		_, err = l.Add("INT-001", strings.Repeat("lesson "+strconv.Itoa(i)+" ", 300), day)
+	}
+	if err == nil || !strings.Contains(err.Error(), "edit it to make room") {
+		t.Fatalf("no refusal after 1000 lessons of 3 KiB: %v", err)
+	}
+	st, _ := os.Stat(l.Path)
+	if st.Size() > MaxLessonsFileBytes {
+		t.Errorf("lessons file is %d bytes, bound %d", st.Size(), MaxLessonsFileBytes)
+	}
+}
+
+// TestIntentMapIsBounded touches more files than a block lists: the file
+// stays bounded and says how many more there are.
+func TestIntentMapIsBounded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "intent_map.md")
+	m := &IntentMap{Path: p}
+	for i := 0; i < maxListedFiles+500; i++ {
+		m.Touch("INT-001", "api", "src/f"+strconv.Itoa(i), false, day)
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := os.ReadFile(p)
+	if n := strings.Count(string(doc), "\n- `"); n != maxListedFiles {
+		t.Errorf("%d files listed, want %d", n, maxListedFiles)
+	}
+	if !strings.Contains(string(doc), "and 500 more files") {
+		t.Errorf("the block does not say how many more files there are")
 	}
 }
