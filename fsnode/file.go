@@ -23,6 +23,9 @@ type File struct {
 	fd    int
 	track *tracking
 	node  *Node // the node counting this handle, if any
+	// limit, if set, counts this handle in uid's share (handlelimit.go).
+	limit *handleLimit
+	uid   uint32
 }
 
 var (
@@ -75,6 +78,9 @@ func (f *File) Release(ctx context.Context) syscall.Errno {
 	}
 	if f.node != nil {
 		f.node.handles.Add(-1)
+	}
+	if f.limit != nil {
+		f.limit.give(f.uid)
 	}
 	return f.LoopbackFile.Release(ctx)
 }

@@ -39,7 +39,7 @@ func cleanOpenFlags(flags uint32) int {
 
 // Open opens an existing file. Reads are never decided; an open that can
 // write is, and its handle is tracked.
-func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	rel, ok := n.relPath()
 	if !ok {
 		return nil, 0, syscall.ENOENT
@@ -101,9 +101,9 @@ func (r *Root) digestAt(rel string) (objects.Digest, syscall.Errno) {
 	return d, fs.ToErrno(err)
 }
 
-// Create creates and opens a file. If it already exists (O_CREAT without
+// createFile creates and opens a file. If it already exists (O_CREAT without
 // O_EXCL), it is an open for writing of the existing file.
-func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	rel, g, errno := n.authorizeChild(ctx, name, syscall.EEXIST, policy.Request{Op: policy.OpCreate})
 	if errno != 0 {
 		return nil, nil, 0, errno

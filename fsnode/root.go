@@ -59,6 +59,9 @@ type Options struct {
 	KeepMaxBytes int64
 	// ControlDir, if set, is served at ControlDirName in the mount root.
 	ControlDir fs.InodeEmbedder
+	// MaxHandlesPerUID bounds the open files one uid may hold (0: a
+	// quarter of the descriptor limit; negative: no bound).
+	MaxHandlesPerUID int
 }
 
 // Root holds the state shared by every node of one mount.
@@ -80,6 +83,7 @@ type Root struct {
 	controlInode atomic.Pointer[fs.Inode]
 	// noXattrAt is set once the kernel turns out to lack getxattrat(2).
 	noXattrAt atomic.Bool
+	handles   handleLimit
 }
 
 // NewRoot opens the source directory and returns the root node of the
@@ -99,6 +103,10 @@ func NewRoot(o Options) (*Node, error) {
 	}
 	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
 		control: o.ControlDir, chownNew: os.Geteuid() == 0, gid: uint32(os.Getegid())}
+	r.handles = handleLimit{max: o.MaxHandlesPerUID, byUID: map[uint32]int{}}
+	if r.handles.max == 0 {
+		r.handles.max = defaultHandlesPerUID()
+	}
 	return &Node{root: r}, nil
 }
 

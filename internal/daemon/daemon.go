@@ -59,6 +59,9 @@ type Config struct {
 	// AllowNonEmpty mounts over a directory that has entries of its own,
 	// hiding them while mounted; without it such a mountpoint is refused.
 	AllowNonEmpty bool
+	// MaxHandlesPerUID bounds the open files one uid may hold through the
+	// mount (0: a quarter of the daemon's descriptor limit).
+	MaxHandlesPerUID int
 }
 
 // mapFlushInterval batches intent_map.md rewrites.
@@ -123,6 +126,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if err := CheckMountpoint(cfg.Mountpoint, cfg.AllowNonEmpty); err != nil {
 		return nil, err
 	}
+	raiseFileLimit(cfg.Log)
 
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
 		deniedDirs: map[string]bool{}, gate: newDenialGate()}
@@ -171,7 +175,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		keepMax = 0 // every non-empty file is over the limit
 	}
 	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir,
-		Objects: d.layout.Objects(), KeepMaxBytes: keepMax}); err != nil {
+		Objects: d.layout.Objects(), KeepMaxBytes: keepMax, MaxHandlesPerUID: cfg.MaxHandlesPerUID}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.root.Close() })
@@ -337,6 +341,21 @@ func checkUmask() error {
 		return fmt.Errorf("the process umask is %04o; a daemon process must run with umask 0 (call daemon.SetProcessUmask first)", old)
 	}
 	return nil
+}
+
+// raiseFileLimit raises the soft descriptor limit to the hard one: every
+// open file of the mount is a descriptor of the daemon. (The Go runtime
+// does this at start too; a program embedding the daemon may have lowered
+// it since.) The per-uid share of handles is a quarter of it.
+func raiseFileLimit(log *slog.Logger) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur >= lim.Max {
+		return
+	}
+	lim.Cur = lim.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		log.Warn("could not raise the descriptor limit", "err", err)
+	}
 }
 
 // SetProcessUmask sets the umask of the whole process to 0, as a daemon
