@@ -79,8 +79,14 @@ func runMount(a *app, args []string) error {
 	if !fg {
 		return startBackground(a, source, mountpoint)
 	}
+	logOut := a.stderr
+	if os.Getenv(readyFdEnv) != "" {
+		// Started in the background: stderr is the mount's log file,
+		// which must not grow without bound.
+		logOut = newCappedLog(maxDaemonLogBytes)
+	}
 	cfg := daemon.Config{Source: source, Mountpoint: mountpoint, Intent: intent, FailOpen: failOpen, Debug: debug,
-		Version: version, Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Registry: registry.DefaultRegistry(),
+		Version: version, Log: slog.New(slog.NewTextHandler(logOut, nil)), Registry: registry.DefaultRegistry(),
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file")}
 	cfg.AllowNonEmpty, _ = a.fs.GetBool("nonempty")
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
