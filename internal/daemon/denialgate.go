@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 // A denial is a ledger record and a log line. An agent that retries a
 // refused write in a loop (8,000 a second is easy) would grow both without
 // bound and fill the disk the ledger needs. The gate records the first
-// denial of each kind in full and counts the rest: a kind is one uid and
-// program being refused one operation, for one reason, in one directory.
+// denial of each kind in full and counts the rest: a kind is one process
+// being refused one operation with one code, in one directory, for the
+// same reason (the reason with the denied path taken out, so the same
+// refusal of every file of a directory is one kind).
 // At the end of each window a summary record (event denied, path the
 // directory, repeats the count) accounts for the ones not recorded one by
 // one, so the ledger still counts every denial.
@@ -32,9 +35,8 @@ const maxKindsPerWindow = 64
 
 // denialKind is what makes denials alike.
 type denialKind struct {
-	uid            uint32
-	comm, op, code string
-	dir, intent    string
+	pid, uid                   uint32
+	op, code, dir, intent, why string
 }
 
 // denialCount is a kind seen in the current window.
@@ -57,10 +59,13 @@ func newDenialGate() *denialGate {
 }
 
 // kindOf returns the kind of a denial of op on p.
-func kindOf(op, code, intent, p string, proc *ledger.Process) denialKind {
-	k := denialKind{op: op, code: code, intent: intent, dir: path.Dir(p)}
+func kindOf(op, code, intent, p, reason string, proc *ledger.Process) denialKind {
+	k := denialKind{op: op, code: code, intent: intent, dir: path.Dir(p), why: reason}
+	if p != "" {
+		k.why = strings.ReplaceAll(reason, p, "")
+	}
 	if proc != nil {
-		k.uid, k.comm = proc.Uid, proc.Comm
+		k.pid, k.uid = proc.Pid, proc.Uid
 	}
 	return k
 }
@@ -75,7 +80,7 @@ func (g *denialGate) admit(k denialKind, proc *ledger.Process, now time.Time) bo
 		return false
 	}
 	if len(g.kinds) >= maxKindsPerWindow {
-		k = denialKind{uid: k.uid, op: "*", code: "*", dir: "*", intent: k.intent}
+		k = denialKind{uid: k.uid, op: "*", code: "*", dir: "*", why: "*", intent: k.intent}
 		if c, ok := g.kinds[k]; ok {
 			c.repeats++
 			return false
@@ -106,8 +111,8 @@ func (g *denialGate) due(now time.Time, force bool) []ledger.Change {
 		}
 		out = append(out, ledger.Change{Event: ledger.EventDenied, Path: k.dir, Intent: k.intent, Op: k.op, Code: k.code,
 			Validation: string(policy.ValidationFail), Process: c.proc, Time: now, Repeats: c.repeats,
-			Reason: fmt.Sprintf("%d more denials %s by uid %d (%s) since %s, counted, not recorded one by one",
-				c.repeats, what, k.uid, k.comm, c.first.UTC().Format(time.RFC3339Nano))})
+			Reason: fmt.Sprintf("%d more denials %s by uid %d since %s, counted, not recorded one by one",
+				c.repeats, what, k.uid, c.first.UTC().Format(time.RFC3339Nano))})
 	}
 	clear(g.kinds)
 	g.start = now

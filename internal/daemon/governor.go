@@ -75,7 +75,7 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 		Code: string(dec.Code), Reason: dec.Reason, Process: p})
 	// Repeats of a denial are counted, not recorded one by one (see
 	// denialgate.go): a refused loop must not fill the disk.
-	if !d.gate.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, path, p), p, now) {
+	if !d.gate.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, path, dec.Reason, p), p, now) {
 		return
 	}
 	comm := ""
