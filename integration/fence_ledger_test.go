@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,9 +16,6 @@ import (
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
-
-// agentUID is the unprivileged uid the attacks run as; the daemon is root.
-const agentUID, agentGID = 1000, 1000
 
 // sharedDirPrepare makes work/ writable by the agent uid in the source.
 func sharedDirPrepare(t *testing.T) func(src string) {
@@ -332,9 +330,8 @@ sys.stdin.read()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
-	buf := make([]byte, 256)
-	k, _ := stdout.Read(buf)
-	line := strings.TrimSpace(string(buf[:k]))
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	line = strings.TrimSpace(line)
 	t.Logf("uid 1000: %s", line)
 	var held int
 	var soft, hard syscall.Rlimit
