@@ -13,8 +13,8 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/history"
-	orchestration "github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/internal/textsafe"
+	orchestration "github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
 
