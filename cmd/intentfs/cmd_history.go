@@ -19,7 +19,7 @@ import (
 )
 
 func historySource(ws workspace) *history.Source {
-	return ws.layout().History()
+	return withNotes(ws, ws.layout().History())
 }
 
 func diffCmd() *command {

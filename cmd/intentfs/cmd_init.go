@@ -17,10 +17,13 @@ func initCmd() *command {
 	return &command{
 		name: "init", summary: "scaffold .orchestration/ in a workspace", usage: "[DIR]",
 		help: `Writes DIR/.orchestration/active_intents.yaml (a commented example with one
-PENDING intent) and DIR/.orchestration/.intentignore. DIR defaults to the
-current directory; it is created if its parent exists (--parents creates
-the whole path, so a typo does not silently make a tree). Existing files are
-never overwritten.
+PENDING intent), DIR/.orchestration/.intentignore and
+DIR/.orchestration/.gitignore (the ledger, object store, lock and temporary
+files are never committed; the ledger travels as git notes). In a git work
+tree it also sets notes.rewriteRef so the notes survive amend and rebase.
+DIR defaults to the current directory; it is created if its parent exists
+(--parents creates the whole path, so a typo does not silently make a
+tree). Existing files are never overwritten.
 
 Examples:
   intentfs init ./repo
@@ -47,6 +50,11 @@ Examples:
 			if err != nil {
 				return err
 			}
+			gitNotes, err := initGit(dir)
+			if err != nil {
+				return err
+			}
+			written = append(written, gitNotes...)
 			if jsonOut(a) {
 				return printJSON(a, map[string]any{"written": written})
 			}

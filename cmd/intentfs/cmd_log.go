@@ -68,6 +68,9 @@ Examples:
 				return err
 			}
 			path := ws.layout().LedgerPath()
+			if !hasLocalLedger(ws) {
+				return logFromNotes(a, ws, f, limit) // a clone: the records are in git notes
+			}
 			if jsonOut(a) && limit == 0 {
 				// Everything: the lines are JSON already; copy them through.
 				out := bufio.NewWriterSize(a.stdout, 1<<20)

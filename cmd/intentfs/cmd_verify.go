@@ -21,13 +21,19 @@ changed or deleted behind the ledger's back, each file changed after the
 ledger began that no record names, and each recorded version whose bytes are
 gone. Exit status 0 only when all holds; 1 otherwise.
 
+On a clone without a local ledger (or with --notes) it verifies the ledgers
+carried in the git notes (intentfs notes): each origin's hash chain whole,
+with no record missing, changed or forged between two others.
+
 Examples:
   intentfs verify --source ./repo
+  intentfs verify --notes
   intentfs verify --mount /workspace --json`,
 		flags: func(fs *pflag.FlagSet) {
 			sourceFlag(fs)
 			fs.String("mount", "", "the mountpoint")
 			fs.Bool("json", false, "print the report as JSON")
+			fs.Bool("notes", false, "verify the ledgers carried in git notes, each origin's chain (the default without a local ledger)")
 		},
 		run: func(a *app, args []string) error {
 			if len(args) != 0 {
@@ -36,6 +42,9 @@ Examples:
 			ws, err := workspaceFromFlags(a)
 			if err != nil {
 				return err
+			}
+			if notes, _ := a.fs.GetBool("notes"); notes || !hasLocalLedger(ws) && isGitWorkTree(ws) {
+				return verifyNotes(a, ws)
 			}
 			ig, _, _ := policy.LoadIgnore(ws.source)
 			opts := ledger.VerifyOptions{Ledger: ws.layout().LedgerPath(), Source: ws.source,

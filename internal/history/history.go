@@ -23,6 +23,25 @@ type Source struct {
 	Dir    string
 	Ledger string
 	Store  *objects.Store
+	// Records, if set, lists the records in place of the Ledger file (a
+	// clone whose records are only in git notes).
+	Records func(fn func(*ledger.Record) error) error
+	// Versions, if set, finds the bytes of a version neither the store
+	// nor the current file has (in git's history).
+	Versions func(rel, hash string) ([]byte, error)
+}
+
+// query is ledger.Query over the source's records.
+func (s *Source) query(f ledger.Filter, fn func(*ledger.Record) error) error {
+	if s.Records != nil {
+		return s.Records(func(r *ledger.Record) error {
+			if !f.Match(r) {
+				return nil
+			}
+			return fn(r)
+		})
+	}
+	return ledger.Query(s.Ledger, f, fn)
 }
 
 // isContent reports whether a record changed a file's content or name.
@@ -39,6 +58,11 @@ func (s *Source) version(rel, hash string) (string, error) {
 		return "", nil
 	}
 	b, err := s.Store.Version(s.Dir, rel, hash)
+	if err != nil && s.Versions != nil {
+		if vb, verr := s.Versions(rel, hash); verr == nil {
+			return string(vb), nil
+		}
+	}
 	return string(b), err
 }
 
@@ -158,7 +182,7 @@ func (s *Source) Blame(rel string) ([]BlameLine, error) {
 	// The records of this file's history, newest first, following renames.
 	var chain []*ledger.Record
 	var all []*ledger.Record
-	err := ledger.Query(s.Ledger, ledger.Filter{}, func(r *ledger.Record) error {
+	err := s.query(ledger.Filter{}, func(r *ledger.Record) error {
 		if isContent(r) {
 			all = append(all, r)
 		}

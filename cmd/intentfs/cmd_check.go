@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/intentfs/intentfs/internal/gitcheck"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+func checkCmd() *command {
+	return &command{
+		name: "check", summary: "check that commits hold only governed changes", usage: "[REV_RANGE...]",
+		help: `The gate a reviewer or CI runs on what an agent hands over. For every
+non-merge commit in the range, every path it changes must be accounted for:
+a ledger record, made under an intent whose scope covers the path, whose
+recorded content (post_hash) is the committed blob's sha256 (a deletion: a
+delete record), or a path .intentignore exempts. Otherwise the commit and
+path are named with the problem: "never written through the mount",
+"written under INT-002, whose scope does not cover it", "committed content
+matches no recorded version". Changes to governance files (.orchestration/,
+.intentignore) are listed as notices for review.
+
+Records come from the local ledger and from the git notes under
+refs/notes/intentfs (see intentfs notes), so check works on a fresh clone.
+Scopes are judged by the workspace's current policy. REV_RANGE is git
+rev-list syntax; the default is the merge-base with the upstream branch up
+to HEAD, or all of HEAD's history without an upstream. Exit status 1 on any
+problem.
+
+Examples:
+  intentfs check
+  intentfs check origin/main..HEAD
+  intentfs check --json HEAD~20..HEAD | jq '.problems[]'`,
+		flags: func(fs *pflag.FlagSet) {
+			sourceFlag(fs)
+			fs.String("mount", "", "the mountpoint")
+			fs.Bool("json", false, "print the report as JSON")
+			fs.Bool("strict", false, "count changes to governance files as problems")
+		},
+		run: runCheck,
+	}
+}
+
+func runCheck(a *app, args []string) error {
+	for _, r := range args {
+		if strings.HasPrefix(r, "-") {
+			return usagef("%q: a revision range cannot start with '-'", r)
+		}
+	}
+	ctx := context.Background()
+	ws, err := workspaceFromFlags(a)
+	if err != nil {
+		return err
+	}
+	g, err := openGit(ctx, ws)
+	if err != nil {
+		return err
+	}
+	intents, _, err := policy.LoadIntents(filepath.Join(ws.source, policy.IntentsFile))
+	if err != nil {
+		return err
+	}
+	ig, _, err := policy.LoadIgnore(ws.source)
+	if err != nil {
+		return err
+	}
+	ix := gitcheck.NewIndex()
+	local, noted, err := allRecords(ctx, ws, g, ix.Add)
+	if err != nil {
+		return err
+	}
+	revs := args
+	if len(revs) == 0 {
+		if revs, err = defaultRange(ctx, g); err != nil {
+			return err
+		}
+	}
+	c := &gitcheck.Checker{Repo: g.repo, Index: ix, Intents: intents, Ignore: ig, Prefix: g.prefix}
+	rep, err := c.Check(ctx, revs)
+	if err != nil {
+		return err
+	}
+	strict, _ := a.fs.GetBool("strict")
+	if strict {
+		rep.Problems = append(rep.Problems, rep.Notices...)
+		rep.Notices = nil
+	}
+	if jsonOut(a) {
+		if err := printJSON(a, rep); err != nil {
+			return err
+		}
+	} else {
+		printCheck(a, rep, local, noted)
+	}
+	if !rep.OK() {
+		return silentFailure{}
+	}
+	return nil
+}
+
+// defaultRange is the merge-base with the upstream up to HEAD, or HEAD.
+func defaultRange(ctx context.Context, g *gitWorkspace) ([]string, error) {
+	if _, err := g.repo.Line(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
+		return nil, fmt.Errorf("the repository has no commits yet")
+	}
+	up, err := g.repo.Line(ctx, "rev-parse", "--verify", "--quiet", "@{upstream}")
+	if err != nil || up == "" {
+		return []string{"HEAD"}, nil
+	}
+	base, err := g.repo.Line(ctx, "merge-base", "HEAD", up)
+	if err != nil || base == "" {
+		return []string{"HEAD"}, nil
+	}
+	return []string{base + "..HEAD"}, nil
+}
+
+func printCheck(a *app, rep *gitcheck.Report, local, noted int) {
+	if len(rep.Problems)+len(rep.Notices) > 0 {
+		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "COMMIT\tST\tPATH\tPROBLEM")
+		for _, f := range rep.Problems {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", shortCommit(f.Commit), f.Status, printable(f.Path), printable(f.Detail))
+		}
+		for _, f := range rep.Notices {
+			fmt.Fprintf(tw, "%s\t%s\t%s\tnotice: %s\n", shortCommit(f.Commit), f.Status, printable(f.Path), f.Detail)
+		}
+		tw.Flush()
+	}
+	bad := map[string]bool{}
+	for _, f := range rep.Problems {
+		bad[f.Commit] = true
+	}
+	status := "OK"
+	if !rep.OK() {
+		status = fmt.Sprintf("FAILED: %d problem(s) in %d of %d commit(s)", len(rep.Problems)+rep.Omitted, len(bad), rep.Commits)
+	}
+	fmt.Fprintf(a.stdout, "%s: %s: %d commit(s), %d changed path(s) (%d exempt), against %d record(s) (%d from the local ledger, %d from notes), in %s\n",
+		status, printable(strings.Join(rep.Range, " ")), rep.Commits, rep.Changes, rep.Exempt, local+noted, local, noted, rep.Elapsed.Round(1e6))
+}
+
+func shortCommit(c string) string { return ledger.ShortHash(c) }

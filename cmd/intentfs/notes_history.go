@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/intentfs/intentfs/internal/gitexec"
+	"github.com/intentfs/intentfs/internal/gitnotes"
+	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/policyedit"
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// This file lets the history commands (log, blame, verify) work on a
+// clone that has no ledger of its own: its records are the git notes
+// under refs/notes/intentfs, and the versions they name are in git.
+
+// withNotes makes s read the notes' records, and find versions in git,
+// when the workspace has no local ledger.
+func withNotes(ws workspace, s *history.Source) *history.Source {
+	if hasLocalLedger(ws) {
+		return s
+	}
+	ctx := context.Background()
+	s.Records = func(fn func(*ledger.Record) error) error { return queryNotes(ctx, ws, ledger.Filter{}, fn) }
+	g, err := openGit(ctx, ws)
+	if err != nil {
+		return s
+	}
+	// The finder's git process ends when the command exits.
+	if v, err := g.repo.NewVersions(ctx, g.prefix); err == nil {
+		s.Versions = func(rel, hash string) ([]byte, error) { return v.Find(ctx, rel, hash) }
+	}
+	return s
+}
+
+// logFromNotes is `intentfs log` on a clone without a local ledger.
+func logFromNotes(a *app, ws workspace, f ledger.Filter, limit int) error {
+	var recs []*ledger.Record
+	if err := queryNotes(context.Background(), ws, f, func(r *ledger.Record) error {
+		recs = append(recs, r)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if limit > 0 && len(recs) > limit {
+		recs = recs[len(recs)-limit:]
+	}
+	if jsonOut(a) {
+		enc := json.NewEncoder(a.stdout)
+		for _, r := range recs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	printRecords(a, recs)
+	return nil
+}
+
+// verifyNotes is `intentfs verify` of the notes: each origin's chain.
+func verifyNotes(a *app, ws workspace) error {
+	ctx := context.Background()
+	g, err := openGit(ctx, ws)
+	if err != nil {
+		return err
+	}
+	set, err := gitnotes.Read(ctx, g.repo)
+	if err != nil {
+		return err
+	}
+	rep := gitnotes.VerifyChains(set)
+	if jsonOut(a) {
+		if err := printJSON(a, rep); err != nil {
+			return err
+		}
+	} else {
+		for _, o := range rep.Origins {
+			fmt.Fprintf(a.stdout, "origin %s (%s): %d record(s), %s … %s\n", o.Chain, printable(o.Source), o.Records, o.First, o.Last)
+		}
+		for _, p := range rep.Problems {
+			fmt.Fprintf(a.stdout, "chain     %s\n", printable(p))
+		}
+		status := "OK"
+		if !rep.OK() {
+			status = fmt.Sprintf("FAILED: %d problem(s)", len(rep.Problems))
+		}
+		fmt.Fprintf(a.stdout, "%s: %d record(s) in the notes of %d commit(s), from %d origin(s), hash chains %s\n",
+			status, rep.Records, rep.Notes, len(rep.Origins), map[bool]string{true: "intact", false: "BROKEN"}[rep.OK()])
+	}
+	if !rep.OK() {
+		return silentFailure{}
+	}
+	return nil
+}
+
+// isGitWorkTree reports whether the workspace is in a git work tree.
+func isGitWorkTree(ws workspace) bool {
+	_, err := openGit(context.Background(), ws)
+	return err == nil
+}
+
+// initGit is the git part of `intentfs init`: the .gitignore of
+// .orchestration/, and notes.rewriteRef when dir is a git work tree. It
+// returns what it wrote.
+func initGit(dir string) ([]string, error) {
+	var written []string
+	p, err := policyedit.WriteGitignore(dir)
+	if err != nil {
+		return nil, err
+	}
+	if p != "" {
+		written = append(written, p)
+	}
+	ctx := context.Background()
+	repo, err := gitexec.Open(dir)
+	if err != nil {
+		return written, nil
+	}
+	if _, err := repo.Prefix(ctx); err != nil {
+		return written, nil // not a git work tree (yet): intentfs notes sync sets it later
+	}
+	if err := gitnotes.EnsureRewriteConfig(ctx, repo); err != nil {
+		return nil, err
+	}
+	return append(written, ".git/config (notes.rewriteRef = "+gitnotes.Ref+")"), nil
+}

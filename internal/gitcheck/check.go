@@ -1,0 +1,229 @@
+package gitcheck
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/intentfs/intentfs/internal/gitexec"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// Finding kinds. Problems fail a check; notices are shown for review.
+const (
+	KindUntraced     = "untraced"     // never written through the mount
+	KindOutOfScope   = "out_of_scope" // written under an intent whose scope does not cover it
+	KindNoIntent     = "no_intent"    // written with no intent, or one the policy does not define
+	KindContent      = "content"      // committed content matches no recorded version
+	KindSubmodule    = "submodule"    // a submodule pointer: nothing in the mount writes one
+	KindReadError    = "unreadable"   // the blob could not be read
+	KindGovernance   = "governance"   // notice: a policy or sidecar file changed
+	maxFindingsShown = 10000          // a report stays readable on a hostile range
+	governanceNotice = "a governance file (policy, ignore file, intent map, lessons): never written through the mount; review the change"
+)
+
+// Finding is one path of one commit that is not accounted for, or a
+// notice about it.
+type Finding struct {
+	Commit string `json:"commit"`
+	Path   string `json:"path"`
+	Status string `json:"status"` // A, M, D or T
+	Kind   string `json:"kind"`
+	Detail string `json:"detail"`
+	// Intent is the intent a matching record was written under, if any.
+	Intent string `json:"intent,omitempty"`
+}
+
+// Report is the result of a check.
+type Report struct {
+	Range    []string  `json:"range"`
+	Commits  int       `json:"commits"`
+	Changes  int       `json:"changes"`
+	Exempt   int       `json:"exempt"`
+	Outside  int       `json:"outside_workspace"`
+	Records  int       `json:"records_indexed"`
+	Problems []Finding `json:"problems"`
+	Notices  []Finding `json:"notices"`
+	// Omitted counts findings beyond maxFindingsShown.
+	Omitted int           `json:"omitted,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// OK reports whether no commit had a problem.
+func (r *Report) OK() bool { return len(r.Problems) == 0 && r.Omitted == 0 }
+
+// Checker checks commits against an index of records and a policy.
+type Checker struct {
+	Repo  *gitexec.Repo
+	Index *Index
+	// Intents is the policy whose scopes judge records: the workspace's
+	// current policy (see the package README for why not the one of each
+	// commit).
+	Intents *policy.Intents
+	// Ignore exempts paths, as in the mount.
+	Ignore *policy.Ignore
+	// Prefix is the workspace's path below the top of the work tree ("" or
+	// "dir/"); changes outside it are not this workspace's.
+	Prefix string
+}
+
+// Check checks every non-merge commit of revs (rev-list syntax).
+func (c *Checker) Check(ctx context.Context, revs []string) (*Report, error) {
+	return c.run(ctx, nil, revs)
+}
+
+func (c *Checker) run(ctx context.Context, opts, revs []string) (*Report, error) {
+	start := time.Now()
+	rep := &Report{Range: revs, Records: c.Index.Len(), Problems: []Finding{}, Notices: []Finding{}}
+	blobs, err := c.Repo.Blobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer blobs.Close()
+	err = c.Repo.Commits(ctx, gitexec.Query{Opts: opts, Revs: revs}, func(cm *gitexec.Commit) error {
+		rep.Commits++
+		for _, ch := range cm.Changes {
+			c.checkChange(rep, blobs, cm.ID, ch)
+		}
+		return nil
+	})
+	rep.Elapsed = time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("reading commits %s: %w", strings.Join(revs, " "), err)
+	}
+	return rep, nil
+}
+
+// CheckCommit checks one commit against its first parent: "would this
+// new commit pass?". A merge commit has no findings (it is not authored).
+func (c *Checker) CheckCommit(ctx context.Context, commit string) ([]Finding, error) {
+	if !gitexec.ValidOID(commit) {
+		return nil, fmt.Errorf("%q is not a commit id", commit)
+	}
+	rep, err := c.run(ctx, []string{"--no-walk"}, []string{commit})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Problems, nil
+}
+
+func (c *Checker) add(rep *Report, f Finding, notice bool) {
+	if len(rep.Problems)+len(rep.Notices) >= maxFindingsShown {
+		if !notice {
+			rep.Omitted++
+		}
+		return
+	}
+	if notice {
+		rep.Notices = append(rep.Notices, f)
+	} else {
+		rep.Problems = append(rep.Problems, f)
+	}
+}
+
+// isGovernance reports whether rel is a file the mount never lets the
+// agent write, and which people or the daemon change: the policy, the
+// ignore files, the intent map and lessons.
+func isGovernance(rel string) bool {
+	return rel == ".intentignore" || strings.HasPrefix(rel, policy.OrchestrationDir+"/")
+}
+
+func (c *Checker) checkChange(rep *Report, blobs *gitexec.Blobs, commit string, ch gitexec.Change) {
+	rel, ok := strings.CutPrefix(ch.Path, c.Prefix)
+	if !ok {
+		rep.Outside++
+		return
+	}
+	rep.Changes++
+	f := Finding{Commit: commit, Path: rel, Status: string(ch.Status)}
+	switch {
+	case c.Ignore.Match(rel, false):
+		rep.Exempt++
+		return
+	case isGovernance(rel):
+		f.Kind, f.Detail = KindGovernance, governanceNotice
+		c.add(rep, f, true)
+		return
+	}
+	var entries []Entry
+	what := ""
+	switch {
+	case ch.Status == 'D':
+		entries = c.Index.Deleted(rel)
+		if len(entries) == 0 {
+			f.Kind, f.Detail = KindUntraced, "deleted, but never deleted through the mount"
+			c.add(rep, f, false)
+			return
+		}
+		what = "deleted"
+	case ch.NewMode == "160000":
+		f.Kind, f.Detail = KindSubmodule, "a submodule commit pointer: nothing written through the mount makes one"
+		c.add(rep, f, false)
+		return
+	case ch.NewMode == "120000":
+		// A symlink record does not carry the target's hash; the record
+		// of its creation is what accounts for it.
+		entries = c.Index.Symlinks(rel)
+		if len(entries) == 0 {
+			f.Kind, f.Detail = KindUntraced, "a symlink never created through the mount"
+			c.add(rep, f, false)
+			return
+		}
+		what = "created"
+	case ch.Status == 'M' && ch.OldBlob == ch.NewBlob:
+		entries = c.Index.Modes(rel)
+		if len(entries) == 0 {
+			f.Kind, f.Detail = KindUntraced, fmt.Sprintf("mode changed %s → %s, but never changed through the mount", ch.OldMode, ch.NewMode)
+			c.add(rep, f, false)
+			return
+		}
+		what = "changed"
+	default:
+		hash, err := blobs.Hash(ch.NewBlob)
+		if err != nil {
+			f.Kind, f.Detail = KindReadError, "reading the committed blob: "+err.Error()
+			c.add(rep, f, false)
+			return
+		}
+		entries = c.Index.Written(rel, hash)
+		if len(entries) == 0 {
+			f.Kind, f.Detail = KindUntraced, "never written through the mount"
+			if c.Index.WroteAny(rel) {
+				f.Kind, f.Detail = KindContent, "committed content matches no recorded version ("+ledger.ShortHash(hash)+")"
+			}
+			c.add(rep, f, false)
+			return
+		}
+		what = "written"
+	}
+	if bad := c.judge(rel, entries, what); bad != nil {
+		bad.Commit, bad.Path, bad.Status = commit, rel, string(ch.Status)
+		c.add(rep, *bad, false)
+	}
+}
+
+// judge accepts the change if any of its records was made under an
+// intent whose scope covers rel; otherwise it says why the last one is
+// not.
+func (c *Checker) judge(rel string, entries []Entry, what string) *Finding {
+	var last *Finding
+	for _, e := range entries {
+		g := e.Record.Gov()
+		id := ledger.Str(g.IntentID)
+		switch {
+		case g.Event == ledger.EventRevert:
+			return nil // intentfs revert, on a person's command, restoring a recorded version
+		case id == "":
+			last = &Finding{Kind: KindNoIntent, Detail: what + " with no intent selected"}
+		case c.Intents == nil || c.Intents.Get(id) == nil:
+			last = &Finding{Kind: KindNoIntent, Intent: id, Detail: fmt.Sprintf("%s under %s, which the policy does not define", what, id)}
+		case !c.Intents.Get(id).InScope(rel):
+			last = &Finding{Kind: KindOutOfScope, Intent: id, Detail: fmt.Sprintf("%s under %s, whose scope does not cover it", what, id)}
+		default:
+			return nil
+		}
+	}
+	return last
+}

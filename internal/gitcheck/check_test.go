@@ -1,0 +1,219 @@
+package gitcheck
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/intentfs/intentfs/internal/gitexec"
+	"github.com/intentfs/intentfs/internal/gitexec/gittest"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+const testPolicy = `active_intents:
+  - id: INT-001
+    name: source work
+    status: IN_PROGRESS
+    owned_scope: ["src/**"]
+  - id: INT-002
+    name: docs work
+    status: IN_PROGRESS
+    owned_scope: ["docs/**"]
+`
+
+// fixture is a repository with a base commit, an index of records and a
+// checker.
+type fixture struct {
+	t    *testing.T
+	dir  string
+	base string
+	ix   *Index
+	c    *Checker
+}
+
+func newFixture(t *testing.T) *fixture {
+	dir := t.TempDir()
+	gittest.Init(t, dir)
+	base := gittest.Commit(t, dir, "base", map[string]string{"README.md": "# project\n", "go.mod": "module x\n", "src/a.go": "package a\n"})
+	intents, _, err := policy.ParseIntents("active_intents.yaml", []byte(testPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ig, _ := policy.ParseIgnore(".intentignore", []byte("build/\n"))
+	repo, err := gitexec.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex()
+	return &fixture{t: t, dir: dir, base: base, ix: ix, c: &Checker{Repo: repo, Index: ix, Intents: intents, Ignore: ig}}
+}
+
+// record adds a record of writing content to path under intent.
+func (f *fixture) record(ev ledger.Event, intent, path, content string) {
+	c := ledger.Change{Event: ev, Path: path, Intent: intent}
+	if ev != ledger.EventDelete {
+		c.PostHash = gittest.Sha(content)
+	}
+	f.ix.Add(ledger.NewRecord(c, "test"))
+}
+
+func (f *fixture) check() *Report {
+	f.t.Helper()
+	rep, err := f.c.Check(context.Background(), []string{f.base + "..HEAD"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rep
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		// act records and commits on top of the base commit.
+		act func(f *fixture)
+		// want is "path: detail" of each problem, in order.
+		want    []string
+		notices int
+	}{{
+		name: "a recorded in-scope change is clean",
+		act: func(f *fixture) {
+			f.record(ledger.EventWrite, "INT-001", "src/a.go", "package a\n\nfunc A() {}\n")
+			f.record(ledger.EventCreate, "INT-001", "src/b.go", "package a\n")
+			gittest.Commit(t, f.dir, "work", map[string]string{"src/a.go": "package a\n\nfunc A() {}\n", "src/b.go": "package a\n"})
+		},
+	}, {
+		name: "the plumbing attack: content written into history without the work tree",
+		act: func(f *fixture) {
+			cmd := "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit -qm sneaky"
+			if out, err := shIn(f.dir, cmd); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+		},
+		want: []string{"README.md: never written through the mount"},
+	}, {
+		name: "written under an intent whose scope does not cover the path",
+		act: func(f *fixture) {
+			f.record(ledger.EventWrite, "INT-002", "src/a.go", "package a // docs\n")
+			gittest.Commit(t, f.dir, "work", map[string]string{"src/a.go": "package a // docs\n"})
+		},
+		want: []string{"src/a.go: written under INT-002, whose scope does not cover it"},
+	}, {
+		name: "committed content differs from every recorded version",
+		act: func(f *fixture) {
+			f.record(ledger.EventWrite, "INT-001", "src/a.go", "package a // recorded\n")
+			gittest.Commit(t, f.dir, "work", map[string]string{"src/a.go": "package a // something else\n"})
+		},
+		want: []string{"src/a.go: committed content matches no recorded version"},
+	}, {
+		name: "a deletion needs a delete record",
+		act: func(f *fixture) {
+			gittest.Git(t, f.dir, "rm", "-q", "go.mod", "src/a.go")
+			f.record(ledger.EventDelete, "INT-001", "src/a.go", "")
+			gittest.Git(t, f.dir, "commit", "-qm", "rm")
+		},
+		want: []string{"go.mod: deleted, but never deleted through the mount"},
+	}, {
+		name: "exempt paths pass; governance files are notices",
+		act: func(f *fixture) {
+			gittest.Commit(t, f.dir, "build", map[string]string{"build/out.bin": "x", ".orchestration/intent_map.md": "# map\n"})
+		},
+		notices: 1,
+	}, {
+		name: "a record of an intent the policy does not define",
+		act: func(f *fixture) {
+			f.record(ledger.EventWrite, "INT-009", "src/a.go", "package a // 9\n")
+			gittest.Commit(t, f.dir, "work", map[string]string{"src/a.go": "package a // 9\n"})
+		},
+		want: []string{"src/a.go: written under INT-009, which the policy does not define"},
+	}, {
+		name: "merge commits are skipped, the merged commits are not",
+		act: func(f *fixture) {
+			gittest.Git(t, f.dir, "checkout", "-q", "-b", "side")
+			f.record(ledger.EventWrite, "INT-001", "src/a.go", "package a // side\n")
+			gittest.Commit(t, f.dir, "side", map[string]string{"src/a.go": "package a // side\n"})
+			gittest.Git(t, f.dir, "checkout", "-q", "main")
+			f.record(ledger.EventCreate, "INT-002", "docs/x.md", "x\n")
+			gittest.Commit(t, f.dir, "main", map[string]string{"docs/x.md": "x\n"})
+			gittest.Git(t, f.dir, "merge", "-q", "--no-edit", "side")
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc.act(f)
+			rep := f.check()
+			var got []string
+			for _, p := range rep.Problems {
+				got = append(got, p.Path+": "+strings.Split(p.Detail, " (")[0])
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if len(rep.Notices) != tc.notices {
+				t.Errorf("notices = %+v, want %d", rep.Notices, tc.notices)
+			}
+			if rep.OK() != (len(tc.want) == 0) {
+				t.Errorf("OK() = %v with problems %v", rep.OK(), rep.Problems)
+			}
+		})
+	}
+}
+
+func TestCheckCommitSkipsAMergeAndNamesTheCommit(t *testing.T) {
+	f := newFixture(t)
+	gittest.Git(t, f.dir, "checkout", "-q", "-b", "side")
+	bad := gittest.Commit(t, f.dir, "unrecorded", map[string]string{"go.mod": "module y\n"})
+	gittest.Git(t, f.dir, "checkout", "-q", "main")
+	gittest.Commit(t, f.dir, "docs", map[string]string{"README.md": "# p2\n"})
+	gittest.Git(t, f.dir, "merge", "-q", "--no-edit", "side")
+	merge := gittest.Git(t, f.dir, "rev-parse", "HEAD")
+	ctx := context.Background()
+	if got, err := f.c.CheckCommit(ctx, merge); err != nil || len(got) != 0 {
+		t.Fatalf("merge commit: %v %+v", err, got)
+	}
+	got, err := f.c.CheckCommit(ctx, bad)
+	if err != nil || len(got) != 1 || got[0].Commit != bad || got[0].Path != "go.mod" || got[0].Kind != KindUntraced {
+		t.Fatalf("unrecorded commit: %v %+v", err, got)
+	}
+	if _, err := f.c.CheckCommit(ctx, "--output=/tmp/x"); err == nil {
+		t.Fatal("an option passed as a commit was accepted")
+	}
+}
+
+// TestCheckRunsNoFsmonitor: a repository whose config names an fsmonitor
+// program (which git runs on every command that reads the index) runs
+// nothing when checked. The full hostile-config test, over every git
+// command intentfs runs, is in package gitnotes.
+func TestCheckRunsNoFsmonitor(t *testing.T) {
+	f := newFixture(t)
+	marker := filepath.Join(t.TempDir(), "pwned")
+	script := filepath.Join(t.TempDir(), "fsmonitor.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, f.dir, "config", "core.fsmonitor", script)
+	gittest.Git(t, f.dir, "status", "--short")
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("plain git did not run the fsmonitor either; the test proves nothing: %v", err)
+	}
+	os.Remove(marker)
+	f.record(ledger.EventWrite, "INT-001", "src/a.go", "package a // v2\n")
+	gittest.Git(t, f.dir, "-c", "core.fsmonitor=false", "commit", "-q", "--allow-empty", "-m", "empty")
+	gittest.Write(t, f.dir, map[string]string{"src/a.go": "package a // v2\n"})
+	gittest.Git(t, f.dir, "-c", "core.fsmonitor=false", "commit", "-qam", "v2")
+	os.Remove(marker)
+	if rep := f.check(); !rep.OK() || rep.Commits != 2 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if _, err := f.c.Repo.Output(context.Background(), "status"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the repository's core.fsmonitor ran")
+	}
+}
+
+func shIn(dir, script string) (string, error) { return gittest.Sh(dir, script) }

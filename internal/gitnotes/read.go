@@ -1,0 +1,144 @@
+// Package gitnotes carries the ledger with the repository: the records of
+// a workspace are attached to the commits they produced as git notes under
+// Ref, one Agent Trace JSON line per record, each line the exact bytes of
+// its ledger line so the hash chain can be checked anywhere. Notes move
+// with git push and git fetch, survive amend and rebase (notes.rewriteRef),
+// and notes of several clones merge line by line (cat_sort_uniq), which is
+// a merge by record id because a record's line is the same bytes wherever
+// it is.
+package gitnotes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/intentfs/intentfs/internal/gitexec"
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// Ref is the notes ref intentfs writes.
+const Ref = "refs/notes/intentfs"
+
+// MaxNoteBytes bounds one note; a note larger than this is reported, not
+// read.
+const MaxNoteBytes = 256 << 20
+
+// Line is one record found in the notes.
+type Line struct {
+	Raw    []byte
+	Record *ledger.Record
+	// Commit is the commit whose note holds the line.
+	Commit string
+}
+
+// Set is every record of the notes, each once.
+type Set struct {
+	Lines []Line
+	// Conflicts are lines whose record id is already in Lines with other
+	// bytes: one of the two was changed.
+	Conflicts []Line
+	// Bad are lines that are not records, as "commit: reason".
+	Bad []string
+	// Notes is the number of commits with a note.
+	Notes int
+	ids   map[string]int
+}
+
+// Has reports whether a record id is in the set.
+func (s *Set) Has(id string) bool { _, ok := s.ids[id]; return ok }
+
+// add adds one line, keeping the first line of each record id.
+func (s *Set) add(commit string, raw []byte) {
+	raw = bytes.TrimRight(raw, "\r")
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return
+	}
+	var r ledger.Record
+	if err := json.Unmarshal(raw, &r); err != nil || r.ID == "" {
+		s.Bad = append(s.Bad, fmt.Sprintf("%s: a line that is not a ledger record", commit))
+		return
+	}
+	l := Line{Raw: append([]byte(nil), raw...), Record: &r, Commit: commit}
+	if i, ok := s.ids[r.ID]; ok {
+		if !bytes.Equal(s.Lines[i].Raw, l.Raw) {
+			s.Conflicts = append(s.Conflicts, l)
+		}
+		return
+	}
+	s.ids[r.ID] = len(s.Lines)
+	s.Lines = append(s.Lines, l)
+}
+
+// Read returns every record of the notes under Ref (an empty set when
+// there are none).
+func Read(ctx context.Context, repo *gitexec.Repo) (*Set, error) {
+	set := &Set{ids: map[string]int{}}
+	notes, err := List(ctx, repo)
+	if err != nil || len(notes) == 0 {
+		return set, err
+	}
+	blobs, err := repo.Blobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer blobs.Close()
+	for _, n := range notes {
+		data, err := blobs.Read(n.Blob, MaxNoteBytes)
+		if err != nil {
+			set.Bad = append(set.Bad, fmt.Sprintf("%s: %v", n.Commit, err))
+			continue
+		}
+		set.Notes++
+		for _, raw := range bytes.Split(data, []byte{'\n'}) {
+			set.add(n.Commit, raw)
+		}
+	}
+	return set, nil
+}
+
+// Note names the blob holding a commit's note.
+type Note struct{ Blob, Commit string }
+
+// List lists the notes under Ref.
+func List(ctx context.Context, repo *gitexec.Repo) ([]Note, error) {
+	if !HasRef(ctx, repo, Ref) {
+		return nil, nil
+	}
+	out, err := repo.Output(ctx, "notes", "--ref="+Ref, "list")
+	if err != nil {
+		return nil, fmt.Errorf("listing notes: %w", err)
+	}
+	var notes []Note
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && gitexec.ValidOID(f[0]) && gitexec.ValidOID(f[1]) {
+			notes = append(notes, Note{Blob: f[0], Commit: f[1]})
+		}
+	}
+	return notes, nil
+}
+
+// HasRef reports whether a ref exists.
+func HasRef(ctx context.Context, repo *gitexec.Repo, ref string) bool {
+	_, err := repo.Output(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	return err == nil
+}
+
+// noteOf returns the lines of commit's note, or nil.
+func noteOf(ctx context.Context, repo *gitexec.Repo, commit string) ([]byte, error) {
+	if !HasRef(ctx, repo, Ref) {
+		return nil, nil
+	}
+	out, err := repo.Output(ctx, "notes", "--ref="+Ref, "list", "--end-of-options", commit)
+	if err != nil {
+		return nil, nil // no note
+	}
+	blob := strings.TrimSpace(string(out))
+	if !gitexec.ValidOID(blob) {
+		return nil, nil
+	}
+	return repo.Output(ctx, "cat-file", "blob", blob)
+}

@@ -1,0 +1,58 @@
+package policyedit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// GitignoreFile is the .gitignore `intentfs init` writes in .orchestration/.
+const GitignoreFile = policy.OrchestrationDir + "/.gitignore"
+
+// orchestrationGitignore keeps intentfs's local state out of commits (a
+// `git add -A` in the mount would otherwise commit the ledger, the object
+// store and lock files). Paths are relative to .orchestration/.
+func orchestrationGitignore() string {
+	return fmt.Sprintf(`# Written by intentfs init: intentfs's local state, never committed.
+#
+# In the repository: active_intents.yaml (the policy), .intentignore,
+# intent_map.md and the lessons file (CLAUDE.md).
+# Not in the repository: the ledger, which travels with the repository as
+# git notes instead (intentfs notes sync; intentfs notes push), the object
+# store of replaced versions, the lock, and temporary files.
+/%[1]s
+/%[2]s
+/%[1]s.torn
+/%[3]s/
+/%[4]s
+.*.tmp-*
+`, filepath.Base(ledger.FileName), "agent_trace.*.jsonl", filepath.Base(objects.Dir), filepath.Base(ledger.LockFile))
+}
+
+// WriteGitignore writes .orchestration/.gitignore under source unless one
+// is there. It returns the path written, or "" if it kept an existing one.
+func WriteGitignore(source string) (string, error) {
+	path := filepath.Join(source, GitignoreFile)
+	if _, err := os.Lstat(path); err == nil {
+		return "", nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err := f.WriteString(orchestrationGitignore()); err != nil {
+		f.Close()
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, f.Close()
+}
