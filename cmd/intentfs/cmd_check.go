@@ -139,7 +139,7 @@ func printCheck(a *app, rep *gitcheck.Report, local, noted int) {
 	}
 	status := "OK"
 	if !rep.OK() {
-		status = fmt.Sprintf("FAILED: %d problem(s) in %d of %d commit(s)", len(rep.Problems)+rep.Omitted, len(bad), rep.Commits)
+		status = fmt.Sprintf("FAILED (%d problem(s) in %d commit(s))", len(rep.Problems)+rep.Omitted, len(bad))
 	}
 	fmt.Fprintf(a.stdout, "%s: %s: %d commit(s), %d changed path(s) (%d exempt), against %d record(s) (%d from the local ledger, %d from notes), in %s\n",
 		status, printable(strings.Join(rep.Range, " ")), rep.Commits, rep.Changes, rep.Exempt, local+noted, local, noted, rep.Elapsed.Round(1e6))

@@ -155,9 +155,6 @@ func (r *Repo) command(ctx context.Context, extra []string, args []string) *exec
 		// would hold the user's is not read.
 		"GIT_AUTHOR_NAME=intentfs", "GIT_AUTHOR_EMAIL=intentfs@localhost",
 		"GIT_COMMITTER_NAME=intentfs", "GIT_COMMITTER_EMAIL=intentfs@localhost",
-		// Discovery stops at the work tree's parent: a repository above
-		// it is not the one asked for.
-		"GIT_CEILING_DIRECTORIES=" + filepath.Dir(r.Dir),
 	}
 	if r.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred}

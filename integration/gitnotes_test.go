@@ -1,0 +1,201 @@
+package integration
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/policy"
+)
+
+const notesPolicy = `active_intents:
+  - id: INT-001
+    name: the api
+    status: IN_PROGRESS
+    owned_scope: ["src/**"]
+  - id: INT-002
+    name: the guide
+    status: IN_PROGRESS
+    owned_scope: ["docs/**"]
+`
+
+// gitAs runs a shell script as the agent in dir, with git configured as a
+// plain user's (no system or global config; an identity).
+func gitAs(t *testing.T, dir, script string) string {
+	t.Helper()
+	cmd := exec.Command("setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=agent", "GIT_AUTHOR_EMAIL=agent@example.com", "GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=agent@example.com"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// mountSource mounts an existing source (a clone) with intent selected,
+// unmounting in t.Cleanup.
+func mountSource(t *testing.T, src, intent string) string {
+	t.Helper()
+	mnt := t.TempDir()
+	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: t.TempDir()}})
+	if err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { d.Wait(); d.Close(); close(done) }()
+	t.Cleanup(func() {
+		if err := d.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+			_ = syscall.Unmount(d.Mountpoint(), syscall.MNT_DETACH)
+		}
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("daemon did not finish after unmount")
+		}
+	})
+	return d.Mountpoint()
+}
+
+// TestCheckAndNotesAcrossThreeClones is the issue's story with real
+// mounts and the real binary: agent A (INT-001, src/) commits through its
+// mount and then sneaks a README change into history with git's plumbing;
+// check names it. Agent B (INT-002, docs/) works in a second clone and
+// rebases on A's work. Both push their notes; a third, fresh clone with no
+// ledger of its own shows both histories in log and blame, checks clean
+// and verifies both origins' chains.
+func TestCheckAndNotesAcrossThreeClones(t *testing.T) {
+	requireFUSE(t)
+	c := newCLI(t)
+	root := t.TempDir()
+	// The agent must reach the test's directories.
+	os.Chmod(filepath.Dir(root), 0o755)
+	os.Chmod(root, 0o755)
+	origin := filepath.Join(root, "origin.git")
+	seed := filepath.Join(root, "seed")
+	for _, d := range []string{origin, seed} {
+		os.Mkdir(d, 0o755)
+	}
+	chownTree(t, root)
+	gitAs(t, origin, "git init -q --bare -b main .")
+	gitAs(t, seed, "git init -q -b main . && mkdir -p .orchestration")
+	writeFile(t, filepath.Join(seed, policy.IntentsFile), notesPolicy)
+	writeFile(t, filepath.Join(seed, "README.md"), "# project\n")
+	scratch := t.TempDir()
+	c.must("init", scratch) // intentfs init writes .orchestration/.gitignore
+	gi, err := os.ReadFile(filepath.Join(scratch, ".orchestration", ".gitignore"))
+	if err != nil || !strings.Contains(string(gi), "/agent_trace.jsonl") || !strings.Contains(string(gi), "/objects/") {
+		t.Fatalf("init's .gitignore: %v\n%s", err, gi)
+	}
+	writeFile(t, filepath.Join(seed, ".orchestration", ".gitignore"), string(gi))
+	chownTree(t, seed)
+	gitAs(t, seed, "git add -A && git commit -qm base && git push -q "+origin+" main")
+	base := gitAs(t, seed, "git rev-parse HEAD")
+
+	// Agent A works through its mount, as uid 1000.
+	a := filepath.Join(root, "a")
+	gitAs(t, root, "git clone -q "+origin+" a")
+	mntA := mountSource(t, a, "INT-001")
+	gitAs(t, mntA, "mkdir -p src && printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
+	// The ledger is not committed: .orchestration/.gitignore keeps it out.
+	if out := gitAs(t, mntA, "git status --porcelain --ignored .orchestration"); !strings.Contains(out, "!! .orchestration/agent_trace.jsonl") {
+		t.Fatalf("the ledger is not ignored by git:\n%s", out)
+	}
+	out := c.must("notes", "sync", "--source", a)
+	if !strings.Contains(out, "attached") {
+		t.Fatalf("notes sync: %s", out)
+	}
+	// An ordinary in-scope commit checks clean.
+	out = c.must("check", "--source", a, base+"..HEAD")
+	t.Logf("intentfs check (ordinary commit):\n%s", out)
+	if !strings.HasPrefix(out, "OK") {
+		t.Fatalf("check of an ordinary commit:\n%s", out)
+	}
+	// The plumbing attack: content into history without the work tree.
+	gitAs(t, mntA, "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit -qm 'tidy'")
+	sneaky := gitAs(t, a, "git rev-parse HEAD")
+	out, code := c.run("check", "--source", a, base+"..HEAD")
+	t.Logf("intentfs check (after the plumbing attack), exit %d:\n%s", code, out)
+	if code != 1 || !lineWith(out, sneaky[:12], "README.md", "never written through the mount") || strings.Count(out, "never written") != 1 {
+		t.Fatalf("check did not flag the plumbing commit (exit %d):\n%s", code, out)
+	}
+	// Take the sneaky commit back (index and ref only).
+	gitAs(t, mntA, "git reset -q --soft HEAD~1 && git reset -q HEAD -- README.md")
+	c.must("notes", "push", "--source", a)
+	gitAs(t, a, "git push -q origin main")
+
+	// Agent B works in a second clone on the guide.
+	b := filepath.Join(root, "b")
+	gitAs(t, root, "git clone -q "+origin+" b")
+	// Written before A pushed? No: B's clone has A's commit; give B its
+	// own base by resetting to the seed, so the two diverge.
+	gitAs(t, b, "git reset -q --hard "+base)
+	mntB := mountSource(t, b, "INT-002")
+	gitAs(t, mntB, "mkdir -p docs && printf '# Guide\\n\\nUse Get.\\n' > docs/guide.md && git add docs && git commit -qm 'the guide'")
+	c.must("notes", "sync", "--source", b)
+	// B rebases on A's work outside its mount (git's checkout of A's
+	// files is not B's authorship); notes.rewriteRef carries B's note.
+	gitAs(t, b, "git pull -q --rebase origin main")
+	c.must("notes", "push", "--source", b)
+	gitAs(t, b, "git push -q origin main")
+
+	// A fresh clone, no ledger of its own.
+	fresh := filepath.Join(root, "c")
+	gitAs(t, root, "git clone -q "+origin+" c")
+	if _, err := os.Stat(filepath.Join(fresh, ".orchestration", "agent_trace.jsonl")); err == nil {
+		t.Fatal("the ledger was committed")
+	}
+	t.Logf("intentfs notes fetch:\n%s", c.must("notes", "fetch", "--source", fresh))
+	out = c.must("log", "--source", fresh, "--limit", "0")
+	t.Logf("intentfs log on the fresh clone:\n%s", out)
+	for _, want := range []string{"src/api.go", "docs/guide.md", "INT-001", "INT-002"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log on the fresh clone lacks %s", want)
+		}
+	}
+	out = c.must("blame", "--source", fresh, "src/api.go")
+	t.Logf("intentfs blame src/api.go on the fresh clone:\n%s", out)
+	if n := strings.Count(strings.TrimSpace(out), "\n") + 1; n != 3 || strings.Count(out, "INT-001") != 3 {
+		t.Errorf("blame on the fresh clone does not credit INT-001:\n%s", out)
+	}
+	out = c.must("check", "--source", fresh, base+"..HEAD")
+	t.Logf("intentfs check on the fresh clone:\n%s", out)
+	if !strings.HasPrefix(out, "OK") || !strings.Contains(out, "2 commit(s)") {
+		t.Errorf("check on the fresh clone:\n%s", out)
+	}
+	out = c.must("verify", "--source", fresh)
+	t.Logf("intentfs verify on the fresh clone:\n%s", out)
+	if !strings.HasPrefix(lastLine(out), "OK") || strings.Count(out, "origin ") != 2 {
+		t.Errorf("verify on the fresh clone:\n%s", out)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// lineWith reports whether a line of text holds every part.
+func lineWith(text string, parts ...string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(l, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
