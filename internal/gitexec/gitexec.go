@@ -214,9 +214,19 @@ func run(cmd *exec.Cmd, stdin []byte, args []string) ([]byte, error) {
 	}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), &Error{Args: args, Stderr: stderr.String(), Err: err}
+		return stdout.Bytes(), &Error{Args: args, Stderr: stderr.String(), Err: asOwner(cmd, err)}
 	}
 	return stdout.Bytes(), nil
+}
+
+// asOwner explains a failure to start git as the repository's owner: the
+// owner must be able to reach the repository.
+func asOwner(cmd *exec.Cmd, err error) error {
+	var ee *exec.ExitError
+	if cmd.SysProcAttr == nil || cmd.SysProcAttr.Credential == nil || errors.As(err, &ee) {
+		return err
+	}
+	return fmt.Errorf("running git as the repository's owner (uid %d), who must be able to reach %s: %w", cmd.SysProcAttr.Credential.Uid, cmd.Dir, err)
 }
 
 // ExitCode returns the exit status of a failed git command, or -1.
