@@ -126,19 +126,3 @@ func HasRef(ctx context.Context, repo *gitexec.Repo, ref string) bool {
 	_, err := repo.Output(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
 	return err == nil
 }
-
-// noteOf returns the lines of commit's note, or nil.
-func noteOf(ctx context.Context, repo *gitexec.Repo, commit string) ([]byte, error) {
-	if !HasRef(ctx, repo, Ref) {
-		return nil, nil
-	}
-	out, err := repo.Output(ctx, "notes", "--ref="+Ref, "list", "--end-of-options", commit)
-	if err != nil {
-		return nil, nil // no note
-	}
-	blob := strings.TrimSpace(string(out))
-	if !gitexec.ValidOID(blob) {
-		return nil, nil
-	}
-	return repo.Output(ctx, "cat-file", "blob", blob)
-}

@@ -137,48 +137,76 @@ func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string) (*
 	if err != nil {
 		return nil, fmt.Errorf("reading commits: %w", err)
 	}
+	notes := map[string][][]byte{}
+	var order []string
 	for _, a := range plan {
-		lines := make([][]byte, 0, a.end-a.start)
+		if _, ok := notes[a.commit]; !ok {
+			order = append(order, a.commit)
+		}
 		for _, p := range pending[a.start:a.end] {
-			lines = append(lines, p.raw)
+			notes[a.commit] = append(notes[a.commit], p.raw)
 		}
-		if err := appendNote(ctx, repo, a.commit, lines); err != nil {
-			return nil, err
-		}
-		res.Commits[a.commit] += len(lines)
-		res.Attached += len(lines)
+		res.Commits[a.commit] += a.end - a.start
+		res.Attached += a.end - a.start
+	}
+	if err := appendNotes(ctx, repo, order, notes); err != nil {
+		return nil, err
 	}
 	res.Pending = len(pending) - cursor
 	return res, nil
 }
 
-// appendNote adds lines to commit's note, keeping what it holds.
-func appendNote(ctx context.Context, repo *gitexec.Repo, commit string, lines [][]byte) error {
-	old, err := noteOf(ctx, repo, commit)
+// appendNotes adds lines to the notes of commits, keeping what each note
+// holds, as one commit on Ref written by one git fast-import: a sync of
+// thousands of commits is one process, not one per commit. Every line
+// keeps its exact bytes (fast-import stores data as given), and with them
+// its place in its hash chain.
+func appendNotes(ctx context.Context, repo *gitexec.Repo, order []string, lines map[string][][]byte) error {
+	if len(order) == 0 {
+		return nil
+	}
+	existing, err := List(ctx, repo)
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if len(old) > 0 {
-		buf.Write(old)
-		if old[len(old)-1] != '\n' {
-			buf.WriteByte('\n')
-		}
+	blobOf := map[string]string{}
+	for _, n := range existing {
+		blobOf[n.Commit] = n.Blob
 	}
-	for _, l := range lines {
-		buf.Write(l)
-		buf.WriteByte('\n')
-	}
-	// hash-object --stdin without --path applies no filter; notes add -C
-	// takes the blob as it is (no stripspace), so every line keeps its
-	// exact bytes and its place in the hash chain.
-	blob, err := repo.OutputInput(ctx, buf.Bytes(), "hash-object", "-w", "--stdin")
+	blobs, err := repo.Blobs(ctx)
 	if err != nil {
-		return fmt.Errorf("writing the note of %s: %w", commit, err)
+		return err
 	}
-	id := strings.TrimSpace(string(blob))
-	if _, err := repo.Output(ctx, "notes", "--ref="+Ref, "add", "-f", "-C", id, "--end-of-options", commit); err != nil {
-		return fmt.Errorf("attaching the note to %s: %w", commit, err)
+	defer blobs.Close()
+	var stream bytes.Buffer
+	msg := fmt.Sprintf("intentfs notes sync: %d commit(s)\n", len(order))
+	fmt.Fprintf(&stream, "commit %s\ncommitter intentfs <intentfs@localhost> %d +0000\ndata %d\n%s", Ref, time.Now().Unix(), len(msg), msg)
+	if HasRef(ctx, repo, Ref) {
+		fmt.Fprintf(&stream, "from %s^0\n", Ref)
+	}
+	for _, commit := range order {
+		var note bytes.Buffer
+		if b, ok := blobOf[commit]; ok {
+			old, err := blobs.Read(b, MaxNoteBytes)
+			if err != nil {
+				return fmt.Errorf("reading the note of %s: %w", commit, err)
+			}
+			note.Write(old)
+			if len(old) > 0 && old[len(old)-1] != '\n' {
+				note.WriteByte('\n')
+			}
+		}
+		for _, l := range lines[commit] {
+			note.Write(l)
+			note.WriteByte('\n')
+		}
+		fmt.Fprintf(&stream, "N inline %s\ndata %d\n", commit, note.Len())
+		stream.Write(note.Bytes())
+		stream.WriteByte('\n')
+	}
+	stream.WriteString("done\n")
+	if _, err := repo.OutputInput(ctx, stream.Bytes(), "fast-import", "--quiet", "--done"); err != nil {
+		return fmt.Errorf("writing notes: %w", err)
 	}
 	return nil
 }
