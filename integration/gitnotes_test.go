@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -130,10 +131,27 @@ func TestCheckAndNotesAcrossThreeClones(t *testing.T) {
 	if code != 1 || !lineWith(out, sneaky[:12], "README.md", "never written through the mount") || strings.Count(out, "never written") != 1 {
 		t.Fatalf("check did not flag the plumbing commit (exit %d):\n%s", code, out)
 	}
+	out, code = c.run("check", "--source", a, "--json", base+"..HEAD")
+	var rep struct {
+		Problems []struct{ Commit, Path, Kind string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || len(rep.Problems) != 1 ||
+		rep.Problems[0].Commit != sneaky || rep.Problems[0].Path != "README.md" || rep.Problems[0].Kind != "untraced" {
+		t.Fatalf("check --json (exit %d): %v\n%s", code, err, out)
+	}
+	if out, code := c.run("check", "--source", a, "--output=/tmp/x"); code != 2 {
+		t.Fatalf("an option as a range: exit %d\n%s", code, out)
+	}
+	if out, code := c.run("check", "--source", a, "--", "--output=/tmp/x"); code != 2 || !strings.Contains(out, "cannot start with") {
+		t.Fatalf("a flag-like range: exit %d\n%s", code, out)
+	}
 	// Take the sneaky commit back (index and ref only).
 	gitAs(t, mntA, "git reset -q --soft HEAD~1 && git reset -q HEAD -- README.md")
 	c.must("notes", "push", "--source", a)
 	gitAs(t, a, "git push -q origin main")
+	if out := c.must("verify", "--notes", "--source", a); !strings.HasPrefix(lastLine(out), "OK") {
+		t.Fatalf("verify --notes on clone a:\n%s", out)
+	}
 
 	// Agent B works in a second clone on the guide.
 	b := filepath.Join(root, "b")
