@@ -8,7 +8,7 @@ import (
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitnotes"
 	"github.com/intentfs/intentfs/internal/history"
-	"github.com/intentfs/intentfs/internal/policyedit"
+	orchestration "github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -107,7 +107,7 @@ func isGitWorkTree(ws workspace) bool {
 // returns what it wrote.
 func initGit(dir string) ([]string, error) {
 	var written []string
-	p, err := policyedit.WriteGitignore(dir)
+	p, err := orchestration.At(dir).WriteGitignore()
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package policyedit
+package workspace
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 
 func TestWriteGitignore(t *testing.T) {
 	dir := t.TempDir()
-	p, err := WriteGitignore(dir)
+	p, err := At(dir).WriteGitignore()
 	if err != nil || p != filepath.Join(dir, GitignoreFile) {
 		t.Fatalf("first write: %q %v", p, err)
 	}
@@ -27,7 +27,7 @@ func TestWriteGitignore(t *testing.T) {
 		}
 	}
 	os.WriteFile(p, []byte("mine\n"), 0o644)
-	if p2, err := WriteGitignore(dir); err != nil || p2 != "" {
+	if p2, err := At(dir).WriteGitignore(); err != nil || p2 != "" {
 		t.Fatalf("second write: %q %v", p2, err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "mine\n" {

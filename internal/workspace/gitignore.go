@@ -1,4 +1,4 @@
-package policyedit
+package workspace
 
 import (
 	"errors"
@@ -14,6 +14,9 @@ import (
 // GitignoreFile is the .gitignore `intentfs init` writes in .orchestration/.
 const GitignoreFile = policy.OrchestrationDir + "/.gitignore"
 
+// GitignorePath is the .gitignore of .orchestration/.
+func (l Layout) GitignorePath() string { return filepath.Join(l.source, GitignoreFile) }
+
 // orchestrationGitignore keeps intentfs's local state out of commits (a
 // `git add -A` in the mount would otherwise commit the ledger, the object
 // store and lock files). Paths are relative to .orchestration/.
@@ -21,7 +24,7 @@ func orchestrationGitignore() string {
 	return fmt.Sprintf(`# Written by intentfs init: intentfs's local state, never committed.
 #
 # In the repository: active_intents.yaml (the policy), .intentignore,
-# intent_map.md and the lessons file (CLAUDE.md).
+# %[5]s and the lessons file (%[6]s).
 # Not in the repository: the ledger, which travels with the repository as
 # git notes instead (intentfs notes sync; intentfs notes push), the object
 # store of replaced versions, the lock, and temporary files.
@@ -31,13 +34,14 @@ func orchestrationGitignore() string {
 /%[3]s/
 /%[4]s
 .*.tmp-*
-`, filepath.Base(ledger.FileName), "agent_trace.*.jsonl", filepath.Base(objects.Dir), filepath.Base(ledger.LockFile))
+`, filepath.Base(ledger.FileName), "agent_trace.*.jsonl", filepath.Base(objects.Dir), filepath.Base(ledger.LockFile),
+		IntentMapFile, DefaultLessonsFile)
 }
 
-// WriteGitignore writes .orchestration/.gitignore under source unless one
-// is there. It returns the path written, or "" if it kept an existing one.
-func WriteGitignore(source string) (string, error) {
-	path := filepath.Join(source, GitignoreFile)
+// WriteGitignore writes .orchestration/.gitignore unless one is there. It
+// returns the path written, or "" if it kept an existing one.
+func (l Layout) WriteGitignore() (string, error) {
+	path := l.GitignorePath()
 	if _, err := os.Lstat(path); err == nil {
 		return "", nil
 	} else if !errors.Is(err, os.ErrNotExist) {
