@@ -56,6 +56,18 @@ func logFromNotes(a *app, ws workspace, f ledger.Filter, limit int) error {
 		}
 		return nil
 	}
+	if len(recs) == 0 {
+		all, err := notedRecords(context.Background(), ws)
+		if err != nil {
+			return err
+		}
+		msg := "the ledger has no records yet"
+		if len(all) > 0 {
+			msg = "no records match (the notes have records; widen the filters)"
+		}
+		fmt.Fprintln(a.stdout, msg)
+		return nil
+	}
 	printRecords(a, recs)
 	return nil
 }
