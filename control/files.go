@@ -34,6 +34,7 @@ const maxControlWrite = 4096
 //	mutation_class  read/write: the class declared for the agent's next writes (AST_REFACTOR, …) or "none"
 //	status     JSON status of the mount
 //	denials    recent denials, one line each, newest last
+//	check      read-write: write a path, read whether changing it would be allowed
 //	README.md  how to work here, for agents
 type Dir struct {
 	fs.Inode
@@ -68,6 +69,7 @@ func (d *Dir) OnAdd(ctx context.Context) {
 	for _, f := range files {
 		d.AddChild(f.name, d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG}), false)
 	}
+	d.AddChild("check", d.NewPersistentInode(ctx, &checkFile{dir: d}, fs.StableAttr{Mode: syscall.S_IFREG}), false)
 }
 
 // Readdir lists the control files after "." and "..", as any directory

@@ -27,7 +27,12 @@ that made it.
    work around it (other paths, links, renames): those are checked too.
 5. Record what you learned for the next agent:
                          echo "what you learned" > .intentfs/lesson
-   (it goes under "Lessons Learned" in .orchestration/CLAUDE.md)
+   (it goes under "Lessons Learned" in .orchestration/CLAUDE.md, and the
+   newest lessons are shown in the workspace's CLAUDE.md / AGENTS.md)
+6. Before writing a file you are unsure about, ask:
+                         exec 3<>.intentfs/check; printf 'PATH' >&3; cat <&3
+   (a dry run: whether the change would be allowed, and which intent
+   covers the path; nothing is recorded)
 
 Status of the mount, as JSON: cat .intentfs/status
 `

@@ -42,6 +42,9 @@ type Backend interface {
 	DeclaredClass() ledger.MutationClass
 	// Revert undoes recorded changes in the source.
 	Revert(r history.Request, by *ledger.Process) (*history.Plan, int, error)
+	// Check decides, as a dry run, whether op on the workspace-relative
+	// path would be allowed now ("" op: open_write). Nothing is recorded.
+	Check(path, op string) (CheckResult, error)
 }
 
 // Denial is one refused change.
@@ -97,6 +100,9 @@ type Request struct {
 	Text string `json:"text,omitempty"`
 	// Revert is the request of Op "revert".
 	Revert *history.Request `json:"revert,omitempty"`
+	// Path and CheckOp are the question of Op "check".
+	Path    string `json:"path,omitempty"`
+	CheckOp string `json:"check_op,omitempty"`
 	// User names the human who ran the CLI, for the ledger.
 	User string `json:"user,omitempty"`
 }
@@ -110,4 +116,5 @@ type Response struct {
 	Context string        `json:"context,omitempty"`
 	Plan    *history.Plan `json:"plan,omitempty"`
 	Applied int           `json:"applied,omitempty"`
+	Check   *CheckResult  `json:"check,omitempty"`
 }

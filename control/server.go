@@ -167,6 +167,12 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 			return Response{Error: err.Error(), Plan: plan, Applied: n}
 		}
 		return Response{OK: true, Plan: plan, Applied: n}
+	case "check":
+		res, err := s.backend.Check(req.Path, req.CheckOp)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Check: &res}
 	case "unmount":
 		if err := s.backend.Unmount(); err != nil {
 			return Response{Error: err.Error()}

@@ -60,7 +60,7 @@ type app struct {
 
 func commands() []*command {
 	return []*command{
-		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), checkCmd(), notesCmd(), unmountCmd(), intentCmd(), contextCmd(), agentGuideCmd(), verifyCmd(), diffCmd(), revertCmd(), blameCmd(), gcCmd(), demoCmd(), versionCmd(),
+		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), checkCmd(), notesCmd(), unmountCmd(), intentCmd(), contextCmd(), agentGuideCmd(), hookCmd(), mcpCmd(), verifyCmd(), diffCmd(), revertCmd(), blameCmd(), gcCmd(), demoCmd(), versionCmd(),
 	}
 }
 

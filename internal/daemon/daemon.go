@@ -62,6 +62,12 @@ type Config struct {
 	// MaxHandlesPerUID bounds the open files one uid may hold through the
 	// mount (0: a quarter of the daemon's descriptor limit).
 	MaxHandlesPerUID int
+	// AgentFiles names the instruction files at the workspace root in
+	// which intentfs keeps a section with the agent guide and the recent
+	// lessons: "auto" (CLAUDE.md and AGENTS.md where present, else
+	// CLAUDE.md), "" or "none" for none (the zero value changes nothing in
+	// the source; the CLI defaults to "auto"), or a comma-separated list.
+	AgentFiles string
 }
 
 // mapFlushInterval batches intent_map.md rewrites.
@@ -96,6 +102,7 @@ type Daemon struct {
 	imap       *sidecar.IntentMap
 	lessonMu   sync.Mutex
 	deniedDirs map[string]bool
+	agentFiles *sidecar.AgentFiles
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -152,6 +159,10 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	cleanup = append(cleanup, func() { d.session.Close() })
 	d.writer, d.lessons, d.wf = d.session.Writer, d.session.Lessons, d.session.Workflow
+	if err = d.setupAgentFiles(); err != nil {
+		return nil, err
+	}
+	d.publishAgentFiles()
 
 	if cfg.Intent != "" {
 		if err = d.Select(cfg.Intent, &ledger.Process{Pid: uint32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Comm: "intentfs mount"}); err != nil {

@@ -28,7 +28,10 @@ const MaxLessonsFileBytes = 256 << 10
 // section if missing and keeping everything else as it is.
 type Lessons struct {
 	Path string
-	mu   sync.Mutex
+	// Added, if set, is called after a lesson was written (the daemon
+	// republishes the workspace's agent files).
+	Added func()
+	mu    sync.Mutex
 }
 
 // Add records text as a lesson of intent. It returns false, and writes
@@ -48,6 +51,15 @@ func (l *Lessons) Add(intent, text string, when time.Time) (bool, error) {
 	}
 	body := fmt.Sprintf("[%s] %s", intent, text)
 	entry := fmt.Sprintf("- %s %s\n", when.UTC().Format("2006-01-02"), body)
+	added, err := l.add(body, entry)
+	// Outside the lock: Added reads the lessons back.
+	if added && l.Added != nil {
+		l.Added()
+	}
+	return added, err
+}
+
+func (l *Lessons) add(body, entry string) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	data, err := readSidecar(l.Path)
@@ -111,4 +123,32 @@ func insertLesson(doc, entry string) string {
 	}
 	out = append(out, lines[at:]...)
 	return strings.Join(out, "")
+}
+
+// Entries returns the lessons in the file, oldest first: the "- " lines
+// of its Lessons Learned section. A missing file has none.
+func (l *Lessons) Entries() ([]string, error) {
+	l.mu.Lock()
+	data, err := readSidecar(l.Path)
+	l.mu.Unlock()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", l.Path, err)
+	}
+	var out []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimRight(line, "\r")
+		switch {
+		case line == LessonsHeading:
+			in = true
+		case strings.HasPrefix(line, "# ") || strings.HasPrefix(line, "## "):
+			in = false
+		case in && strings.HasPrefix(line, "- "):
+			out = append(out, strings.TrimPrefix(line, "- "))
+		}
+	}
+	return out, nil
 }

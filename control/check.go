@@ -1,0 +1,165 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// CheckResult answers "would this change be allowed now?": the policy
+// decision for one path and operation, taken as a dry run (nothing is
+// recorded, nothing changes), with the intents whose owned_scope covers
+// the path so an agent can be told which one to select.
+type CheckResult struct {
+	// Path is the workspace-relative path decided.
+	Path string `json:"path"`
+	// Op is the policy operation decided (create, open_write, unlink, ...).
+	Op           string `json:"op"`
+	ActiveIntent string `json:"active_intent"`
+	Allowed      bool   `json:"allowed"`
+	Code         string `json:"code"`
+	Reason       string `json:"reason,omitempty"`
+	// CoveredBy lists every intent whose owned_scope covers Path, in the
+	// order of the policy file, whatever its status.
+	CoveredBy []IntentRef `json:"covered_by"`
+}
+
+// IntentRef names an intent and its lifecycle state.
+type IntentRef struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+// checkUsage is what reading .intentfs/check without asking shows.
+const checkUsage = `Open this file read-write, write a workspace path (optionally "OP PATH",
+OP one of create, open_write, unlink, mkdir, ...), then read the answer:
+a JSON object saying whether the change would be allowed now, why, and
+which intents cover the path. Nothing is recorded.
+  exec 3<>.intentfs/check; printf 'src/main.go' >&3; cat <&3
+`
+
+// checkFile is .intentfs/check: a question written on a read-write handle
+// is answered on the same handle, so concurrent askers never see each
+// other's answers.
+type checkFile struct {
+	fs.Inode
+	dir *Dir
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*checkFile)(nil))
+	_ = (fs.NodeSetattrer)((*checkFile)(nil))
+	_ = (fs.NodeOpener)((*checkFile)(nil))
+	_ = (fs.NodeReader)((*checkFile)(nil))
+	_ = (fs.NodeWriter)((*checkFile)(nil))
+)
+
+// checkHandle holds one open's answer. base is the file offset just past
+// the question, so a sequential read after the write (cat <&3) and a
+// pread at offset 0 both see the answer from its start.
+type checkHandle struct {
+	answer []byte
+	base   int64
+}
+
+func (f *checkFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFREG | 0o666
+	out.Nlink = 1
+	setTimes(&out.Attr)
+	return 0
+}
+
+// Setattr accepts the truncation of an O_TRUNC open and nothing else.
+func (f *checkFile) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if sz, ok := in.GetSize(); ok && sz == 0 {
+		return f.Getattr(ctx, fh, out)
+	}
+	return syscall.EPERM
+}
+
+func (f *checkFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return &checkHandle{answer: []byte(checkUsage)}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+func (f *checkFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h, ok := fh.(*checkHandle)
+	if !ok {
+		return nil, syscall.EBADF
+	}
+	if off >= h.base {
+		off -= h.base
+	}
+	if off >= int64(len(h.answer)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	end := min(off+int64(len(dest)), int64(len(h.answer)))
+	return fuse.ReadResultData(h.answer[off:end]), 0
+}
+
+// Write takes one question per write(2) and keeps its answer on the handle.
+func (f *checkFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	h, ok := fh.(*checkHandle)
+	if !ok {
+		return 0, syscall.EBADF
+	}
+	caller, _ := fuse.FromContext(ctx)
+	by := f.dir.describe(caller)
+	op, path, err := parseCheckQuestion(data)
+	if err != nil {
+		shown := data
+		if len(shown) > 64 {
+			shown = shown[:64]
+		}
+		f.dir.backend.InvalidControlWrite("check", shown, err, by)
+		return 0, syscall.EINVAL
+	}
+	res, err := f.dir.backend.Check(path, op)
+	if err != nil {
+		f.dir.backend.InvalidControlWrite("check", data, err, by)
+		return 0, syscall.EINVAL
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	h.answer = append(b, '\n')
+	h.base = off + int64(len(data))
+	return uint32(len(data)), 0
+}
+
+// parseCheckQuestion reads "PATH" or "OP PATH" (one line).
+func parseCheckQuestion(data []byte) (op, path string, err error) {
+	if len(data) > maxControlWrite {
+		return "", "", errors.New("write larger than 4 KiB")
+	}
+	if !utf8.Valid(data) {
+		return "", "", errors.New("not text")
+	}
+	q := strings.TrimSpace(string(data))
+	if q == "" || strings.ContainsAny(q, "\n\x00") {
+		return "", "", errors.New(`write one line: "PATH" or "OP PATH"`)
+	}
+	if first, rest, ok := strings.Cut(q, " "); ok && isCheckOp(first) {
+		return first, strings.TrimSpace(rest), nil
+	}
+	return "", q, nil
+}
+
+// CheckOps lists the operations a check may name; a new slice each call.
+func CheckOps() []string {
+	return []string{"create", "open_write", "truncate", "chmod", "chown", "utimes", "mkdir", "mknod", "symlink",
+		"unlink", "rmdir", "setxattr", "removexattr", "fallocate"}
+}
+
+func isCheckOp(s string) bool {
+	for _, op := range CheckOps() {
+		if op == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,92 @@
+package agentapi
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/intentfs/intentfs/control"
+)
+
+// maxMessageBytes bounds one message handed to an agent.
+const maxMessageBytes = 4096
+
+// Clean makes text safe to show: control characters (terminal escapes in
+// a file name, say) become '?', and it is cut at maxMessageBytes.
+func Clean(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) > maxMessageBytes {
+		cut := maxMessageBytes
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// selectable reports whether an intent in this status may be selected.
+func selectable(status string) bool { return status == "IN_PROGRESS" || status == "PENDING" }
+
+// Advice says what an agent should do about a refused change: which
+// intent to select, or whom to ask.
+func Advice(mountpoint string, r *control.CheckResult) string {
+	active := filepath.Join(mountpoint, ControlDirName, "active")
+	var cand, closed []string
+	for _, in := range r.CoveredBy {
+		if in.ID == r.ActiveIntent {
+			continue
+		}
+		desc := fmt.Sprintf("%s %q (%s)", in.ID, in.Name, in.Status)
+		if selectable(in.Status) {
+			cand = append(cand, desc)
+		} else {
+			closed = append(closed, desc)
+		}
+	}
+	switch r.Code {
+	case "PROTECTED_PATH":
+		return "This path is protected by intentfs (the policy, or git internals): no intent lets an agent change it. Leave it to the human."
+	case "INTERNAL_ERROR":
+		return "intentfs could not decide and refuses (fail-closed); tell the human."
+	}
+	if len(cand) > 0 {
+		first := r.CoveredBy[0].ID
+		for _, in := range r.CoveredBy {
+			if in.ID != r.ActiveIntent && selectable(in.Status) {
+				first = in.ID
+				break
+			}
+		}
+		return fmt.Sprintf("Select the intent that covers %s: %s. Run `echo %s > %s` (or the MCP tool select_intent), then load its context (cat %s). Switch only if that work is what you were asked to do.",
+			r.Path, strings.Join(cand, ", "), first, active, filepath.Join(mountpoint, ControlDirName, "context"))
+	}
+	if r.Code == "INTENT_NOT_IN_PROGRESS" {
+		return "The active intent does not allow changes in its current state; ask the human to start or unblock it, or select an IN_PROGRESS intent (cat " + filepath.Join(mountpoint, ControlDirName, "intents") + ")."
+	}
+	if len(closed) > 0 {
+		return fmt.Sprintf("%s is covered only by %s, which cannot be selected now. Ask the human to reopen the work or widen another intent's scope.", r.Path, strings.Join(closed, ", "))
+	}
+	if r.ActiveIntent == "" {
+		return fmt.Sprintf("No intent covers %s and none is active. Ask the human to create one or widen a scope (intentfs intent scope ID --add 'GLOB').", r.Path)
+	}
+	return fmt.Sprintf("No intent covers %s. Stay inside the owned_scope of %s, or ask the human to widen it (intentfs intent scope %s --add 'GLOB') or to create an intent for this work. Do not work around it: other paths, links and renames are checked too.",
+		r.Path, r.ActiveIntent, r.ActiveIntent)
+}
+
+// DenyMessage is the whole explanation of a change that would be refused.
+func DenyMessage(mountpoint string, r *control.CheckResult) string {
+	return Clean(fmt.Sprintf("intentfs would refuse this change (%s %s): %s. %s", r.Op, r.Path, strings.TrimSuffix(r.Reason, "."), Advice(mountpoint, r)))
+}

@@ -1,0 +1,73 @@
+package daemon
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"strings"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/sidecar"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// AgentFilesNone turns the workspace agent files off.
+const AgentFilesNone = "none"
+
+// setupAgentFiles prepares the section intentfs keeps in the workspace's
+// CLAUDE.md / AGENTS.md, from cfg.AgentFiles: "" or "auto" for the
+// default files, "none" for none, else a comma-separated list of names.
+func (d *Daemon) setupAgentFiles() error {
+	spec := strings.TrimSpace(d.cfg.AgentFiles)
+	if spec == AgentFilesNone {
+		return nil
+	}
+	var names []string
+	if spec != "" && spec != "auto" {
+		for _, n := range strings.Split(spec, ",") {
+			n = strings.TrimSpace(n)
+			if err := sidecar.ValidateAgentFileName(n); err != nil {
+				return err
+			}
+			names = append(names, n)
+		}
+	}
+	d.agentFiles = &sidecar.AgentFiles{Source: d.cfg.Source, Names: names, Guide: control.AgentGuide, Lessons: d.lessons,
+		Wrote: d.recordAgentFile}
+	d.lessons.Added = d.publishAgentFiles
+	return nil
+}
+
+// publishAgentFiles updates the section; a failure is logged, never
+// fatal: it is guidance for agents, not governance.
+func (d *Daemon) publishAgentFiles() {
+	if d.agentFiles == nil {
+		return
+	}
+	if err := d.agentFiles.Publish(); err != nil {
+		d.log.Warn("updating the agents' instruction files failed", "err", err)
+	}
+}
+
+// recordAgentFile records intentfs's own write of an agent file: it was
+// made in the source by the daemon, not by an agent through the mount,
+// so it is not governed, but the ledger still says what changed it.
+func (d *Daemon) recordAgentFile(name string, pre, post []byte) {
+	c := ledger.Change{Event: ledger.EventWrite, Path: name, PreHash: hashOf(pre), PostHash: hashOf(post),
+		Validation: string(policy.ValidationExempt), Code: string(policy.CodeExempt),
+		Reason:  "intentfs updated its section of " + name + " (agent guide and lessons learned)",
+		Process: &ledger.Process{Pid: uint32(os.Getpid()), Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Comm: "intentfs"}}
+	if pre == nil {
+		c.Event = ledger.EventCreate
+	}
+	d.Record(c)
+}
+
+func hashOf(b []byte) string {
+	if b == nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
