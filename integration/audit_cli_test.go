@@ -15,7 +15,8 @@ func TestAuditFromTheCLI(t *testing.T) {
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	writeFile(t, filepath.Join(repo, "src/app.go"), "package app\n\nfunc A() int { return 1 }\n")
 	before := treeBytes(t, repo)
-	c.must("mount", repo, ws, "--intent", "INT-001")
+	// No CLAUDE.md section: the test compares the whole source tree.
+	c.must("mount", repo, ws, "--intent", "INT-001", "--agent-files", "none")
 	neutral := t.TempDir()
 	t.Cleanup(func() { c.dir = neutral; c.run("unmount", ws); syscallUnmount(ws) })
 	sh := execCommand("sh", "-c", "sed -i 's/return 1/return 2/' src/app.go && echo 'package app' > src/b.go && rm src/app.go && echo back > src/app.go")

@@ -54,7 +54,9 @@ func hookRunCmd(agent string) *command {
 Bad input or an unreachable mount is reported on stderr with exit code 1,
 which %[1]s treats as a non-blocking error: the mount still enforces.
 
-Install it with "intentfs hook install %[2]s". To try it by hand:
+Install it with "intentfs hook install %[2]s".
+
+Example (by hand):
   echo '{"hook_event_name":"PreToolUse","cwd":"/workspace","tool_name":"Write",
          "tool_input":{"file_path":"src/x.go"}}' | intentfs hook %[2]s`, agentTitle(agent), agent),
 		run: func(a *app, args []string) error {

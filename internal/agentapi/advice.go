@@ -88,5 +88,5 @@ func Advice(mountpoint string, r *control.CheckResult) string {
 
 // DenyMessage is the whole explanation of a change that would be refused.
 func DenyMessage(mountpoint string, r *control.CheckResult) string {
-	return Clean(fmt.Sprintf("intentfs would refuse this change (%s %s): %s. %s", r.Op, r.Path, strings.TrimSuffix(r.Reason, "."), Advice(mountpoint, r)))
+	return Clean(fmt.Sprintf("intentfs would refuse this change (%s %s, %s): %s. %s", r.Op, r.Path, r.Code, strings.TrimSuffix(r.Reason, "."), Advice(mountpoint, r)))
 }

@@ -16,15 +16,15 @@ import (
 const AgentFilesNone = "none"
 
 // setupAgentFiles prepares the section intentfs keeps in the workspace's
-// CLAUDE.md / AGENTS.md, from cfg.AgentFiles: "" or "auto" for the
-// default files, "none" for none, else a comma-separated list of names.
+// CLAUDE.md / AGENTS.md, from cfg.AgentFiles: "auto" for the default
+// files, "" or "none" for none, else a comma-separated list of names.
 func (d *Daemon) setupAgentFiles() error {
 	spec := strings.TrimSpace(d.cfg.AgentFiles)
-	if spec == AgentFilesNone {
+	if spec == "" || spec == AgentFilesNone {
 		return nil
 	}
 	var names []string
-	if spec != "" && spec != "auto" {
+	if spec != "auto" {
 		for _, n := range strings.Split(spec, ",") {
 			n = strings.TrimSpace(n)
 			if err := sidecar.ValidateAgentFileName(n); err != nil {

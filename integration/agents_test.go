@@ -1,0 +1,450 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentfs/intentfs/internal/sidecar"
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// agentPolicy has the agent's intent (src/**) active and another one,
+// INT-002, owning docs/**.
+const agentPolicy = `active_intents:
+  - id: INT-001
+    name: API work
+    status: IN_PROGRESS
+    owned_scope: ["src/**"]
+  - id: INT-002
+    name: Documentation
+    status: IN_PROGRESS
+    owned_scope: ["docs/**"]
+`
+
+// agentBinary is the intentfs binary where an unprivileged agent can run
+// it (the build directory is private to root).
+func agentBinary(t *testing.T) string {
+	t.Helper()
+	dir := agentDir(t, false)
+	b, err := os.ReadFile(intentfsBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "intentfs")
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// agentDir is a directory uid 1000 can reach (t.TempDir's parent is
+// private to root); owned by the agent if owned is set.
+func agentDir(t *testing.T, owned bool) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "intentfs-agent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if owned {
+		if err := os.Chown(dir, 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// asAgentUser is a command run as uid/gid 1000 with a private TMPDIR.
+func asAgentUser(t *testing.T, dir string, name string, args ...string) *exec.Cmd {
+	tmp := agentDir(t, true)
+	cmd := exec.Command("setpriv", append([]string{"--reuid=1000", "--regid=1000", "--clear-groups", "env", "TMPDIR=" + tmp, "HOME=" + tmp, name}, args...)...)
+	cmd.Dir = dir
+	return cmd
+}
+
+// reachable lets uid 1000 reach the mountpoint by its absolute path, as
+// an agent's tools (which get absolute paths) must: t.TempDir's parent
+// is private to root.
+func reachable(t *testing.T, e *env) {
+	t.Helper()
+	if err := os.Chmod(filepath.Dir(e.mnt), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runHook(t *testing.T, bin, dir, input string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := asAgentUser(t, dir, bin, "hook", "claude")
+	cmd.Stdin = strings.NewReader(input)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func countEvents(e *env, ev ledger.Event) int {
+	if err := e.d.FlushLedger(); err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, r := range e.records() {
+		if r.Gov().Event == ev {
+			n++
+		}
+	}
+	return n
+}
+
+func TestClaudeHookAsTheAgentUser(t *testing.T) {
+	e := mount(t, agentPolicy, "INT-001", map[string]string{"src/old.go": "package old\n"})
+	reachable(t, e)
+	bin := agentBinary(t)
+	deniedBefore := countEvents(e, ledger.EventDenied)
+
+	pre := func(tool, path string) string {
+		b, _ := json.Marshal(map[string]any{"session_id": "S1", "hook_event_name": "PreToolUse", "cwd": e.mnt,
+			"tool_name": tool, "tool_input": map[string]any{"file_path": path, "content": "x"}})
+		return string(b)
+	}
+	// Out of scope, covered by INT-002: refused with the reason and the fix.
+	out, errOut, code := runHook(t, bin, e.mnt, pre("Write", "docs/guide.md"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var ho struct {
+		HookSpecificOutput struct {
+			HookEventName, PermissionDecision, PermissionDecisionReason, AdditionalContext string
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal([]byte(out), &ho); err != nil {
+		t.Fatalf("not JSON: %q", out)
+	}
+	r := ho.HookSpecificOutput
+	if r.HookEventName != "PreToolUse" || r.PermissionDecision != "deny" ||
+		!strings.Contains(r.PermissionDecisionReason, "outside the owned_scope of INT-001") ||
+		!strings.Contains(r.PermissionDecisionReason, "echo INT-002 > "+e.mnt+"/.intentfs/active") {
+		t.Errorf("got %+v", r)
+	}
+	// In scope, and outside any mount: nothing to say.
+	for _, in := range []string{pre("Edit", e.mnt+"/src/old.go"), pre("Write", "src/new.go"), pre("Write", "/tmp/not-governed.txt")} {
+		if out, errOut, code := runHook(t, bin, e.mnt, in); out != "" || code != 0 {
+			t.Errorf("%s: %q %q exit %d, want silence", in, out, errOut, code)
+		}
+	}
+	// The checks were dry runs: nothing was recorded, nothing created.
+	if n := countEvents(e, ledger.EventDenied); n != deniedBefore {
+		t.Errorf("the dry run recorded %d denials", n-deniedBefore)
+	}
+	if _, err := os.Lstat(filepath.Join(e.src, "docs")); err == nil {
+		t.Error("the check created docs/")
+	}
+	// Garbage in: a clear message and a non-blocking error code.
+	if out, errOut, code := runHook(t, bin, e.mnt, "{not json"); code != 1 || out != "" || !strings.Contains(errOut, "not the JSON object Claude Code sends") {
+		t.Errorf("bad input: %q %q exit %d", out, errOut, code)
+	}
+
+	// A shell command runs into a denial; the next PostToolUse explains it, once.
+	e.mustDeny("echo x > README.md")
+	post := `{"session_id":"S1","hook_event_name":"PostToolUse","cwd":"` + e.mnt + `","tool_name":"Bash","tool_input":{"command":"echo x > README.md"}}`
+	// Both calls share a TMPDIR, where the hook remembers what it told.
+	tmp := agentDir(t, true)
+	runPost := func() string {
+		c := exec.Command("setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "env", "TMPDIR="+tmp, bin, "hook", "claude")
+		c.Dir, c.Stdin = e.mnt, strings.NewReader(post)
+		var stderr bytes.Buffer
+		c.Stderr = &stderr
+		o, err := c.Output()
+		if err != nil || stderr.Len() > 0 {
+			t.Fatalf("post hook: %v %s", err, stderr.String())
+		}
+		return string(o)
+	}
+	first := runPost()
+	if err := json.Unmarshal([]byte(first), &ho); err != nil || ho.HookSpecificOutput.HookEventName != "PostToolUse" ||
+		!strings.Contains(ho.HookSpecificOutput.AdditionalContext, "create README.md (OUT_OF_SCOPE)") {
+		t.Errorf("post hook: %q", first)
+	}
+	if again := runPost(); again != "" {
+		t.Errorf("the denial was reported twice: %q", again)
+	}
+}
+
+func TestHookInstallMergesSettings(t *testing.T) {
+	c := newCLI(t)
+	settings := filepath.Join(c.dir, ".claude", "settings.json")
+	writeFile(t, settings, `{"model":"opus","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"./guard.sh"}]}]}}`)
+	dry := c.must("hook", "install", "claude", "--dry-run", "--command", "intentfs hook claude")
+	if b, _ := os.ReadFile(settings); strings.Contains(string(b), "intentfs") {
+		t.Error("--dry-run wrote the file")
+	}
+	c.must("hook", "install", "claude", "--command", "intentfs hook claude")
+	b, _ := os.ReadFile(settings)
+	if string(b) != dry || !strings.Contains(string(b), "./guard.sh") || !strings.Contains(string(b), `"model": "opus"`) {
+		t.Errorf("installed:\n%s\ndry run:\n%s", b, dry)
+	}
+	if out := c.must("hook", "install", "claude", "--command", "intentfs hook claude"); !strings.Contains(out, "nothing changed") {
+		t.Errorf("second install: %s", out)
+	}
+	writeFile(t, filepath.Join(c.dir, "bad", "settings.json"), `{"hooks":[]}`)
+	if out, code := c.run("hook", "install", "claude", "--settings", "bad/settings.json"); code != 1 || !strings.Contains(out, "bad/settings.json") {
+		t.Errorf("bad settings: exit %d %s", code, out)
+	}
+}
+
+// mcpSession starts `intentfs mcp` as the agent user and connects the
+// SDK's client to it.
+func mcpSession(t *testing.T, bin, mnt string) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cmd := asAgentUser(t, "/", bin, "mcp", "--mount", mnt)
+	cmd.Stderr = io.Discard
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "integration", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+// cliMount mounts repo at ws with the intentfs binary (its defaults, as a
+// user gets them) and unmounts at the end.
+func cliMount(t *testing.T, c *cli, repo, ws string, args ...string) {
+	t.Helper()
+	c.must(append([]string{"mount", repo, ws}, args...)...)
+	t.Cleanup(func() {
+		if out, code := c.run("unmount", ws); code != 0 {
+			t.Errorf("unmount: %s", out)
+			syscallUnmount(ws)
+		}
+	})
+	if err := os.Chmod(filepath.Dir(ws), 0o755); err != nil { // reachable for uid 1000
+		t.Fatal(err)
+	}
+}
+
+// ledgerRecord waits for a record of the ledger at repo that matches.
+func ledgerRecord(t *testing.T, repo, what string, match func(*ledger.Record) bool) *ledger.Record {
+	t.Helper()
+	var found *ledger.Record
+	waitFor(t, func() bool {
+		_ = ledger.Query(filepath.Join(repo, ledger.FileName), ledger.Filter{}, func(r *ledger.Record) error {
+			if found == nil && match(r) {
+				found = r
+			}
+			return nil
+		})
+		return found != nil
+	})
+	if found == nil {
+		t.Fatalf("no ledger record: %s", what)
+	}
+	return found
+}
+
+func TestMCPServerAgainstARealMount(t *testing.T) {
+	c, repo, ws := newPolicyRepo(t, agentPolicy)
+	if err := os.Chmod(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(repo, "AGENTS.md"), "# Rules from a human\n")
+	cliMount(t, c, repo, ws, "--intent", "INT-001")
+	cs := mcpSession(t, agentBinary(t), ws)
+
+	if s, _ := callText(t, cs, "list_intents", nil); !strings.Contains(s, "* INT-001") || !strings.Contains(s, "INT-002") {
+		t.Errorf("list_intents: %s", s)
+	}
+	if s, isErr := callText(t, cs, "check_path", map[string]any{"path": "docs/a.md"}); isErr || !strings.Contains(s, "INT-002") {
+		t.Errorf("check_path: %v %s", isErr, s)
+	}
+	if s, isErr := callText(t, cs, "select_intent", map[string]any{"id": "INT-999"}); !isErr || !strings.Contains(s, "unknown intent") {
+		t.Errorf("select of an unknown intent: %v %s", isErr, s)
+	}
+	if s, isErr := callText(t, cs, "select_intent", map[string]any{"id": "INT-002"}); isErr {
+		t.Fatalf("select_intent: %s", s)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, ".intentfs", "active")); strings.TrimSpace(string(b)) != "INT-002" {
+		t.Errorf("active intent %q", b)
+	}
+	sel := ledgerRecord(t, repo, "select by the MCP server", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return g.Event == ledger.EventSelect && ledger.Str(g.IntentID) == "INT-002" && g.Process != nil && g.Process.Uid == 1000
+	})
+	if sel.Gov().Process.Comm != "intentfs" {
+		t.Errorf("select attributed to %+v, want the intentfs mcp process", sel.Gov().Process)
+	}
+	if s, _ := callText(t, cs, "get_context", nil); !strings.Contains(s, "INT-002") {
+		t.Errorf("get_context: %s", s)
+	}
+	if s, isErr := callText(t, cs, "record_lesson", map[string]any{"text": "Docs build with make docs. <!-- intentfs:lessons:end -->"}); isErr {
+		t.Fatalf("record_lesson: %s", s)
+	}
+	// The lesson reaches the human's AGENTS.md, inside intentfs's section,
+	// unable to close it early; the human's text is untouched.
+	var agents string
+	waitFor(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(repo, "AGENTS.md"))
+		agents = string(b)
+		return strings.Contains(agents, "Docs build with make docs")
+	})
+	if !strings.HasPrefix(agents, "# Rules from a human\n") || strings.Count(agents, sidecar.SectionEnd) != 1 {
+		t.Errorf("AGENTS.md:\n%s", agents)
+	}
+	ledgerRecord(t, repo, "intentfs's own write of AGENTS.md", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return g.Event == ledger.EventWrite && len(r.Files) == 1 && r.Files[0].Path == "AGENTS.md" &&
+			g.ScopeValidation == "EXEMPT" && g.Process != nil && g.Process.Comm == "intentfs"
+	})
+	if _, err := os.Lstat(filepath.Join(repo, "CLAUDE.md")); err == nil {
+		t.Error("CLAUDE.md was created although AGENTS.md exists")
+	}
+	// A denial, then explain_denials.
+	if out, err := exec.Command("sh", "-c", "cd "+ws+" && echo x > top.txt").CombinedOutput(); err == nil {
+		t.Fatalf("write outside the scope was allowed: %s", out)
+	}
+	if s, _ := callText(t, cs, "explain_denials", nil); !strings.Contains(s, "create top.txt (OUT_OF_SCOPE)") {
+		t.Errorf("explain_denials: %s", s)
+	}
+	rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "intentfs://guide"})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, ".intentfs/check") {
+		t.Errorf("guide: %v %+v", err, rr)
+	}
+}
+
+func TestMountCreatesClaudeMDWhenNoAgentFileExists(t *testing.T) {
+	c, repo, ws := newPolicyRepo(t, agentPolicy)
+	cliMount(t, c, repo, ws)
+	b, err := os.ReadFile(filepath.Join(repo, "CLAUDE.md"))
+	if err != nil || !strings.HasPrefix(string(b), sidecar.SectionBegin) || !strings.Contains(string(b), "Working in an intentfs workspace") {
+		t.Errorf("CLAUDE.md: %v\n%s", err, b)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, "AGENTS.md")); err == nil {
+		t.Error("AGENTS.md was created")
+	}
+	for _, name := range []string{"hook", "mcp"} {
+		if out := c.must(name, "--help"); !strings.Contains(out, "Usage: intentfs "+name) || !strings.Contains(out, "Example") {
+			t.Errorf("%s --help:\n%s", name, out)
+		}
+	}
+}
+
+// TestMCPInspector drives the server with a client nobody here wrote: the
+// MCP Inspector's CLI, fetched by npx from the npm registry.
+func TestMCPInspector(t *testing.T) {
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		t.Skip("npx is not installed: the MCP Inspector cannot run here")
+	}
+	e := mount(t, agentPolicy, "INT-001", nil)
+	bin := agentBinary(t)
+	run := func(args ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, npx, append([]string{"-y", "@modelcontextprotocol/inspector", "--cli", bin, "mcp", "--mount", e.mnt}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("inspector %v: %v\n%s\n%s", args, err, out, stderr.String())
+		}
+		return string(out)
+	}
+	var list struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(run("--method", "tools/list")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) != 6 {
+		t.Errorf("tools: %+v", list.Tools)
+	}
+	var call struct {
+		Structured struct {
+			Allowed   bool `json:"allowed"`
+			CoveredBy []struct {
+				ID string `json:"id"`
+			} `json:"covered_by"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal([]byte(run("--method", "tools/call", "--tool-name", "check_path", "--tool-arg", "path=docs/guide.md")), &call); err != nil {
+		t.Fatal(err)
+	}
+	if call.Structured.Allowed || len(call.Structured.CoveredBy) != 1 || call.Structured.CoveredBy[0].ID != "INT-002" {
+		t.Errorf("check_path through the inspector: %+v", call.Structured)
+	}
+}
+
+func TestCheckFileIsADryRun(t *testing.T) {
+	e := mount(t, agentPolicy, "INT-001", nil)
+	before := countEvents(e, ledger.EventDenied)
+	out := e.mustSh(`exec 3<>.intentfs/check; printf 'docs/a.md' >&3; cat <&3`)
+	var res struct {
+		Path, Op, Code string
+		Allowed        bool
+		CoveredBy      []struct{ ID string } `json:"covered_by"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if res.Allowed || res.Code != "OUT_OF_SCOPE" || res.Op != "open_write" || len(res.CoveredBy) != 1 || res.CoveredBy[0].ID != "INT-002" {
+		t.Errorf("got %+v", res)
+	}
+	out = e.mustSh(`exec 3<>.intentfs/check; printf 'create src/new.go' >&3; cat <&3`)
+	if !strings.Contains(out, `"allowed": true`) || !strings.Contains(out, `"op": "create"`) {
+		t.Errorf("in scope: %s", out)
+	}
+	if n := countEvents(e, ledger.EventDenied); n != before {
+		t.Errorf("checks recorded %d denials", n-before)
+	}
+	// A bad question fails (EINVAL; dash's printf says "I/O error") and
+	// is recorded.
+	if out, err := e.sh(`exec 3<>.intentfs/check; printf '../../etc/passwd' >&3`); err == nil {
+		t.Errorf("a path outside the workspace: %v %s", err, out)
+	}
+	e.waitRecord("the refused question", func(r *ledger.Record) bool {
+		return r.Gov().Event == ledger.EventDenied && r.Gov().Code == "INVALID_CONTROL_WRITE" && len(r.Files) == 1 && r.Files[0].Path == ".intentfs/check"
+	})
+	// The daemon's own answer: absolute paths in the mount, unknown ops.
+	if r, err := e.d.Check(filepath.Join(e.mnt, "src/x.go"), ""); err != nil || !r.Allowed || r.Path != "src/x.go" {
+		t.Errorf("absolute path: %+v %v", r, err)
+	}
+	if _, err := e.d.Check("src/x.go", "explode"); err == nil {
+		t.Error("an unknown op was accepted")
+	}
+	if out := e.mustSh(`cat .intentfs/check`); !strings.Contains(out, "Open this file read-write") {
+		t.Errorf("plain read: %s", out)
+	}
+}

@@ -1,0 +1,141 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentfs/intentfs/control"
+)
+
+// fakeMount is a mount with INT-001 (src/**) active and INT-002 (docs/**).
+type fakeMount struct {
+	active  string
+	lessons []string
+}
+
+func (f *fakeMount) Root() string { return "/ws" }
+func (f *fakeMount) Intents() (string, error) {
+	return "* INT-001 IN_PROGRESS api  scope: src/**\n", nil
+}
+func (f *fakeMount) Active() (string, error) { return f.active, nil }
+func (f *fakeMount) Select(id string) error {
+	if id == "INT-404" {
+		return errors.New(`unknown intent "INT-404": defined intents are INT-001, INT-002`)
+	}
+	f.active = id
+	return nil
+}
+func (f *fakeMount) Context() (string, error) {
+	return "<intent_context id=\"" + f.active + "\"/>", nil
+}
+func (f *fakeMount) Status() (*control.Status, error) {
+	return &control.Status{RecentDenials: []control.Denial{{Op: "create", Path: "docs/a.md", Code: "OUT_OF_SCOPE", Reason: "docs/a.md is outside"}}}, nil
+}
+func (f *fakeMount) Check(rel, op string) (*control.CheckResult, error) {
+	r := &control.CheckResult{Path: rel, Op: op, ActiveIntent: f.active, CoveredBy: []control.IntentRef{}}
+	if strings.HasPrefix(rel, "src/") {
+		r.Allowed, r.Code = true, "ALLOWED"
+	} else {
+		r.Code, r.Reason = "OUT_OF_SCOPE", rel+" is outside the owned_scope of INT-001 (src/**)"
+		r.CoveredBy = append(r.CoveredBy, control.IntentRef{ID: "INT-002", Name: "docs", Status: "IN_PROGRESS"})
+	}
+	return r, nil
+}
+func (f *fakeMount) Lesson(text string) error { f.lessons = append(f.lessons, text); return nil }
+func (f *fakeMount) Guide() (string, error)   { return control.AgentGuide, nil }
+
+func connect(t *testing.T, fm *fakeMount) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := New(fm, "test").Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func textOf(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestToolsAndGuide(t *testing.T) {
+	fm := &fakeMount{active: "INT-001"}
+	cs := connect(t, fm)
+	ctx := context.Background()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if tl.Name == "select_intent" && !strings.Contains(tl.Description, "whole mount") {
+			t.Errorf("select_intent does not say it selects for the whole mount: %s", tl.Description)
+		}
+	}
+	slices.Sort(names)
+	if want := []string{"check_path", "explain_denials", "get_context", "list_intents", "record_lesson", "select_intent"}; !slices.Equal(names, want) {
+		t.Errorf("tools %v, want %v", names, want)
+	}
+	cases := []struct {
+		tool    string
+		args    map[string]any
+		isError bool
+		want    string
+	}{
+		{tool: "list_intents", want: "INT-001"},
+		{tool: "check_path", args: map[string]any{"path": "src/a.go"}, want: "Allowed: create src/a.go"},
+		{tool: "check_path", args: map[string]any{"path": "/ws/docs/a.md", "op": "open_write"}, want: "echo INT-002 > /ws/.intentfs/active"},
+		{tool: "check_path", args: map[string]any{"path": "/elsewhere/a"}, isError: true, want: "not inside the workspace"},
+		{tool: "check_path", args: map[string]any{}, isError: true, want: "path"},
+		{tool: "select_intent", args: map[string]any{"id": "INT-404"}, isError: true, want: "unknown intent"},
+		{tool: "select_intent", args: map[string]any{"id": "INT-002"}, want: "INT-002 is now the active intent"},
+		{tool: "get_context", want: `id="INT-002"`},
+		{tool: "explain_denials", want: "docs/a.md is outside"},
+		{tool: "record_lesson", args: map[string]any{"text": "run make test"}, want: "Lesson recorded"},
+		{tool: "record_lesson", args: map[string]any{"text": "  "}, isError: true, want: "needs some text"},
+	}
+	for _, c := range cases {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Errorf("%s %v: %v", c.tool, c.args, err)
+			continue
+		}
+		if res.IsError != c.isError || !strings.Contains(textOf(res), c.want) {
+			t.Errorf("%s %v: isError=%v %q, want isError=%v and %q", c.tool, c.args, res.IsError, textOf(res), c.isError, c.want)
+		}
+	}
+	if len(fm.lessons) != 1 || fm.active != "INT-002" {
+		t.Errorf("lessons %v active %q", fm.lessons, fm.active)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "check_path", Arguments: map[string]any{"path": "docs/b.md"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if sc["allowed"] != false || sc["code"] != "OUT_OF_SCOPE" || !strings.Contains(sc["advice"].(string), "INT-002") {
+		t.Errorf("structured answer %v", sc)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: GuideURI})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "Working in an intentfs workspace") {
+		t.Errorf("guide resource: %v %+v", err, rr)
+	}
+}
