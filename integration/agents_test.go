@@ -354,6 +354,16 @@ func TestMountCreatesClaudeMDWhenNoAgentFileExists(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(repo, "AGENTS.md")); err == nil {
 		t.Error("AGENTS.md was created")
 	}
+	// Inside the mount, install writes the source's settings (through the
+	// mount the write would be governed, and refused).
+	inst := exec.Command(c.bin, "hook", "install", "claude", "--command", "intentfs hook claude")
+	inst.Dir = ws
+	if out, err := inst.CombinedOutput(); err != nil || !strings.Contains(string(out), "writing the file in its source") {
+		t.Errorf("install inside the mount: %v %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".claude", "settings.json")); err != nil {
+		t.Errorf("settings not written in the source: %v", err)
+	}
 	for _, name := range []string{"hook", "mcp"} {
 		if out := c.must(name, "--help"); !strings.Contains(out, "Usage: intentfs "+name) || !strings.Contains(out, "Example") {
 			t.Errorf("%s --help:\n%s", name, out)

@@ -200,8 +200,11 @@ func settingsPath(agent, flag string) (path, note string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	if list, err := registry.DefaultRegistry().List(); err == nil {
-		for _, e := range list {
+	// The kernel's mount table, not the registry: it names the source of
+	// every intentfs mount, whoever started it.
+	if list, err := registry.IntentfsMounts(); err == nil {
+		for i := len(list) - 1; i >= 0; i-- {
+			e := list[i]
 			if r, err := filepath.Rel(e.Mountpoint, cwd); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
 				return filepath.Join(e.Source, r, rel), fmt.Sprintf("%s is inside the mount %s: writing the file in its source %s", cwd, e.Mountpoint, e.Source), nil
 			}
