@@ -2,6 +2,7 @@ package gitnotes
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/intentfs/intentfs/ledger"
@@ -66,10 +67,7 @@ func VerifyChains(set *Set) *ChainReport {
 		next[prev] = append(next[prev], i)
 	}
 	reached := make([]bool, len(set.Lines))
-	var roots []int
-	for _, i := range next[ledger.Genesis] {
-		roots = append(roots, i)
-	}
+	roots := slices.Clone(next[ledger.Genesis])
 	sort.Slice(roots, func(a, b int) bool {
 		return set.Lines[roots[a]].Record.Timestamp < set.Lines[roots[b]].Record.Timestamp
 	})
