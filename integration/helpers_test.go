@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"github.com/intentfs/intentfs/internal/registry"
-
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/ledger/ledgertest"
 	"github.com/intentfs/intentfs/policy"

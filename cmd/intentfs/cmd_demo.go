@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/intentfs/intentfs/internal/registry"
-
 	"github.com/intentfs/intentfs/internal/policyedit"
 
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/intentfs/intentfs/internal/policyedit"
-
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/intentfs/intentfs/internal/policyedit"
 	"github.com/intentfs/intentfs/policy"
 )
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/intentfs/intentfs/internal/registry"
-
 	"github.com/intentfs/intentfs/internal/policyedit"
 
 	"fmt"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/workflow"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/policy"

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/intentfs/intentfs/internal/registry"
-
 	"bufio"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/registry"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/policy"
 )

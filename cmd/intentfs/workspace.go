@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/intentfs/intentfs/internal/registry"
-
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/workflow"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/ledger"

@@ -4,8 +4,6 @@
 package daemon
 
 import (
-	"github.com/intentfs/intentfs/internal/registry"
-
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +22,7 @@ import (
 	"github.com/intentfs/intentfs/fsnode"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/procinfo"
+	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/internal/workspace"

@@ -6,8 +6,6 @@
 package policyedit
 
 import (
-	"github.com/intentfs/intentfs/policy"
-
 	"errors"
 	"fmt"
 	"sort"
@@ -17,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/intentfs/intentfs/policy"
 )
 
 // IntentChange is an edit to one intent of a policy file.

@@ -1,11 +1,11 @@
 package policyedit
 
 import (
-	"github.com/intentfs/intentfs/policy"
-
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intentfs/intentfs/policy"
 )
 
 const editPolicy = `# Team policy — edited by hand and by intentfs.

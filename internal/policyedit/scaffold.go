@@ -1,13 +1,13 @@
 package policyedit
 
 import (
-	"github.com/intentfs/intentfs/policy"
-
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/intentfs/intentfs/policy"
 )
 
 // exampleIntents is what `intentfs init` writes: a commented policy with

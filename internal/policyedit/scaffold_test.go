@@ -1,12 +1,12 @@
 package policyedit
 
 import (
-	"github.com/intentfs/intentfs/policy"
-
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/intentfs/intentfs/policy"
 )
 
 func TestScaffoldWritesValidPolicyAndRefusesOverwrite(t *testing.T) {

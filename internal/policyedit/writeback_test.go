@@ -1,14 +1,14 @@
 package policyedit
 
 import (
-	"github.com/intentfs/intentfs/policy"
-
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/intentfs/intentfs/policy"
 )
 
 func TestUpdateFileConcurrentWritersLoseNothing(t *testing.T) {

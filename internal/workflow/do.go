@@ -1,10 +1,9 @@
 package workflow
 
 import (
-	"github.com/intentfs/intentfs/internal/policyedit"
-
 	"fmt"
 
+	"github.com/intentfs/intentfs/internal/policyedit"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )

@@ -7,13 +7,12 @@
 package workflow
 
 import (
-	"github.com/intentfs/intentfs/internal/policyedit"
-
 	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/intentfs/intentfs/internal/policyedit"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"

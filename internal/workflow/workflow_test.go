@@ -1,8 +1,6 @@
 package workflow
 
 import (
-	"github.com/intentfs/intentfs/internal/policyedit"
-
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentfs/intentfs/internal/policyedit"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
