@@ -39,7 +39,7 @@ const benchPolicy = `active_intents:
   - id: INT-001
     name: benchmark workloads
     status: IN_PROGRESS
-    owned_scope: ["**", ".git/config", ".git/hooks/**"]
+    owned_scope: ["**", ".git/config", ".git/hooks/**", ".git/info/**", ".git/branches/**"]
 `
 
 // runOnce prepares a fresh source, mounts it in mode m, runs the
