@@ -70,9 +70,7 @@ func agentDir(t *testing.T, owned bool) string {
 // asAgentUser is a command run as uid/gid 1000 with a private TMPDIR.
 func asAgentUser(t *testing.T, dir string, name string, args ...string) *exec.Cmd {
 	tmp := agentDir(t, true)
-	cmd := exec.Command("setpriv", append([]string{"--reuid=1000", "--regid=1000", "--clear-groups", "env", "TMPDIR=" + tmp, "HOME=" + tmp, name}, args...)...)
-	cmd.Dir = dir
-	return cmd
+	return commandIn(dir, "setpriv", append([]string{"--reuid=1000", "--regid=1000", "--clear-groups", "env", "TMPDIR=" + tmp, "HOME=" + tmp, name}, args...)...)
 }
 
 // reachable lets uid 1000 reach the mountpoint by its absolute path, as

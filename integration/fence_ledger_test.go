@@ -323,8 +323,7 @@ else:
     print("held", len(fds), flush=True)
 sys.stdin.read()
 `
-	cmd := exec.Command("setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "--inh-caps=-all", python, "-c", hold)
-	cmd.Dir = e.mnt
+	cmd := commandIn(e.mnt, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "--inh-caps=-all", python, "-c", hold)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

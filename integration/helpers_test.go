@@ -76,7 +76,14 @@ func mount(t *testing.T, policyYAML, intent string, seed map[string]string) *env
 func mountPrepared(t *testing.T, policyYAML, intent string, seed map[string]string, prepare func(src string)) *env {
 	t.Helper()
 	requireFUSE(t)
-	src, mnt := t.TempDir(), t.TempDir()
+	return mountAt(t, t.TempDir(), policyYAML, intent, seed, prepare)
+}
+
+// mountAt is mountPrepared on a source directory the test provides
+// (an ext4 image, a small tmpfs).
+func mountAt(t *testing.T, src, policyYAML, intent string, seed map[string]string, prepare func(src string)) *env {
+	t.Helper()
+	mnt := t.TempDir()
 	// The test process runs with umask 0 (see TestMain), so TempDir makes
 	// 0777 directories; give the source the mode a user's checkout has.
 	if err := os.Chmod(src, 0o755); err != nil {
@@ -128,18 +135,28 @@ func writeFile(t *testing.T, path, content string) {
 
 // sh runs script with sh -c in the mount.
 func (e *env) sh(script string) (string, error) {
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = e.mnt
-	out, err := cmd.CombinedOutput()
+	out, err := commandIn(e.mnt, "sh", "-c", script).CombinedOutput()
 	return string(out), err
 }
 
 // shAs runs script as uid:gid (with no supplementary groups).
 func (e *env) shAs(uid, gid int, script string) (string, error) {
-	cmd := exec.Command("setpriv", "--reuid="+itoa(uid), "--regid="+itoa(gid), "--clear-groups", "sh", "-c", script)
-	cmd.Dir = e.mnt
-	out, err := cmd.CombinedOutput()
+	out, err := commandIn(e.mnt, "setpriv", "--reuid="+itoa(uid), "--regid="+itoa(gid), "--clear-groups", "sh", "-c", script).CombinedOutput()
 	return string(out), err
+}
+
+// commandIn is exec.Command(name, args...) run in dir, where dir may be
+// inside a mount served by this very process. The command starts
+// elsewhere and changes into dir once it runs, never before its exec.
+// Go starts a child with vfork: until the child has exec'd, the parent's
+// goroutine counts as running, so a garbage collection that stops the
+// world waits for it. A chdir into the mount before the exec can need an
+// answer from the daemon (a permission check fetches ACLs, an attribute
+// has expired), and the daemon's goroutines are stopped: both wait
+// forever. A daemon in its own process, as intentfs mount runs it, is
+// never in this position.
+func commandIn(dir, name string, args ...string) *exec.Cmd {
+	return exec.Command("sh", append([]string{"-c", `cd "$0" && exec "$@"`, dir, name}, args...)...)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
