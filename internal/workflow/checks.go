@@ -38,8 +38,13 @@ func RunChecks(criteria []policy.Criterion, dir string, timeout time.Duration, p
 			progress(i, c)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		cmd := exec.CommandContext(ctx, "sh", "-c", c.Check)
-		cmd.Dir = dir
+		// The shell starts in / and changes into dir itself: the mount may
+		// be served by this very process (an offline completion mounts one),
+		// and a child that enters it before its exec, while Go's vfork
+		// holds the parent's goroutine, can wait on a daemon whose
+		// goroutines a garbage collection has stopped, forever.
+		cmd := exec.CommandContext(ctx, "sh", "-c", `cd "$0" || exit 126; exec sh -c "$1"`, dir, c.Check)
+		cmd.Dir = "/"
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, &buf
 		cmd.WaitDelay = time.Second
