@@ -24,7 +24,20 @@ func (g grant) traced() bool { return g.decision.Code != policy.CodeExempt }
 
 // authorize puts a change to the policy. On a denial it records it and
 // returns EACCES.
-func (r *Root) authorize(ctx context.Context, req policy.Request) (grant, syscall.Errno) {
+func (r *Root) authorize(ctx context.Context, req policy.Request) (g grant, errno syscall.Errno) {
+	// Deciding and recording are the daemon's work, also in a request
+	// that runs as its caller (see CallerScope).
+	if err := r.asDaemon(ctx, func() error {
+		g, errno = r.decide(ctx, req)
+		return nil
+	}); err != nil {
+		r.log.Error("deciding as the daemon failed", "path", req.Path, "err", err)
+		return grant{}, syscall.EACCES
+	}
+	return g, errno
+}
+
+func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.Errno) {
 	caller, _ := fuse.FromContext(ctx)
 	if caller != nil {
 		req.Caller = policy.Caller{Pid: caller.Pid, Uid: caller.Uid, Gid: caller.Gid}

@@ -188,7 +188,9 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		return ctl, 0
 	}
 	var st syscall.Stat_t
-	errno := n.withDir(func(dirfd int) error { return fstatat(dirfd, name, &st) })
+	errno := n.withDir(func(dirfd int) error {
+		return n.root.asCaller(ctx, func() error { return fstatat(dirfd, name, &st) })
+	})
 	if errno != 0 {
 		return nil, errno
 	}
@@ -201,7 +203,9 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		return fga.Getattr(ctx, out)
 	}
 	var st syscall.Stat_t
-	errno := n.withParent(func(dirfd int, name string) error { return fstatat(dirfd, name, &st) })
+	errno := n.withParent(func(dirfd int, name string) error {
+		return n.root.asCaller(ctx, func() error { return fstatat(dirfd, name, &st) })
+	})
 	if errno != 0 {
 		return errno
 	}
@@ -214,19 +218,25 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	var target []byte
 	errno := n.withParent(func(dirfd int, name string) error {
-		for size := 256; ; size *= 2 {
-			buf := make([]byte, size)
-			m, err := unix.Readlinkat(dirfd, name, buf)
-			if err != nil {
-				return err
-			}
-			if m < size {
-				target = buf[:m]
-				return nil
-			}
-		}
+		return n.root.asCaller(ctx, func() error { return readlinkat(dirfd, name, &target) })
 	})
 	return target, errno
+}
+
+// readlinkat reads the target of symlink name in dirfd, whatever its
+// length.
+func readlinkat(dirfd int, name string, target *[]byte) error {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		m, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return err
+		}
+		if m < size {
+			*target = buf[:m]
+			return nil
+		}
+	}
 }
 
 // Statfs reports the source filesystem's figures.
@@ -246,7 +256,11 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	if !ok {
 		return nil, 0, syscall.ENOENT
 	}
-	fd, err := openBeneath(n.root.rootFd, rel, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	var fd int
+	err := n.root.asCaller(ctx, func() (err error) {
+		fd, err = openBeneath(n.root.rootFd, rel, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		return err
+	})
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}

@@ -25,7 +25,9 @@ var (
 )
 
 // makeEntry is the shared shape of mkdir, mknod and symlink: decide,
-// create with mk in the directory, give it to the caller, stat it, record.
+// create with mk in the directory as the caller (so the entry is the
+// caller's, with the group a set-group-ID directory gives), stat it,
+// record.
 func (n *Node) makeEntry(ctx context.Context, op policy.Op, ev ledger.Event, name string, isDir bool,
 	mk func(dirfd int) error, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	rel, g, errno := n.authorizeChild(ctx, name, syscall.EEXIST, policy.Request{Op: op, IsDir: isDir})
@@ -34,10 +36,9 @@ func (n *Node) makeEntry(ctx context.Context, op policy.Op, ev ledger.Event, nam
 	}
 	var st syscall.Stat_t
 	errno = n.withDir(func(dirfd int) error {
-		if err := mk(dirfd); err != nil {
+		if err := n.root.asCaller(ctx, func() error { return mk(dirfd) }); err != nil {
 			return err
 		}
-		n.root.giveToCaller(ctx, dirfd, -1, name)
 		return fstatat(dirfd, name, &st)
 	})
 	if errno != 0 {
@@ -93,7 +94,7 @@ func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	}
 	var st syscall.Stat_t
 	errno = withDirs(sp, n, func(srcDir, dirfd int) error {
-		if err := unix.Linkat(srcDir, srcName, dirfd, name, 0); err != nil {
+		if err := n.root.asCaller(ctx, func() error { return unix.Linkat(srcDir, srcName, dirfd, name, 0) }); err != nil {
 			return err
 		}
 		return fstatat(dirfd, name, &st)
@@ -121,7 +122,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 				pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
 			}
 		}
-		return unix.Unlinkat(dirfd, name, 0)
+		return n.root.asCaller(ctx, func() error { return unix.Unlinkat(dirfd, name, 0) })
 	})
 	if errno != 0 {
 		// The pending link, if any, is adopted at the next start.
@@ -176,7 +177,9 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	if errno := n.withDir(func(dirfd int) error { return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR) }); errno != 0 {
+	if errno := n.withDir(func(dirfd int) error {
+		return n.root.asCaller(ctx, func() error { return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR) })
+	}); errno != 0 {
 		return errno
 	}
 	n.root.record(g, ledger.Change{Event: ledger.EventRmdir, Path: rel, Op: "rmdir"})
@@ -239,7 +242,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			}
 			post = n.root.digestRegularAt(srcDir, name)
 		}
-		return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags))
+		return n.root.asCaller(ctx, func() error { return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags)) })
 	})
 	if errno != 0 {
 		return errno

@@ -58,8 +58,15 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	var pre objects.Digest
 	var kept string
 	if g.traced() {
-		// The pre-image must be taken before O_TRUNC or a write destroys it.
-		if pre, kept, errno = n.root.preImageAt(rel); errno != 0 {
+		// The pre-image must be taken before O_TRUNC or a write destroys
+		// it, by the daemon: the caller may be unable to read the file.
+		if err := n.root.asDaemon(ctx, func() error {
+			pre, kept, errno = n.root.preImageAt(rel)
+			return nil
+		}); err != nil {
+			return nil, 0, fs.ToErrno(err)
+		}
+		if errno != 0 {
 			return nil, 0, errno
 		}
 	}
@@ -67,8 +74,7 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
-	caller, _ := fuse.FromContext(ctx)
-	n.root.killSuidGidOrLog(fd, caller, rel)
+	n.root.killSuidGidOrLog(ctx, fd, rel)
 	if !g.traced() {
 		return newFile(n, fd, nil), openFlags, 0
 	}
@@ -121,29 +127,30 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 		switch {
 		case err == nil:
 			created = true
-			n.root.giveToCaller(ctx, dirfd, fd, "")
 		case err != syscall.EEXIST || flags&syscall.O_EXCL != 0:
 			return err
 		default:
 			if g.traced() {
-				rfd, err := openatForHash(dirfd, name)
-				if err != nil {
-					return err
-				}
-				pre, err = n.root.hashes.HashFd(rfd)
-				if err == nil {
+				// The daemon keeps the version the open may truncate.
+				if err := n.root.asDaemon(ctx, func() error {
+					rfd, err := openatForHash(dirfd, name)
+					if err != nil {
+						return err
+					}
+					defer syscall.Close(rfd)
+					if pre, err = n.root.hashes.HashFd(rfd); err != nil {
+						return err
+					}
 					kept = n.root.keepCopy(rfd, pre)
-				}
-				syscall.Close(rfd)
-				if err != nil {
+					return nil
+				}); err != nil {
 					return err
 				}
 			}
 			if fd, err = unix.Openat(dirfd, name, cleanOpenFlags(flags)|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err != nil {
 				return err
 			}
-			caller, _ := fuse.FromContext(ctx)
-			n.root.killSuidGidOrLog(fd, caller, rel)
+			n.root.killSuidGidOrLog(ctx, fd, rel)
 		}
 		return syscall.Fstat(fd, &st)
 	})
@@ -160,37 +167,6 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 		t = &tracking{node: childNode, openRel: rel, g: g, created: created, base: pre, preImage: kept}
 	}
 	return child, newFile(childNode, fd, t), openFlags, 0
-}
-
-// giveToCaller makes a new entry belong to the calling user when the
-// daemon runs as root, as if the caller had created it on the source. In a
-// set-group-ID directory the group stays the directory's, as the kernel
-// decided. fd is the new entry's descriptor, or -1 with name in dirfd.
-func (r *Root) giveToCaller(ctx context.Context, dirfd, fd int, name string) {
-	if !r.chownNew {
-		return
-	}
-	caller, ok := fuse.FromContext(ctx)
-	if !ok {
-		return
-	}
-	if caller.Uid == 0 && caller.Gid == r.gid {
-		return // the daemon's own identity: the entry is already theirs
-	}
-	uid, gid := int(caller.Uid), int(caller.Gid)
-	var dst syscall.Stat_t
-	if syscall.Fstat(dirfd, &dst) == nil && dst.Mode&syscall.S_ISGID != 0 {
-		gid = -1
-	}
-	var err error
-	if fd >= 0 {
-		err = syscall.Fchown(fd, uid, gid)
-	} else {
-		err = unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
-	}
-	if err != nil {
-		r.log.Warn("could not give new entry to caller", "uid", uid, "err", err)
-	}
 }
 
 // recordNew records the creation of a non-file entry.

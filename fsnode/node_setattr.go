@@ -64,10 +64,16 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		}
 		c.PreHash, c.PreImage = pre.Hash, kept
 	}
+	// As the caller: chmod, chown and utimes are for a file's owner, and
+	// the kernel checked the inode it resolved, not what the name may be
+	// by now.
 	if lf, ok := f.(*File); ok && lf != nil {
-		errno = lf.LoopbackFile.Setattr(ctx, in, out)
+		err := n.root.asCaller(ctx, func() error { return errnoAsError(lf.LoopbackFile.Setattr(ctx, in, out)) })
+		errno = fs.ToErrno(err)
 	} else {
-		errno = n.withParent(func(dirfd int, name string) error { return setattrAt(dirfd, name, in) })
+		errno = n.withParent(func(dirfd int, name string) error {
+			return n.root.asCaller(ctx, func() error { return setattrAt(dirfd, name, in) })
+		})
 		if errno == 0 {
 			errno = n.Getattr(ctx, nil, out)
 		}
@@ -197,8 +203,9 @@ func (n *Node) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size u
 		return syscall.EBADF
 	}
 	// The handle was opened for writing and is tracked: its release
-	// records the content change.
-	return fa.Allocate(ctx, off, size, mode)
+	// records the content change. Allocating as the caller keeps root's
+	// reserved blocks out of its reach.
+	return fs.ToErrno(n.root.asCaller(ctx, func() error { return errnoAsError(fa.Allocate(ctx, off, size, mode)) }))
 }
 
 // CopyFileRange copies between two open files of the mount. Writing into
@@ -222,6 +229,10 @@ func (n *Node) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint
 		return 0, syscall.EBADF
 	}
 	oi, oo := int64(offIn), int64(offOut)
-	count, err := unix.CopyFileRange(in.fd, &oi, o.fd, &oo, int(length), int(flags))
+	var count int
+	err := n.root.asCaller(ctx, func() (err error) {
+		count, err = unix.CopyFileRange(in.fd, &oi, o.fd, &oo, int(length), int(flags))
+		return err
+	})
 	return uint32(count), fs.ToErrno(err)
 }

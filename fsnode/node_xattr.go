@@ -52,7 +52,7 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	if !n.IsRoot() && !n.root.noXattrAt.Load() {
 		errno := n.withParent(func(dirfd int, name string) error {
 			var err error
-			sz, err = getxattrat(dirfd, name, attr, dest)
+			err = n.root.asCaller(ctx, func() (err error) { sz, err = getxattrat(dirfd, name, attr, dest); return err })
 			return err
 		})
 		if errno != syscall.ENOSYS {
@@ -65,7 +65,7 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	}
 	errno := n.withProcPath(func(p string) error {
 		var err error
-		sz, err = unix.Getxattr(p, attr, dest)
+		err = n.root.asCaller(ctx, func() (err error) { sz, err = unix.Getxattr(p, attr, dest); return err })
 		return err
 	})
 	if errno == syscall.ENOTSUP {
@@ -80,7 +80,7 @@ func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	if !n.IsRoot() && !n.root.noXattrAt.Load() {
 		errno := n.withParent(func(dirfd int, name string) error {
 			var err error
-			sz, err = listxattrat(dirfd, name, dest)
+			err = n.root.asCaller(ctx, func() (err error) { sz, err = listxattrat(dirfd, name, dest); return err })
 			return err
 		})
 		if errno != syscall.ENOSYS {
@@ -90,7 +90,7 @@ func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	}
 	errno := n.withProcPath(func(p string) error {
 		var err error
-		sz, err = unix.Listxattr(p, dest)
+		err = n.root.asCaller(ctx, func() (err error) { sz, err = unix.Listxattr(p, dest); return err })
 		return err
 	})
 	if errno == syscall.ENOTSUP {
@@ -118,7 +118,7 @@ func (n *Node) changeXattr(ctx context.Context, op policy.Op, attr string, fn fu
 	if errno != 0 {
 		return errno
 	}
-	if errno := n.withProcPath(fn); errno != 0 {
+	if errno := n.withProcPath(func(p string) error { return n.root.asCaller(ctx, func() error { return fn(p) }) }); errno != 0 {
 		return errno
 	}
 	n.root.record(g, ledger.Change{Event: ledger.EventXattr, Path: rel, Op: string(op) + " " + attr, Time: time.Now()})

@@ -1,6 +1,7 @@
 package fsnode
 
 import (
+	"context"
 	"fmt"
 	"syscall"
 
@@ -94,9 +95,11 @@ func killSuidGid(fd int, caller *fuse.Caller) error {
 
 // killSuidGidOrLog is killSuidGid where the change goes ahead regardless:
 // the open or SETATTR has happened and must still be recorded, so a
-// failure (as root, next to impossible) is logged for the operator.
-func (r *Root) killSuidGidOrLog(fd int, caller *fuse.Caller, rel string) {
-	if err := killSuidGid(fd, caller); err != nil {
+// failure (as root, next to impossible) is logged for the operator. The
+// daemon does it, not the caller: only a file's owner may chmod it.
+func (r *Root) killSuidGidOrLog(ctx context.Context, fd int, rel string) {
+	caller, _ := fuse.FromContext(ctx)
+	if err := r.asDaemon(ctx, func() error { return killSuidGid(fd, caller) }); err != nil {
 		r.log.Error("clearing set-ID bits failed", "path", rel, "err", err)
 	}
 }

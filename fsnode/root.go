@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"syscall"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/intentfs/intentfs/internal/creds"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -75,10 +75,8 @@ type Root struct {
 	objects *objects.Store
 	keepMax int64
 	control fs.InodeEmbedder
-	// chownNew is set when the daemon runs as root: created files are
-	// then given to the calling user, as if the caller had made them.
-	chownNew bool
-	gid      uint32 // the daemon's effective group
+	// callers runs calls on the source as the process that asked.
+	callers *callers
 
 	controlInode atomic.Pointer[fs.Inode]
 	// noXattrAt is set once the kernel turns out to lack getxattrat(2).
@@ -92,6 +90,10 @@ func NewRoot(o Options) (*Node, error) {
 	if err := CheckOpenat2(o.Source); err != nil {
 		return nil, err
 	}
+	switcher, err := creds.New()
+	if err != nil {
+		return nil, err
+	}
 	fd, err := syscall.Open(o.Source, unix.O_PATH|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening source %s: %w", o.Source, err)
@@ -102,7 +104,7 @@ func NewRoot(o Options) (*Node, error) {
 		return nil, fmt.Errorf("stat source %s: %w", o.Source, err)
 	}
 	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
-		control: o.ControlDir, chownNew: os.Geteuid() == 0, gid: uint32(os.Getegid())}
+		control: o.ControlDir, callers: newCallers(switcher)}
 	r.handles = handleLimit{max: o.MaxHandlesPerUID, byUID: map[uint32]int{}}
 	if r.handles.max == 0 {
 		r.handles.max = defaultHandlesPerUID()

@@ -68,12 +68,13 @@ func (s *Switcher) Enabled() bool { return s.enabled }
 
 // Run calls fn on the current goroutine's OS thread with c's filesystem
 // credentials and no effective capabilities, and restores the daemon's
-// afterwards. A caller whose uid is 0 runs as the daemon: it is root. If the credentials
+// afterwards. A caller with the daemon's own uid and gid runs as the
+// daemon; a caller with uid 0 keeps root's capabilities. If the credentials
 // cannot be set, fn is not called. If they cannot be restored, the thread
 // stays locked to this goroutine, so the Go runtime retires it when the
 // goroutine ends and no other work ever runs on it.
 func (s *Switcher) Run(c Caller, fn func() error) error {
-	if !s.enabled || c.Uid == 0 {
+	if !s.enabled || c.Uid == s.ownUid && c.Gid == s.ownGid {
 		return fn()
 	}
 	runtime.LockOSThread()
@@ -101,6 +102,9 @@ func (s *Switcher) enter(c Caller) error {
 	}
 	if err := setfsuid(c.Uid); err != nil {
 		return fmt.Errorf("setfsuid: %w", err)
+	}
+	if c.Uid == 0 {
+		return nil // root, with another group: root's powers stay
 	}
 	// Capabilities that are not about files (CAP_SYS_RESOURCE lets writes
 	// use blocks reserved for root; CAP_SYS_ADMIN writes trusted.*
@@ -163,4 +167,34 @@ func setgroups(gs []uint32) error {
 		return e
 	}
 	return nil
+}
+
+// Switched reports whether the current thread runs as a caller, inside
+// Run, rather than as the daemon.
+func (s *Switcher) Switched() bool {
+	if !s.enabled {
+		return false
+	}
+	uid, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	gid, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
+	return uint32(uid) != s.ownUid || uint32(gid) != s.ownGid
+}
+
+// AsDaemon runs fn with the daemon's own credentials. Inside Run (as c)
+// it restores the daemon's credentials for fn and switches back to c
+// afterwards; elsewhere it just calls fn. The daemon's own work in the
+// middle of a caller's request (deciding, keeping a pre-image, recording)
+// needs it: the caller may not be able to read what the daemon keeps.
+func (s *Switcher) AsDaemon(c Caller, fn func() error) error {
+	if !s.Switched() {
+		return fn()
+	}
+	if err := s.leave(); err != nil {
+		return fmt.Errorf("restoring the daemon's credentials: %w", err)
+	}
+	ferr := fn()
+	if err := s.enter(c); err != nil {
+		return fmt.Errorf("switching back to uid %d: %w", c.Uid, err)
+	}
+	return ferr
 }

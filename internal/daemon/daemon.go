@@ -191,7 +191,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	cleanup = append(cleanup, func() { d.root.Close() })
 
 	opts := mountOptions(cfg)
-	d.ops = fsnode.CountOps(fsnode.ElideOpendir(fs.NewNodeFS(d.root, opts)))
+	d.ops = fsnode.CountOps(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
 	if d.server, err = fuse.NewServer(d.ops, cfg.Mountpoint, &opts.MountOptions); err != nil {
 		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
 	}
@@ -254,6 +254,9 @@ func mountOptions(cfg Config) *fs.Options {
 			// fcntl and flock locks reach the source, so tools that lock
 			// (sqlite, package managers) work as on the disk.
 			EnableLocks: true,
+			// POSIX ACLs are checked by the kernel, for every caller, as on
+			// the source; without this, only mode bits were.
+			EnableAcl: true,
 		},
 	}
 }
