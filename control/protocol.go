@@ -87,6 +87,30 @@ type Status struct {
 	// Ops counts FUSE requests by opcode.
 	Ops           map[string]uint64 `json:"fuse_requests"`
 	RecentDenials []Denial          `json:"recent_denials"`
+	// OpenWriters are the files open for writing through the mount, with
+	// the intent each handle's changes are recorded under.
+	OpenWriters []OpenWriter `json:"open_writers,omitempty"`
+}
+
+// OpenWriter is a file open for writing. A handle keeps the intent it was
+// opened under until it is closed: selecting another intent does not move
+// its changes to the new one.
+type OpenWriter struct {
+	Path   string `json:"path"`
+	Intent string `json:"intent"`
+	Pid    uint32 `json:"pid"`
+}
+
+// HeldBy returns the writers whose changes are recorded under an intent
+// other than id (exempt handles, with no intent, are left out).
+func (s Status) HeldBy(id string) []OpenWriter {
+	var out []OpenWriter
+	for _, w := range s.OpenWriters {
+		if w.Intent != "" && w.Intent != id {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Request is one CLI command over the socket.

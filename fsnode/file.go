@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 
@@ -20,9 +23,16 @@ import (
 // becomes a ledger record.
 type File struct {
 	*fs.LoopbackFile
-	fd    int
-	track *tracking
-	node  *Node // the node counting this handle, if any
+	fd int
+	// track is the audit state of a handle on a governed path; nil for
+	// reads and for writes to exempt paths. It is set once more when a
+	// rename brings an exempt handle's file under governance (retrack).
+	track atomic.Pointer[tracking]
+	// exemptWriter marks a handle opened for writing on an exempt path,
+	// and opener is who opened it.
+	exemptWriter bool
+	opener       fuse.Caller
+	node         *Node // the node counting this handle, if any
 	// limit, if set, counts this handle in uid's share (handlelimit.go).
 	limit *handleLimit
 	uid   uint32
@@ -54,11 +64,12 @@ type tracking struct {
 }
 
 func newFile(node *Node, fd int, t *tracking) *File {
-	f := &File{LoopbackFile: fs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), "")), fd: fd, track: t, node: node}
+	f := &File{LoopbackFile: fs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), "")), fd: fd, node: node}
 	if node != nil {
 		node.handles.Add(1)
 	}
 	if t != nil {
+		f.track.Store(t)
 		var st syscall.Stat_t
 		if syscall.Fstat(fd, &st) == nil {
 			t.baseKey = objects.VersionOf(&st)
@@ -68,13 +79,29 @@ func newFile(node *Node, fd int, t *tracking) *File {
 	return f
 }
 
+// newExemptWriter is newFile for a handle opened for writing on an exempt
+// path (.intentignore'd, git's state). Its writes are not recorded, but
+// the node keeps it, so that a rename bringing the file under governance
+// starts tracking it (see retrack).
+func newExemptWriter(ctx context.Context, node *Node, fd int) *File {
+	f := newFile(node, fd, nil)
+	f.exemptWriter = true
+	if c, ok := fuse.FromContext(ctx); ok && c != nil {
+		f.opener = *c
+	}
+	node.addOpen(f)
+	return f
+}
+
 // Release records what the handle changed, then closes it. RELEASE comes
 // after close(2) has returned to the caller, so hashing here costs the
 // caller nothing.
 func (f *File) Release(ctx context.Context) syscall.Errno {
-	if f.track != nil {
+	if t := f.track.Load(); t != nil {
 		f.checkpoint(true)
-		f.track.node.removeOpen(f)
+		t.node.removeOpen(f)
+	} else if f.exemptWriter {
+		f.node.removeOpen(f)
 	}
 	if f.node != nil {
 		f.node.handles.Add(-1)
@@ -89,7 +116,10 @@ func (f *File) Release(ctx context.Context) syscall.Errno {
 // any. It runs at release (final), and before a rename, link or unlink of
 // the node, so the ledger shows a file's content before it shows it moved.
 func (f *File) checkpoint(final bool) {
-	t := f.track
+	t := f.track.Load()
+	if t == nil {
+		return // an exempt writer: nothing to record
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var st syscall.Stat_t
@@ -163,7 +193,7 @@ func (n *Node) absorbIntoCreation(g grant, mode string) bool {
 	n.openMu.Lock()
 	defer n.openMu.Unlock()
 	for _, f := range n.open {
-		if f.track.absorb(g, mode) {
+		if t := f.track.Load(); t != nil && t.absorb(g, mode) {
 			return true
 		}
 	}
@@ -189,18 +219,21 @@ func (f *File) analyze(rel, pre string) (contentChange, error) {
 		return contentChange{}, err
 	}
 	defer syscall.Close(rfd)
-	return f.track.node.root.analyze(rel, pre, rfd)
+	return f.track.Load().node.root.analyze(rel, pre, rfd)
 }
 
-// addOpen and removeOpen keep the node's list of tracked handles, which
-// rename, link and unlink checkpoint first.
+// addOpen and removeOpen keep the node's list of handles open for
+// writing: tracked ones, which rename, link and unlink checkpoint first,
+// and exempt ones, which a rename into a governed path starts tracking.
 func (n *Node) addOpen(f *File) {
 	n.openMu.Lock()
 	n.open = append(n.open, f)
 	n.openMu.Unlock()
+	n.root.writers.add(f)
 }
 
 func (n *Node) removeOpen(f *File) {
+	n.root.writers.remove(f)
 	n.openMu.Lock()
 	defer n.openMu.Unlock()
 	for i, o := range n.open {

@@ -232,6 +232,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return errno
 	}
 	n.checkpointChild(name)
+	movedNode, swappedNode := n.childNode(name), dst.childNode(newName)
 	var pre, post objects.Digest
 	var kept string
 	errno = withDirs(n, dst, func(srcDir, dstDir int) error {
@@ -272,6 +273,13 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		}
 	}
 	n.root.record(g, c)
+	// Handles open for writing on what moved now write where it went.
+	if movedNode != nil {
+		n.root.retrack(movedNode, newRel)
+	}
+	if flags&policy.RenameExchange != 0 && swappedNode != nil {
+		n.root.retrack(swappedNode, rel)
+	}
 	return 0
 }
 

@@ -76,7 +76,7 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	}
 	n.root.killSuidGidOrLog(ctx, fd, rel)
 	if !g.traced() {
-		return newFile(n, fd, nil), openFlags, 0
+		return newExemptWriter(ctx, n, fd), openFlags, 0
 	}
 	return newFile(n, fd, &tracking{node: n, openRel: rel, g: g, base: pre, preImage: kept}), openFlags, 0
 }
@@ -162,10 +162,10 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 	}
 	child := n.newChild(ctx, &st, out)
 	childNode := child.Operations().(*Node)
-	var t *tracking
-	if g.traced() {
-		t = &tracking{node: childNode, openRel: rel, g: g, created: created, base: pre, preImage: kept}
+	if !g.traced() {
+		return child, newExemptWriter(ctx, childNode, fd), openFlags, 0
 	}
+	t := &tracking{node: childNode, openRel: rel, g: g, created: created, base: pre, preImage: kept}
 	return child, newFile(childNode, fd, t), openFlags, 0
 }
 

@@ -120,8 +120,8 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 			c.PostHash, c.Lines = post.Hash, post.Lines
 			// A handle that truncated its file has recorded that change
 			// here; its release must not record it again.
-			if lf, ok := f.(*File); ok && lf != nil && lf.track != nil {
-				lf.track.advance(lf.fd, post)
+			if lf, ok := f.(*File); ok && lf != nil && lf.track.Load() != nil {
+				lf.track.Load().advance(lf.fd, post)
 			}
 		}
 	}

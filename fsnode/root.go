@@ -77,6 +77,8 @@ type Root struct {
 	control fs.InodeEmbedder
 	// callers runs calls on the source as the process that asked.
 	callers *callers
+	// writers are the handles open for writing, for OpenWriters.
+	writers writerSet
 
 	controlInode atomic.Pointer[fs.Inode]
 	// noXattrAt is set once the kernel turns out to lack getxattrat(2).

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/textsafe"
 )
 
 func selectCmd() *command {
@@ -56,7 +57,20 @@ Examples:
 			if st.IntentStatus != "IN_PROGRESS" {
 				fmt.Fprintf(a.stdout, "note: %s is %s; changes are allowed only while an intent is IN_PROGRESS\n", id, st.IntentStatus)
 			}
+			printHeldWriters(a, st.HeldBy(id))
 			return nil
 		},
+	}
+}
+
+// printHeldWriters tells the human which files stay open for writing
+// under the intent they were opened under.
+func printHeldWriters(a *app, held []control.OpenWriter) {
+	if len(held) == 0 {
+		return
+	}
+	fmt.Fprintf(a.stdout, "note: %d file(s) are open for writing under other intents; their changes stay recorded under those until closed:\n", len(held))
+	for _, w := range held {
+		fmt.Fprintf(a.stdout, "  %s  %s  pid %d\n", textsafe.Escape(w.Path), w.Intent, w.Pid)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -138,8 +139,15 @@ func (d *Daemon) Select(id string, by *ledger.Process) error {
 	prev := d.ActiveIntent()
 	d.active.Store(&id)
 	d.selMu.Unlock()
+	c := ledger.Change{Event: ledger.EventSelect, Intent: id, FromIntent: prev, Process: by}
+	if held := (control.Status{OpenWriters: d.openWriters()}).HeldBy(id); len(held) > 0 {
+		// Handles keep the intent they were opened under; say so where the
+		// selection is recorded.
+		c.Reason = heldWritersReason(held)
+		d.log.Warn("files stay open for writing under other intents", "intent", id, "count", len(held))
+	}
 	d.log.Info("intent selected", "intent", id, "previous", prev, "by_pid", by.Pid, "by", by.Comm)
-	d.Record(ledger.Change{Event: ledger.EventSelect, Intent: id, FromIntent: prev, Process: by})
+	d.Record(c)
 	return nil
 }
 
@@ -175,7 +183,7 @@ func (d *Daemon) Status() control.Status {
 		Mountpoint: d.cfg.Mountpoint, Source: d.cfg.Source, Pid: os.Getpid(), Version: d.cfg.Version,
 		StartedAt: d.started, ActiveIntent: d.ActiveIntent(), FailOpen: d.cfg.FailOpen,
 		Passthrough: d.server != nil && d.passthrough(), LedgerPath: d.LedgerPath(), Ledger: d.writer.Stats(),
-		Policy: d.engine.State(), RecentDenials: d.denials.list(),
+		Policy: d.engine.State(), RecentDenials: d.denials.list(), OpenWriters: d.openWriters(),
 	}
 	if in := d.engine.Snapshot().Intents.Get(st.ActiveIntent); in != nil {
 		st.IntentName, st.IntentStatus = in.Name, string(in.Status)
@@ -215,4 +223,32 @@ func (r *denialRing) list() []control.Denial {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.buf)
+}
+
+// openWriters lists the files open for writing through the mount.
+func (d *Daemon) openWriters() []control.OpenWriter {
+	if d.root == nil {
+		return nil
+	}
+	var out []control.OpenWriter
+	for _, w := range d.root.OpenWriters() {
+		out = append(out, control.OpenWriter{Path: w.Path, Intent: w.Intent, Pid: w.Pid})
+	}
+	return out
+}
+
+// maxHeldListed bounds the paths a select record names.
+const maxHeldListed = 10
+
+func heldWritersReason(held []control.OpenWriter) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d file(s) stay open for writing under other intents; their changes are recorded under those until closed:", len(held))
+	for i, w := range held {
+		if i == maxHeldListed {
+			fmt.Fprintf(&b, " and %d more", len(held)-i)
+			break
+		}
+		fmt.Fprintf(&b, " %s (%s, pid %d)", textsafe.Escape(w.Path), w.Intent, w.Pid)
+	}
+	return b.String()
 }

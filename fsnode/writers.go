@@ -1,0 +1,66 @@
+package fsnode
+
+import (
+	"sort"
+	"sync"
+)
+
+// writerSet is every handle open for writing on the mount.
+type writerSet struct {
+	mu  sync.Mutex
+	set map[*File]struct{}
+}
+
+func (w *writerSet) add(f *File) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.set == nil {
+		w.set = map[*File]struct{}{}
+	}
+	w.set[f] = struct{}{}
+}
+
+func (w *writerSet) remove(f *File) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.set, f)
+}
+
+// OpenWriter is a file open for writing through the mount, and the intent
+// its changes are recorded under.
+type OpenWriter struct {
+	Path string `json:"path"`
+	// Intent is the intent the handle was opened under; its changes are
+	// recorded under it until it is closed, whatever is selected since.
+	// "" for a handle on an exempt path.
+	Intent string `json:"intent"`
+	Pid    uint32 `json:"pid"`
+}
+
+// OpenWriters lists the files open for writing, by path.
+func (n *Node) OpenWriters() []OpenWriter {
+	w := &n.root.writers
+	w.mu.Lock()
+	files := make([]*File, 0, len(w.set))
+	for f := range w.set {
+		files = append(files, f)
+	}
+	w.mu.Unlock()
+	out := make([]OpenWriter, 0, len(files))
+	for _, f := range files {
+		ow := OpenWriter{Pid: f.opener.Pid}
+		if t := f.track.Load(); t != nil {
+			ow.Intent = t.g.intent
+			if t.g.proc != nil && ow.Pid == 0 {
+				ow.Pid = t.g.proc.Pid
+			}
+			ow.Path = t.openRel
+		}
+		if rel, ok := f.node.relPath(); ok {
+			ow.Path = rel
+		}
+		out = append(out, ow)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}

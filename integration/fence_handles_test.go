@@ -1,0 +1,89 @@
+package integration
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// TestFenceHandleMovedIntoScope is issue 10's class 8: a file opened for
+// writing on an exempt path (build/) and then renamed into a governed one
+// kept an untracked handle, so its later writes were never recorded. The
+// rename now starts tracking the handle.
+func TestFenceHandleMovedIntoScope(t *testing.T) {
+	e := mountFence(t, scopePolicy, "INT-001", map[string]string{".intentignore": "build/\n", "build/.keep": "", "src/.keep": ""},
+		func(src string) { chownTree(t, src) })
+	e.reachableByAgent()
+	const script = `
+import os, sys
+fd = os.open("build/out.txt", os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"exempt\n")
+os.rename("build/out.txt", "src/out.txt")
+os.write(fd, b"governed\n")
+os.close(fd)
+`
+	if out, err := e.shAs(agentUID, agentGID, "/usr/bin/python3 "+worldReadable(t, "moved.py", script)); err != nil {
+		t.Fatalf("as uid %d: %v\n%s", agentUID, err, out)
+	}
+	want := shaOf([]byte("exempt\ngoverned\n"))
+	r := e.waitRecord("the write through the moved handle", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return r.Path() == "src/out.txt" && g.Event == ledger.EventWrite && ledger.Str(g.PostHash) == want
+	})
+	if g := r.Gov(); ledger.Str(g.PreHash) != shaOf([]byte("exempt\n")) || ledger.Str(g.IntentID) != "INT-001" {
+		t.Errorf("write record: pre %s intent %s; want the content at the rename, under INT-001", ledger.Str(g.PreHash), ledger.Str(g.IntentID))
+	}
+}
+
+// TestSelectReportsWritersOfAnotherIntent: a handle keeps the intent it
+// was opened under; selecting another intent says which files are open
+// that way, in the select record and in status, and their changes stay
+// recorded under the first intent.
+func TestSelectReportsWritersOfAnotherIntent(t *testing.T) {
+	e := mountFence(t, scopePolicy, "INT-001", map[string]string{"src/held.txt": "v1\n"}, func(src string) { chownTree(t, src) })
+	e.reachableByAgent()
+	const hold = `
+import os, sys
+fd = os.open("src/held.txt", os.O_WRONLY | os.O_APPEND)
+print("open", flush=True)
+sys.stdin.readline()
+os.write(fd, b"v2\n")
+os.close(fd)
+`
+	cmd := commandIn(e.mnt, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "/usr/bin/python3", worldReadable(t, "hold.py", hold))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "open\n" {
+		t.Fatalf("holder: %q", line)
+	}
+	if err := e.d.Select("INT-002", &ledger.Process{Comm: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	held := e.d.Status().HeldBy("INT-002")
+	if len(held) != 1 || held[0].Path != "src/held.txt" || held[0].Intent != "INT-001" {
+		t.Fatalf("held writers after selecting INT-002 = %+v", held)
+	}
+	sel := e.waitRecord("the select", func(r *ledger.Record) bool {
+		return r.Gov().Event == ledger.EventSelect && ledger.Str(r.Gov().IntentID) == "INT-002"
+	})
+	if !strings.Contains(sel.Gov().Reason, "src/held.txt (INT-001") {
+		t.Errorf("select record's reason = %q, want it to name the held file", sel.Gov().Reason)
+	}
+	stdin.Write([]byte("go\n"))
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.waitRecord("the held handle's write", func(r *ledger.Record) bool {
+		return r.Path() == "src/held.txt" && r.Gov().Event == ledger.EventWrite
+	})
+	if got := ledger.Str(r.Gov().IntentID); got != "INT-001" {
+		t.Errorf("the held handle's write is recorded under %q, want INT-001 (the intent it was opened under)", got)
+	}
+}
