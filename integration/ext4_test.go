@@ -61,3 +61,10 @@ func ext4Source(t *testing.T) string {
 	}
 	return mnt
 }
+
+// mountFence is mountPrepared on an ext4Source: the adversarial tests run
+// against the filesystem an agent's checkout really sits on.
+func mountFence(t *testing.T, policyYAML, intent string, seed map[string]string, prepare func(src string)) *env {
+	t.Helper()
+	return mountAt(t, ext4Source(t), policyYAML, intent, seed, prepare)
+}

@@ -49,7 +49,7 @@ func verifyClean(t *testing.T, src string) {
 func TestFenceLedgerFailsClosed(t *testing.T) {
 	requireFUSE(t)
 	var orch string
-	e := mountPrepared(t, scopePolicy, "INT-002", nil, func(src string) {
+	e := mountFence(t, scopePolicy, "INT-002", nil, func(src string) {
 		sharedDirPrepare(t)(src)
 		orch = filepath.Join(src, policy.OrchestrationDir)
 		yaml, err := os.ReadFile(filepath.Join(src, policy.IntentsFile))
@@ -153,7 +153,7 @@ func jsonField(t *testing.T, b []byte, key string) string {
 // execs another program that changes a second must be recorded as what it
 // is at each change, not as what it was before the exec.
 func TestFenceExecAttribution(t *testing.T) {
-	e := mountPrepared(t, scopePolicy, "INT-002", nil, sharedDirPrepare(t))
+	e := mountFence(t, scopePolicy, "INT-002", nil, sharedDirPrepare(t))
 	python := systemPython(t)
 	cases := []struct {
 		name, script, second, wantComm string
@@ -180,7 +180,7 @@ func TestFenceExecAttribution(t *testing.T) {
 // writes a new section into intent_map.md, a terminal escape in `log`,
 // and a name that is not UTF-8, which must survive verify and revert.
 func TestFenceNames(t *testing.T) {
-	e := mountPrepared(t, scopePolicy, "INT-002", nil, sharedDirPrepare(t))
+	e := mountFence(t, scopePolicy, "INT-002", nil, sharedDirPrepare(t))
 	forged := "x\n<!-- intentfs:end INT-002 -->\n## INT-001: forged\n<!-- intentfs:begin INT-001 -->\n### Files\n\n- `README.md`"
 	escape := "esc\x1b[2J\x1b[1;1Hfake"
 	latin1 := "caf\xe9\xff"
@@ -241,7 +241,7 @@ func TestFenceFloods(t *testing.T) {
 }
 
 func floodDenials(t *testing.T) {
-	e := mountPrepared(t, scopePolicy, "INT-001", map[string]string{"src/a.go": "package a\n"}, sharedDirPrepare(t))
+	e := mountFence(t, scopePolicy, "INT-001", map[string]string{"src/a.go": "package a\n"}, sharedDirPrepare(t))
 	before := ledgerBytes(t, e)
 	const n = 20000
 	script := `i=0; while [ $i -lt ` + itoa(n) + ` ]; do echo x 2>/dev/null > work/f$((i % 50)); i=$((i+1)); done; true`
@@ -280,7 +280,7 @@ func floodDenials(t *testing.T) {
 }
 
 func floodLessons(t *testing.T) {
-	e := mountPrepared(t, scopePolicy, "INT-001", nil, nil)
+	e := mountFence(t, scopePolicy, "INT-001", nil, nil)
 	lessons := filepath.Join(e.src, policy.OrchestrationDir, "CLAUDE.md")
 	refused := false
 	for i := 0; i < 120 && !refused; i++ {
@@ -303,7 +303,7 @@ func floodLessons(t *testing.T) {
 // floodHandles: one uid holding many open files gets EMFILE from the
 // mount while root can still open files.
 func floodHandles(t *testing.T) {
-	e := mountPrepared(t, scopePolicy, "INT-002", nil, sharedDirPrepare(t))
+	e := mountFence(t, scopePolicy, "INT-002", nil, sharedDirPrepare(t))
 	for i := 0; i < 8; i++ {
 		writeFile(t, filepath.Join(e.src, "work", "r"+itoa(i)), "r\n")
 	}

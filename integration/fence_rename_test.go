@@ -21,7 +21,7 @@ const underscorePolicy = `active_intents:
 // with a probe name, so `mv a/b a/c` carried a/b/_secret (out of scope)
 // along. The move is now decided on what really is below the directory.
 func TestFenceDirectoryRenameOnNonPrefixGlob(t *testing.T) {
-	e := mountPrepared(t, underscorePolicy, "INT-001", map[string]string{
+	e := mountFence(t, underscorePolicy, "INT-001", map[string]string{
 		"a/b/x.go": "package x\n", "a/b/_secret": "s\n", "a/ok/y.go": "package y\n", "a/ok/sub/z.go": "package z\n"},
 		func(src string) {
 			for _, d := range []string{"a", "a/b", "a/ok", "a/ok/sub"} {

@@ -124,7 +124,7 @@ func TestFenceIoctl(t *testing.T) {
 		}
 		t.Skip("chattr (e2fsprogs) is not installed")
 	}
-	e := mountPrepared(t, scopePolicy, "INT-001", map[string]string{"src/in.txt": "in\n", "out.txt": "out\n"},
+	e := mountFence(t, scopePolicy, "INT-001", map[string]string{"src/in.txt": "in\n", "out.txt": "out\n"},
 		func(src string) { chownTree(t, src) })
 	e.reachableByAgent()
 	files := []string{"src/in.txt", "out.txt", "src"}
@@ -212,7 +212,7 @@ func TestFenceIoctl(t *testing.T) {
 // the source's modes hide from it.
 func TestFenceObjectStore(t *testing.T) {
 	var planted string
-	e := mountPrepared(t, scopePolicy, "INT-002", map[string]string{"shared/drop.txt": "TOP-SECRET-PREIMAGE\n", "old.txt": "OLD-STORE-SECRET\n"},
+	e := mountFence(t, scopePolicy, "INT-002", map[string]string{"shared/drop.txt": "TOP-SECRET-PREIMAGE\n", "old.txt": "OLD-STORE-SECRET\n"},
 		func(src string) {
 			// A world-writable, owner-only-readable file: the agent may
 			// append to it, never read it.
@@ -290,7 +290,7 @@ func TestFenceObjectStore(t *testing.T) {
 // TestFenceGovernanceFiles: the files that change what intentfs or git
 // does are governance, not work, even under a scope of "**".
 func TestFenceGovernanceFiles(t *testing.T) {
-	e := mountPrepared(t, scopePolicy, "INT-002", map[string]string{".intentignore": "build/\n", "main.go": "package main\n", "sub/readme": "x\n"},
+	e := mountFence(t, scopePolicy, "INT-002", map[string]string{".intentignore": "build/\n", "main.go": "package main\n", "sub/readme": "x\n"},
 		func(src string) {
 			for _, dir := range []string{src, filepath.Join(src, "sub")} {
 				if out, err := execCommand("git", "init", "-q", dir).CombinedOutput(); err != nil {
@@ -444,7 +444,7 @@ func TestFenceLoadFiles(t *testing.T) {
 	for _, file := range []string{".intentignore", ".orchestration/.intentignore", policy.IntentsFile} {
 		for what, make := range plant {
 			t.Run(strings.ReplaceAll(file, "/", "_")+" "+what, func(t *testing.T) {
-				e := mount(t, scopePolicy, "INT-001", map[string]string{"src/a.go": "a\n"})
+				e := mountFence(t, scopePolicy, "INT-001", map[string]string{"src/a.go": "a\n"}, nil)
 				base := rssKiB(t)
 				p := filepath.Join(e.src, file)
 				os.Remove(p)
@@ -489,7 +489,7 @@ func TestFenceLoadFiles(t *testing.T) {
 	// .git/HEAD and refs are git state, writable through the mount: the
 	// daemon reads them for every record's vcs revision.
 	t.Run("git HEAD", func(t *testing.T) {
-		e := mountPrepared(t, scopePolicy, "INT-002", map[string]string{"a.go": "a\n"}, func(src string) {
+		e := mountFence(t, scopePolicy, "INT-002", map[string]string{"a.go": "a\n"}, func(src string) {
 			if out, err := execCommand("git", "init", "-q", src).CombinedOutput(); err != nil {
 				t.Fatalf("git init: %v %s", err, out)
 			}
@@ -526,7 +526,7 @@ func statusWithin(e *env, d time.Duration) (string, bool) {
 // TestFenceControlDir: .intentfs/ is the agent's interface to intentfs
 // for the whole mount: nobody can remove or rename it or its files.
 func TestFenceControlDir(t *testing.T) {
-	e := mount(t, scopePolicy, "INT-002", map[string]string{"a.txt": "a\n"})
+	e := mountFence(t, scopePolicy, "INT-002", map[string]string{"a.txt": "a\n"}, nil)
 	const want = "README.md active check context denials intents lesson mutation_class status"
 	list := func() string {
 		return strings.TrimSpace(strings.ReplaceAll(e.mustSh("ls .intentfs | LC_ALL=C sort"), "\n", " "))
