@@ -456,3 +456,30 @@ func TestCheckFileIsADryRun(t *testing.T) {
 		t.Errorf("plain read: %s", out)
 	}
 }
+
+// TestAgentFileUpdatesKeepVerifyClean: the daemon's own rewrite of its
+// section of CLAUDE.md (after a denial teaches a lesson) is recorded with
+// the version it replaced kept, so verify stays clean; and the files
+// intentfs keeps locally are ignored by git.
+func TestAgentFileUpdatesKeepVerifyClean(t *testing.T) {
+	c, repo, ws := newPolicyRepo(t, scopePolicy)
+	writeFile(t, filepath.Join(repo, "CLAUDE.md"), "# House rules\n\nTabs.\n")
+	writeFile(t, filepath.Join(repo, "README.md"), "readme\n")
+	c.must("mount", repo, ws, "--intent", "INT-001")
+	t.Cleanup(func() { c.run("unmount", ws); syscallUnmount(ws) })
+	out, err := commandIn(ws, "sh", "-c", "echo agent >> README.md").CombinedOutput()
+	if err == nil {
+		t.Fatalf("an out-of-scope append was allowed: %s", out)
+	}
+	waitFor(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(repo, "CLAUDE.md"))
+		return strings.Contains(string(b), "README.md")
+	}, "the lesson in CLAUDE.md")
+	c.must("unmount", ws)
+	if out, code := c.run("verify", "--source", repo); code != 0 {
+		t.Fatalf("verify after intentfs updated CLAUDE.md: exit %d\n%s", code, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "CLAUDE.md")); !strings.HasPrefix(string(b), "# House rules\n\nTabs.\n") {
+		t.Errorf("the human's text in CLAUDE.md changed:\n%s", b)
+	}
+}

@@ -60,7 +60,13 @@ func (d *Daemon) recordAgentFile(name string, pre, post []byte) {
 		Process: &ledger.Process{Pid: uint32(os.Getpid()), Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Comm: "intentfs"}}
 	if pre == nil {
 		c.Event = ledger.EventCreate
+	} else if err := d.layout.Objects().KeepBytes(pre, c.PreHash); err != nil {
+		// verify and revert need the version this write replaced.
+		d.log.Warn("keeping the replaced version of an agent file failed", "path", name, "err", err)
+	} else {
+		c.PreImage = "stored"
 	}
+	c.Class = ledger.ClassDocumentation
 	d.Record(c)
 }
 

@@ -6,6 +6,7 @@
 package objects
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -155,6 +156,35 @@ func (s *Store) KeepFd(fd int, hash string) error {
 	if got != hash {
 		tmp.Close()
 		return fmt.Errorf("object store: the file changed while it was copied (%s, not %s)", got, hash)
+	}
+	tmp.Chmod(privateFileMode)
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
+// KeepBytes stores b as the bytes of hash, for versions the daemon itself
+// replaced from memory (its own sections of the agents' files).
+func (s *Store) KeepBytes(b []byte, hash string) error {
+	if s.Has(hash) {
+		return nil
+	}
+	if got, _, err := s.contentHash(bytes.NewReader(b)); err != nil || got != hash {
+		return fmt.Errorf("object store: bytes do not hash to %s", hash)
+	}
+	p, err := s.prepare(hash)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".copy-*")
+	if err != nil {
+		return fmt.Errorf("object store: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("object store: %w", err)
 	}
 	tmp.Chmod(privateFileMode)
 	if err := tmp.Close(); err != nil {
