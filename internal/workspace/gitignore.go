@@ -27,15 +27,18 @@ func orchestrationGitignore() string {
 # %[5]s and the lessons file (%[6]s).
 # Not in the repository: the ledger, which travels with the repository as
 # git notes instead (intentfs notes sync; intentfs notes push), the object
-# store of replaced versions, the lock, and temporary files.
+# store of replaced versions, the ledger's reserved room, the locks (of
+# the mount and of policy write-backs), and temporary files.
 /%[1]s
 /%[2]s
 /%[1]s.torn
+/%[1]s%[7]s
 /%[3]s/
 /%[4]s
+/.*.lock
 .*.tmp-*
 `, filepath.Base(ledger.FileName), "agent_trace.*.jsonl", filepath.Base(objects.Dir), filepath.Base(ledger.LockFile),
-		IntentMapFile, DefaultLessonsFile)
+		IntentMapFile, DefaultLessonsFile, ledger.ReserveSuffix)
 }
 
 // WriteGitignore writes .orchestration/.gitignore unless one is there. It
