@@ -215,6 +215,11 @@ func (c *Checker) judge(rel string, entries []Entry, what string) *Finding {
 		switch {
 		case g.Event == ledger.EventRevert:
 			return nil // intentfs revert, on a person's command, restoring a recorded version
+		case g.Code == string(policy.CodeExempt):
+			// intentfs's own write in the source (its section of the
+			// agents' CLAUDE.md / AGENTS.md): nothing an agent governs
+			// records an exempt change.
+			return nil
 		case id == "":
 			last = &Finding{Kind: KindNoIntent, Detail: what + " with no intent selected"}
 		case c.Intents == nil || c.Intents.Get(id) == nil:

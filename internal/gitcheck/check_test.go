@@ -122,6 +122,13 @@ func TestCheck(t *testing.T) {
 		},
 		notices: 1,
 	}, {
+		name: "intentfs's own section of CLAUDE.md, recorded as exempt, is accounted for",
+		act: func(f *fixture) {
+			f.ix.Add(ledger.NewRecord(ledger.Change{Event: ledger.EventCreate, Path: "CLAUDE.md", PostHash: gittest.Sha("# guide\n"),
+				Validation: string(policy.ValidationExempt), Code: string(policy.CodeExempt)}, "test"))
+			gittest.Commit(t, f.dir, "agents", map[string]string{"CLAUDE.md": "# guide\n"})
+		},
+	}, {
 		name: "a record of an intent the policy does not define",
 		act: func(f *fixture) {
 			f.record(ledger.EventWrite, "INT-009", "src/a.go", "package a // 9\n")
