@@ -59,3 +59,18 @@ func TestFenceDirectoryRenameOnNonPrefixGlob(t *testing.T) {
 	}
 	e.waitRecord("the allowed move", event(ledger.EventRename, "a/moved"))
 }
+
+// TestDeniedRenameNamesBothEnds: a refused move says where the file came
+// from, in the ledger and in the recent denials.
+func TestDeniedRenameNamesBothEnds(t *testing.T) {
+	e := mount(t, scopePolicy, "INT-001", map[string]string{"src/moved.go": "package src\n", "docs/.keep": ""})
+	e.mustDeny("mv src/moved.go docs/")
+	r := e.waitRecord("the denied move", func(r *ledger.Record) bool { return r.Gov().Event == ledger.EventDenied })
+	if r.Path() != "docs/moved.go" || r.Gov().FromPath != "src/moved.go" {
+		t.Errorf("denied record: path %q from %q, want docs/moved.go from src/moved.go", r.Path(), r.Gov().FromPath)
+	}
+	dn := e.d.Denials()
+	if last := dn[len(dn)-1]; last.Path != "docs/moved.go" || last.Path2 != "src/moved.go" {
+		t.Errorf("recent denial: path %q path2 %q, want the refused destination and the source", last.Path, last.Path2)
+	}
+}

@@ -71,8 +71,15 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 	if path == "" {
 		path = req.Path
 	}
+	// For a rename or link, the denial names the path that was refused;
+	// the other end of the operation is kept too, so a refused
+	// `mv src/a docs/` still says where the file came from.
+	other := req.Path2
+	if path == req.Path2 && req.Path2 != "" {
+		other = req.Path
+	}
 	now := time.Now()
-	d.denials.add(control.Denial{Time: now, Op: string(req.Op), Path: path, Path2: req.Path2, Intent: req.Intent,
+	d.denials.add(control.Denial{Time: now, Op: string(req.Op), Path: path, Path2: other, Intent: req.Intent,
 		Code: string(dec.Code), Reason: dec.Reason, Process: p})
 	// Repeats of a denial are counted, not recorded one by one (see
 	// denialgate.go): a refused loop must not fill the disk.
@@ -84,7 +91,18 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 		comm = p.Comm
 	}
 	d.log.Warn("denied", "op", req.Op, "path", path, "intent", req.Intent, "code", dec.Code, "pid", req.Caller.Pid, "comm", comm, "reason", dec.Reason)
-	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: path, Intent: req.Intent,
+	// The record names both ends as a change of that kind would: a
+	// rename's path is where it went and from_path where it came from; a
+	// link's from_path is the existing file. The reason says which end
+	// was refused.
+	recPath, from := path, ""
+	switch {
+	case req.Op == policy.OpRename && req.Path2 != "":
+		recPath, from = req.Path2, req.Path
+	case req.Op == policy.OpLink:
+		recPath, from = req.Path, req.Path2
+	}
+	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: recPath, FromPath: from, Intent: req.Intent,
 		Validation: string(dec.Validation), Op: string(req.Op), Code: string(dec.Code), Reason: dec.Reason,
 		Process: p, Time: now}, d.cfg.Version))
 	d.lessonOnDenial(req, dec)
