@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 	"unicode/utf8"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/intentfs/intentfs/policy"
 )
 
 // CheckResult answers "would this change be allowed now?": the policy
@@ -143,8 +145,14 @@ func parseCheckQuestion(data []byte) (op, path string, err error) {
 	if q == "" || strings.ContainsAny(q, "\n\x00") {
 		return "", "", errors.New(`write one line: "PATH" or "OP PATH"`)
 	}
-	if first, rest, ok := strings.Cut(q, " "); ok && isCheckOp(first) {
-		return first, strings.TrimSpace(rest), nil
+	if first, rest, ok := strings.Cut(q, " "); ok {
+		if isCheckOp(first) {
+			return first, strings.TrimSpace(rest), nil
+		}
+		if first == string(policy.OpRename) || first == string(policy.OpLink) {
+			// Two-path operations are asked about one end at a time.
+			return "", "", fmt.Errorf("%s needs both of its paths checked: ask about each (create or open_write PATH)", first)
+		}
 	}
 	return "", q, nil
 }

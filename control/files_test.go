@@ -38,3 +38,28 @@ func TestOneValue(t *testing.T) {
 		})
 	}
 }
+
+func TestParseCheckQuestion(t *testing.T) {
+	tests := []struct {
+		data, op, path, wantErr string
+	}{
+		{data: "src/a.go", path: "src/a.go"},
+		{data: "create src/a.go\n", op: "create", path: "src/a.go"},
+		{data: "my notes.txt", path: "my notes.txt"},
+		{data: "rename src/a.go", wantErr: "rename needs both of its paths"},
+		{data: "link src/a.go", wantErr: "link needs both"},
+		{data: "a\nb", wantErr: "one line"},
+	}
+	for _, tt := range tests {
+		op, path, err := parseCheckQuestion([]byte(tt.data))
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("parseCheckQuestion(%q) = %q %q %v, want an error with %q", tt.data, op, path, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || op != tt.op || path != tt.path {
+			t.Errorf("parseCheckQuestion(%q) = %q %q %v, want %q %q", tt.data, op, path, err, tt.op, tt.path)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -149,15 +150,20 @@ func (m FileMount) Status() (*control.Status, error) {
 // Check asks .intentfs/check: the question and the answer travel on one
 // read-write handle.
 func (m FileMount) Check(rel, op string) (*control.CheckResult, error) {
+	q := rel
+	if op != "" {
+		// The check file reads "OP PATH" only for operations it knows;
+		// anything else would be taken as part of the path.
+		if !slices.Contains(control.CheckOps(), op) {
+			return nil, fmt.Errorf("unknown operation %q: one of %s", op, strings.Join(control.CheckOps(), ", "))
+		}
+		q = op + " " + rel
+	}
 	f, err := os.OpenFile(m.ctl("check"), os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", m.ctl("check"), err)
 	}
 	defer f.Close()
-	q := rel
-	if op != "" {
-		q = op + " " + rel
-	}
 	if _, err := f.Write([]byte(q)); err != nil {
 		if errors.Is(err, syscall.EINVAL) {
 			if why := m.lastControlDenial("check"); why != "" {
