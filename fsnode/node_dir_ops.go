@@ -2,6 +2,7 @@ package fsnode
 
 import (
 	"context"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -221,11 +222,15 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	isDir := srcSt.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	isDir2 := dstExists && dstSt.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	req := policy.Request{Op: policy.OpRename, Path: rel, Path2: newRel, IsDir: isDir, IsDir2: isDir2, RenameFlags: flags}
+	// listed is set if the decision had to look at what the directories
+	// hold (a scope that is not a plain prefix): the rename is then
+	// checked again once it is made.
+	var listed atomic.Bool
 	if isDir {
-		req.Subtree = n.subtreeBelow(name)
+		req.Subtree = noteListing(&listed, n.subtreeBelow(name))
 	}
 	if isDir2 {
-		req.Subtree2 = dst.subtreeBelow(newName)
+		req.Subtree2 = noteListing(&listed, dst.subtreeBelow(newName))
 	}
 	g, errno := n.root.authorize(ctx, req)
 	if errno != 0 {
@@ -247,6 +252,11 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	})
 	if errno != 0 {
 		return errno
+	}
+	if listed.Load() {
+		if errno := n.recheckMovedTree(ctx, g, req, dst, name, newName); errno != 0 {
+			return errno
+		}
 	}
 	c := ledger.Change{Event: ledger.EventRename, Path: newRel, FromPath: rel, PreHash: pre.Hash,
 		PostHash: post.Hash, Lines: post.Lines, PreImage: kept, Op: "rename", Time: time.Now()}

@@ -1,7 +1,9 @@
 package fsnode
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -88,4 +90,54 @@ func relBelow(prefix, name string) string {
 		return name
 	}
 	return prefix + "/" + name
+}
+
+// noteListing wraps a Subtree so that calling it sets listed.
+func noteListing(listed *atomic.Bool, list policy.Subtree) policy.Subtree {
+	return func(fn func(rel string, isDir bool) bool) error {
+		listed.Store(true)
+		return list(fn)
+	}
+}
+
+// recheckMovedTree decides a directory rename again after it was made,
+// on what now sits where it went. The first decision listed the
+// directory before the rename; an entry created in it through the mount
+// between that listing and the rename (under another intent the agent
+// selected meanwhile, say) would have moved along unchecked. Once the
+// rename is done nothing more can join the moved tree at its old place,
+// so this second listing sees everything that moved. If it finds what
+// the grant's intent does not cover, the rename is undone and refused.
+func (n *Node) recheckMovedTree(ctx context.Context, g grant, req policy.Request, dst *Node, name, newName string) syscall.Errno {
+	exchange := req.RenameFlags&policy.RenameExchange != 0
+	again := req
+	again.Intent = g.intent
+	again.Subtree, again.Subtree2 = nil, nil
+	if req.IsDir {
+		again.Subtree = dst.subtreeBelow(newName) // what moved, now at the destination
+	}
+	if exchange && req.IsDir2 {
+		again.Subtree2 = n.subtreeBelow(name) // what moved the other way
+	}
+	d := n.root.gov.Snapshot().Decide(again)
+	if d.Allow {
+		return 0
+	}
+	undo := uint(unix.RENAME_NOREPLACE)
+	if exchange {
+		undo = unix.RENAME_EXCHANGE
+	}
+	errno := withDirs(n, dst, func(srcDir, dstDir int) error {
+		return n.root.asCaller(ctx, func() error { return unix.Renameat2(dstDir, newName, srcDir, name, undo) })
+	})
+	d.Reason = "the directory took along entries added while its move was being checked: " + d.Reason
+	if errno != 0 {
+		d.Reason += fmt.Sprintf("; undoing the move failed (%v), so it stays where it went", errno)
+		n.root.log.Error("undoing a directory move that took out-of-scope entries along failed", "from", req.Path, "to", req.Path2, "err", errno)
+	}
+	n.root.gov.Denied(again, d, g.proc)
+	if errno != 0 {
+		return 0 // the move stands and is recorded by the caller, as it happened
+	}
+	return syscall.EACCES
 }

@@ -74,3 +74,76 @@ func TestDeniedRenameNamesBothEnds(t *testing.T) {
 		t.Errorf("recent denial: path %q path2 %q, want the refused destination and the source", last.Path, last.Path2)
 	}
 }
+
+const raceMovePolicy = `active_intents:
+  - id: INT-001
+    name: src
+    status: IN_PROGRESS
+    owned_scope: ["src/**"]
+  - id: INT-003
+    name: go files anywhere
+    status: IN_PROGRESS
+    owned_scope: ["**/*.go"]
+`
+
+// TestFenceDirectoryMoveRace: the move of a directory under a scope that
+// is not a plain prefix is decided on a listing; an entry created in the
+// directory through the mount while the listing runs (under another
+// intent the agent selects meanwhile) must not move along unchecked.
+func TestFenceDirectoryMoveRace(t *testing.T) {
+	e := mountFence(t, raceMovePolicy, "INT-001", map[string]string{"src/.keep": "", "lib/.keep": ""}, func(src string) { chownTree(t, src) })
+	e.reachableByAgent()
+	const race = `
+import os, threading, time
+for d in ("a.go", "b.go"):
+    os.makedirs("src/big.go/" + d, exist_ok=True)
+    for i in range(3000):
+        open("src/big.go/%s/f%d.go" % (d, i), "w").close()
+def select(i):
+    fd = os.open(".intentfs/active", os.O_WRONLY); os.write(fd, i.encode() + b"\n"); os.close(fd)
+result = {}
+def mover():
+    try:
+        os.rename("src/big.go", "lib/big.go"); result["move"] = "moved"
+    except OSError as e:
+        result["move"] = e.strerror
+def creator():
+    time.sleep(0.004)
+    select("INT-001")
+    try:
+        open("src/big.go/a.go/README.md", "w").close(); result["create"] = "created"
+    except OSError as e:
+        result["create"] = e.strerror
+select("INT-003")
+a, b = threading.Thread(target=mover), threading.Thread(target=creator)
+a.start(); b.start(); a.join(); b.join()
+print(result)
+`
+	out, err := e.shAs(agentUID, agentGID, "/usr/bin/python3 "+worldReadable(t, "race.py", race))
+	if err != nil {
+		t.Fatalf("race: %v\n%s", err, out)
+	}
+	t.Logf("race: %s", strings.TrimSpace(out))
+	if _, err := os.Lstat(filepath.Join(e.src, "lib/big.go/a.go/README.md")); err == nil {
+		t.Fatalf("lib/big.go/a.go/README.md exists: a file no intent covers was moved along (%s)", out)
+	}
+}
+
+// TestFenceHardLinkIntoExempt: a hard link from an exempt name (an
+// .intentignore'd directory) to a governed file would let writes through
+// the exempt name change it with no intent and no record.
+func TestFenceHardLinkIntoExempt(t *testing.T) {
+	e := mountFence(t, scopePolicy, "INT-001", map[string]string{".intentignore": "node_modules/\n", "src/a.txt": "governed\n", "node_modules/.keep": ""},
+		func(src string) { chownTree(t, src) })
+	e.reachableByAgent()
+	out, err := e.shAs(agentUID, agentGID, "ln src/a.txt node_modules/a")
+	if err == nil || !strings.Contains(out, "Operation not permitted") && !strings.Contains(out, "Permission denied") {
+		t.Fatalf("ln src/a.txt node_modules/a: want it refused, got err=%v %s", err, out)
+	}
+	if _, err := os.Lstat(filepath.Join(e.src, "node_modules/a")); err == nil {
+		t.Fatal("the exempt link exists in the source")
+	}
+	e.waitRecord("the denied link", func(r *ledger.Record) bool {
+		return r.Gov().Event == ledger.EventDenied && strings.Contains(r.Gov().Reason, "hard link between node_modules/a")
+	})
+}

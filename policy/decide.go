@@ -200,10 +200,22 @@ func (s *Snapshot) Decide(r Request) Decision {
 	}
 
 	exempt := true
-	for _, t := range targets {
-		if classify(r.Op, t.path) != classGitExempt && !s.Ignore.Match(t.path, t.isDir) {
+	exemptAt := make([]bool, len(targets))
+	for i, t := range targets {
+		exemptAt[i] = classify(r.Op, t.path) == classGitExempt || s.Ignore.Match(t.path, t.isDir)
+		if !exemptAt[i] {
 			exempt = false
 		}
+	}
+	if r.Op == OpLink && exemptAt[0] != exemptAt[1] {
+		// Two names of one file, one exempt and one governed: writes
+		// through the exempt name would change governed content with no
+		// intent and no record.
+		exemptName, governed := targets[0].path, targets[1].path
+		if exemptAt[1] {
+			exemptName, governed = governed, exemptName
+		}
+		return deny(CodeOutOfScope, targets[0].path, fmt.Sprintf("a hard link between %s (exempt from governance) and %s (governed) would let writes through %s change %s unrecorded: copy the file instead", exemptName, governed, exemptName, governed))
 	}
 	if exempt {
 		return Decision{Allow: true, Code: CodeExempt, Validation: ValidationExempt, Path: targets[0].path,
