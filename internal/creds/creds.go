@@ -186,7 +186,9 @@ func (s *Switcher) Switched() bool {
 // middle of a caller's request (deciding, keeping a pre-image, recording)
 // needs it: the caller may not be able to read what the daemon keeps.
 func (s *Switcher) AsDaemon(c Caller, fn func() error) error {
-	if !s.Switched() {
+	// A caller with the daemon's own ids is never switched to (see Run):
+	// no system call to find that out.
+	if !s.enabled || c.Uid == s.ownUid && c.Gid == s.ownGid || !s.Switched() {
 		return fn()
 	}
 	if err := s.leave(); err != nil {
