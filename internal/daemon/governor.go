@@ -91,16 +91,12 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 		comm = p.Comm
 	}
 	d.log.Warn("denied", "op", req.Op, "path", path, "intent", req.Intent, "code", dec.Code, "pid", req.Caller.Pid, "comm", comm, "reason", dec.Reason)
-	// The record names both ends as a change of that kind would: a
-	// rename's path is where it went and from_path where it came from; a
-	// link's from_path is the existing file. The reason says which end
-	// was refused.
+	// The record names the refused path. When that is where a rename or
+	// link was going, from_path says where it came from, as a rename or
+	// link record would; the reason names both ends either way.
 	recPath, from := path, ""
-	switch {
-	case req.Op == policy.OpRename && req.Path2 != "":
-		recPath, from = req.Path2, req.Path
-	case req.Op == policy.OpLink:
-		recPath, from = req.Path, req.Path2
+	if (req.Op == policy.OpRename && path == req.Path2) || (req.Op == policy.OpLink && path == req.Path) {
+		from = other
 	}
 	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: recPath, FromPath: from, Intent: req.Intent,
 		Validation: string(dec.Validation), Op: string(req.Op), Code: string(dec.Code), Reason: dec.Reason,
