@@ -27,6 +27,9 @@ type Server struct {
 	owner   int // uid allowed besides root
 	log     *slog.Logger
 	wg      sync.WaitGroup
+	// closing is closed by Close, to end a wait between accept retries.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // Listen creates the socket at path, mode 0600, owned by uid, and serves
@@ -43,7 +46,7 @@ func Listen(path string, uid, gid int, b Backend, log *slog.Logger) (*Server, er
 		ln.Close()
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	s := &Server{ln: ln, backend: b, owner: uid, log: log}
+	s := &Server{ln: ln, backend: b, owner: uid, log: log, closing: make(chan struct{})}
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
@@ -52,6 +55,7 @@ func Listen(path string, uid, gid int, b Backend, log *slog.Logger) (*Server, er
 // Close stops accepting, removes the socket, and waits for requests in
 // flight to be answered.
 func (s *Server) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
 	err := s.ln.Close()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
@@ -60,15 +64,42 @@ func (s *Server) Close() error {
 	return err
 }
 
+// Accept fails for reasons that pass: the daemon out of descriptors
+// (EMFILE, ENFILE) while an agent holds many, a connection aborted before
+// it was taken. Giving up on the first such error left the mount without
+// its socket for good, so status and unmount hung; the loop waits a
+// little, longer each time, and tries again. Only Close ends it.
+const (
+	acceptRetryFirst = 5 * time.Millisecond
+	acceptRetryMax   = time.Second
+)
+
 func (s *Server) serve() {
 	defer s.wg.Done()
+	var wait time.Duration
 	for {
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				s.log.Error("control socket accept", "err", err)
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			if wait == 0 {
+				// Logged once per run of failures, not once per retry.
+				s.log.Error("control socket accept failed; retrying", "err", err)
+				wait = acceptRetryFirst
+			} else {
+				wait = min(2*wait, acceptRetryMax)
+			}
+			select {
+			case <-s.closing:
+				return
+			case <-time.After(wait):
+			}
+			continue
+		}
+		if wait != 0 {
+			s.log.Info("control socket accepts again")
+			wait = 0
 		}
 		s.wg.Add(1)
 		go func() {

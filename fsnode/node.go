@@ -30,6 +30,10 @@ type Node struct {
 	// lock is held while it is in use.
 	dirMu sync.RWMutex
 	dirFd int // 0: not open
+	// forgotten is set once the kernel has forgotten the node: a request
+	// still in flight then uses a descriptor of its own, so none is cached
+	// where no forget will close it.
+	forgotten bool
 }
 
 var _ = (fs.NodeOnForgetter)((*Node)(nil))
@@ -38,9 +42,11 @@ var _ = (fs.NodeOnForgetter)((*Node)(nil))
 func (n *Node) OnForget() {
 	n.dirMu.Lock()
 	defer n.dirMu.Unlock()
+	n.forgotten = true
 	if n.dirFd > 0 {
 		syscall.Close(n.dirFd)
 		n.dirFd = 0
+		n.root.dirFds.give()
 	}
 }
 
@@ -77,7 +83,9 @@ func (n *Node) childPath(name string) (string, bool) {
 }
 
 // withDir runs fn with an O_PATH handle on directory n: the cached one,
-// opened (without following symlinks) on first use.
+// opened (without following symlinks) on first use. When the mount holds
+// its share of cached descriptors (see dircache.go), or the node is being
+// forgotten, the handle is opened for this call and closed after it.
 func (n *Node) withDir(fn func(dirfd int) error) syscall.Errno {
 	if n.IsRoot() {
 		return fs.ToErrno(fn(n.root.rootFd))
@@ -86,29 +94,36 @@ func (n *Node) withDir(fn func(dirfd int) error) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
-	for range 2 {
-		n.dirMu.RLock()
-		if fd := n.dirFd; fd > 0 {
-			defer n.dirMu.RUnlock()
-			return fs.ToErrno(fn(fd))
-		}
-		n.dirMu.RUnlock()
-		dirfd, err := openDir(n.root.rootFd, rel)
-		if err != nil {
-			return fs.ToErrno(err)
-		}
-		n.dirMu.Lock()
-		if n.dirFd == 0 {
-			n.dirFd = dirfd
-		} else {
-			syscall.Close(dirfd) // another request cached one meanwhile
-		}
-		n.dirMu.Unlock()
+	n.dirMu.RLock()
+	if fd := n.dirFd; fd > 0 {
+		defer n.dirMu.RUnlock()
+		return fs.ToErrno(fn(fd))
 	}
-	// Forgotten twice while we looked: use a handle of our own.
+	n.dirMu.RUnlock()
 	dirfd, err := openDir(n.root.rootFd, rel)
 	if err != nil {
 		return fs.ToErrno(err)
+	}
+	n.dirMu.Lock()
+	if n.dirFd == 0 && !n.forgotten && n.root.dirFds.take() {
+		n.dirFd = dirfd
+		// Downgrade: fn runs under the read lock, as with a cached
+		// handle, so a forget waits for it before closing.
+		n.dirMu.Unlock()
+		n.dirMu.RLock()
+		defer n.dirMu.RUnlock()
+		if n.dirFd > 0 {
+			return fs.ToErrno(fn(n.dirFd))
+		}
+		// Forgotten in the gap: the handle is closed; open one again.
+		dirfd, err = openDir(n.root.rootFd, rel)
+		if err != nil {
+			return fs.ToErrno(err)
+		}
+	} else {
+		// Another request cached one meanwhile, the cache is full, or
+		// the node is gone: this call's handle is its own.
+		n.dirMu.Unlock()
 	}
 	defer syscall.Close(dirfd)
 	return fs.ToErrno(fn(dirfd))

@@ -62,6 +62,10 @@ type Options struct {
 	// MaxHandlesPerUID bounds the open files one uid may hold (0: a
 	// quarter of the descriptor limit; negative: no bound).
 	MaxHandlesPerUID int
+	// MaxCachedDirs bounds the directory descriptors the mount keeps
+	// open between calls (0: a quarter of the descriptor limit;
+	// negative: none are kept).
+	MaxCachedDirs int
 }
 
 // Root holds the state shared by every node of one mount.
@@ -84,6 +88,8 @@ type Root struct {
 	// noXattrAt is set once the kernel turns out to lack getxattrat(2).
 	noXattrAt atomic.Bool
 	handles   handleLimit
+	// dirFds counts the directory descriptors nodes keep open.
+	dirFds dirFdCache
 }
 
 // NewRoot opens the source directory and returns the root node of the
@@ -107,6 +113,7 @@ func NewRoot(o Options) (*Node, error) {
 	}
 	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
 		control: o.ControlDir, callers: newCallers(switcher)}
+	r.dirFds.max = o.MaxCachedDirs
 	r.handles = handleLimit{max: o.MaxHandlesPerUID, byUID: map[uint32]int{}}
 	if r.handles.max == 0 {
 		r.handles.max = defaultHandlesPerUID()

@@ -61,6 +61,9 @@ type Config struct {
 	// MaxHandlesPerUID bounds the open files one uid may hold through the
 	// mount (0: a quarter of the daemon's descriptor limit).
 	MaxHandlesPerUID int
+	// MaxCachedDirs bounds the directory descriptors the mount keeps open
+	// between calls (0: a quarter of the daemon's descriptor limit).
+	MaxCachedDirs int
 	// AgentFiles names the instruction files at the workspace root in
 	// which intentfs keeps a section with the agent guide and the recent
 	// lessons: "auto" (CLAUDE.md and AGENTS.md where present, else
@@ -185,7 +188,8 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		keepMax = 0 // every non-empty file is over the limit
 	}
 	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir,
-		Objects: d.layout.Objects(), KeepMaxBytes: keepMax, MaxHandlesPerUID: cfg.MaxHandlesPerUID}); err != nil {
+		Objects: d.layout.Objects(), KeepMaxBytes: keepMax, MaxHandlesPerUID: cfg.MaxHandlesPerUID,
+		MaxCachedDirs: cfg.MaxCachedDirs}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.root.Close() })
@@ -390,4 +394,10 @@ func (d *Daemon) flushMapEvery(ctx context.Context, every time.Duration) {
 			}
 		}
 	}
+}
+
+// SocketPath returns the control socket the CLI talks to.
+func (d *Daemon) SocketPath() string {
+	_, sock, _ := d.cfg.Registry.Paths(d.cfg.Mountpoint)
+	return sock
 }

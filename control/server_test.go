@@ -1,0 +1,137 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// statusBackend answers status and nothing else.
+type statusBackend struct{ Backend }
+
+func (statusBackend) Status() Status { return Status{ActiveIntent: "INT-001"} }
+
+// logBuffer is a log destination tests can read while the server writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// starveAccept leaves the server with a connection pending and no
+// descriptor to accept it with, waits until accept has failed, and
+// returns the client's end and a function that frees the descriptors.
+func starveAccept(t *testing.T, sock string, log *logBuffer) (net.Conn, func()) {
+	t.Helper()
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: 256, Max: old.Max}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) })
+	var fillers []int
+	free := func() {
+		for _, fd := range fillers {
+			syscall.Close(fd)
+		}
+		fillers = nil
+	}
+	t.Cleanup(free)
+	for {
+		fd, err := syscall.Open("/dev/null", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if errors.Is(err, syscall.EMFILE) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillers = append(fillers, fd)
+	}
+	// One descriptor for the client's socket; none left for accept.
+	syscall.Close(fillers[len(fillers)-1])
+	fillers = fillers[:len(fillers)-1]
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatalf("dial with one descriptor free: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(log.String(), "too many open files") {
+		if time.Now().After(deadline) {
+			t.Fatalf("accept did not fail with the descriptors exhausted; log:\n%s", log)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return conn, free
+}
+
+func listenLogged(t *testing.T) (*Server, string, *logBuffer) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "ctl.sock")
+	log := &logBuffer{}
+	srv, err := Listen(sock, syscall.Getuid(), syscall.Getgid(), statusBackend{}, slog.New(slog.NewTextHandler(log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, sock, log
+}
+
+// TestServerAcceptsAgainAfterEMFILE: while the daemon is out of
+// descriptors, accept fails with EMFILE; the socket must answer again
+// once descriptors are free, instead of its loop ending for good.
+func TestServerAcceptsAgainAfterEMFILE(t *testing.T) {
+	srv, sock, log := listenLogged(t)
+	defer srv.Close()
+	conn, free := starveAccept(t, sock, log)
+	free()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write([]byte(`{"op":"status"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	var resp Response
+	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&resp); err != nil {
+		t.Fatalf("no answer once descriptors are free again: %v", err)
+	}
+	if !resp.OK || resp.Status == nil || resp.Status.ActiveIntent != "INT-001" {
+		t.Fatalf("answer = %+v", resp)
+	}
+}
+
+// TestServerCloseEndsRetries: Close ends the accept loop while it waits
+// between retries, descriptors still exhausted.
+func TestServerCloseEndsRetries(t *testing.T) {
+	srv, sock, log := listenLogged(t)
+	starveAccept(t, sock, log)
+	done := make(chan error, 1)
+	go func() { done <- srv.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return while accept was being retried")
+	}
+}
