@@ -124,6 +124,10 @@ func (d *Dir) writeActive(data []byte, caller *fuse.Caller) syscall.Errno {
 		return syscall.EINVAL
 	}
 	if err := d.backend.Select(id, by); err != nil {
+		if errors.Is(err, syscall.EBUSY) {
+			// Too many selects: the backend has counted the refusal.
+			return syscall.EBUSY
+		}
 		d.backend.InvalidControlWrite("active", data, err, by)
 		return syscall.EINVAL
 	}

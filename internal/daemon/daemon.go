@@ -97,6 +97,7 @@ type Daemon struct {
 
 	denials  denialRing
 	gate     *denialGate
+	selects  *selectLimiter
 	counters struct{ allowed, denied, recorded atomic.Uint64 }
 
 	wf         *workflow.Workflow
@@ -138,7 +139,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	raiseFileLimit(cfg.Log)
 
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
-		deniedDirs: map[string]bool{}, gate: newDenialGate()}
+		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter()}
 	d.denials.size = 100
 	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {
 		return nil, err

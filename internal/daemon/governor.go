@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -151,6 +152,16 @@ func (d *Daemon) Select(id string, by *ledger.Process) error {
 	}
 	d.selMu.Lock()
 	prev := d.ActiveIntent()
+	if id == prev {
+		// Nothing changes, so nothing is recorded: repeating a select
+		// costs the ledger nothing.
+		d.selMu.Unlock()
+		return nil
+	}
+	if by != nil && !d.selects.allow(by.Uid, time.Now()) {
+		d.selMu.Unlock()
+		return d.selectRefused(prev, by)
+	}
 	d.active.Store(&id)
 	d.selMu.Unlock()
 	c := ledger.Change{Event: ledger.EventSelect, Intent: id, FromIntent: prev, Process: by}
@@ -163,6 +174,25 @@ func (d *Daemon) Select(id string, by *ledger.Process) error {
 	d.log.Info("intent selected", "intent", id, "previous", prev, "by_pid", by.Pid, "by", by.Comm)
 	d.Record(c)
 	return nil
+}
+
+// selectRefused counts a select over the uid's allowance (see
+// selectlimit.go) as a denial and returns an error that is EBUSY, which
+// the control file returns to the writer.
+func (d *Daemon) selectRefused(active string, by *ledger.Process) error {
+	reason := fmt.Sprintf("too many intent selections by uid %d: at most %d at once, then %d a second", by.Uid, selectBurst, selectsPerSecond)
+	d.Denied(policy.Request{Op: "select", Path: fsnode.ControlDirName + "/active", Intent: active,
+		Caller: policy.Caller{Pid: by.Pid, Uid: by.Uid, Gid: by.Gid}},
+		policy.Decision{Code: "SELECT_RATE_LIMITED", Reason: reason, Validation: policy.ValidationFail}, by)
+	return fmt.Errorf("%s; the intent stays %s, try again in a moment: %w", reason, activeName(active), syscall.EBUSY)
+}
+
+// activeName names the active intent in a message.
+func activeName(id string) string {
+	if id == "" {
+		return "none"
+	}
+	return id
 }
 
 func intentIDs(s *policy.Snapshot) string {
