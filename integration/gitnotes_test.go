@@ -2,17 +2,11 @@ package integration
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/intentfs/intentfs/internal/daemon"
-	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -45,26 +39,7 @@ func gitAs(t *testing.T, dir, script string) string {
 // unmounting in t.Cleanup.
 func mountSource(t *testing.T, src, intent string) string {
 	t.Helper()
-	mnt := t.TempDir()
-	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: t.TempDir()}})
-	if err != nil {
-		t.Fatalf("mount: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { d.Wait(); d.Close(); close(done) }()
-	t.Cleanup(func() {
-		if err := d.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-			_ = syscall.Unmount(d.Mountpoint(), syscall.MNT_DETACH)
-		}
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("daemon did not finish after unmount")
-		}
-	})
-	return d.Mountpoint()
+	return startDaemon(t, src, t.TempDir(), intent).Mountpoint()
 }
 
 // TestCheckAndNotesAcrossThreeClones is the story with real

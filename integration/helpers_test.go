@@ -96,6 +96,14 @@ func mountAt(t *testing.T, src, policyYAML, intent string, seed map[string]strin
 	if prepare != nil {
 		prepare(src)
 	}
+	d := startDaemon(t, src, mnt, intent)
+	return &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d}
+}
+
+// startDaemon serves src at mnt from the test process, with intent
+// selected, and unmounts in t.Cleanup, forcibly if the daemon cannot.
+func startDaemon(t *testing.T, src, mnt, intent string) *daemon.Daemon {
+	t.Helper()
 	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test", Debug: os.Getenv("INTENTFS_TEST_DEBUG") == "1",
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: t.TempDir()}})
 	if err != nil {
@@ -114,7 +122,7 @@ func mountAt(t *testing.T, src, policyYAML, intent string, seed map[string]strin
 			t.Errorf("daemon did not finish after unmount")
 		}
 	})
-	return &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d}
+	return d
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -136,22 +136,18 @@ func (s *Switcher) leave() error {
 	return nil
 }
 
-// setfsuid sets the thread's filesystem uid. The system call reports the
-// previous value, not an error; a second call tells whether it took.
-func setfsuid(uid uint32) error {
-	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(uid), 0, 0)
-	cur, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
-	if uint32(cur) != uid {
-		return fmt.Errorf("fsuid is %d, not %d", uint32(cur), uid)
-	}
-	return nil
-}
+// setfsuid and setfsgid set the thread's filesystem uid and gid.
+func setfsuid(uid uint32) error { return setfsid(unix.SYS_SETFSUID, "fsuid", uid) }
+func setfsgid(gid uint32) error { return setfsid(unix.SYS_SETFSGID, "fsgid", gid) }
 
-func setfsgid(gid uint32) error {
-	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(gid), 0, 0)
-	cur, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
-	if uint32(cur) != gid {
-		return fmt.Errorf("fsgid is %d, not %d", uint32(cur), gid)
+// setfsid makes system call sysno (setfsuid or setfsgid). It reports the
+// previous value, not an error; a second call with an invalid id asks
+// for the current one, which tells whether the first took.
+func setfsid(sysno uintptr, what string, id uint32) error {
+	unix.RawSyscall(sysno, uintptr(id), 0, 0)
+	cur, _, _ := unix.RawSyscall(sysno, ^uintptr(0), 0, 0)
+	if uint32(cur) != id {
+		return fmt.Errorf("%s is %d, not %d", what, uint32(cur), id)
 	}
 	return nil
 }

@@ -157,11 +157,7 @@ func (s *Store) KeepFd(fd int, hash string) error {
 		tmp.Close()
 		return fmt.Errorf("object store: the file changed while it was copied (%s, not %s)", got, hash)
 	}
-	tmp.Chmod(privateFileMode)
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
+	return commitTemp(tmp, p)
 }
 
 // KeepBytes stores b as the bytes of hash, for versions the daemon itself
@@ -186,6 +182,12 @@ func (s *Store) KeepBytes(b []byte, hash string) error {
 		tmp.Close()
 		return fmt.Errorf("object store: %w", err)
 	}
+	return commitTemp(tmp, p)
+}
+
+// commitTemp makes the copy at tmp private and renames it to p, the name
+// it is stored under.
+func commitTemp(tmp *os.File, p string) error {
 	tmp.Chmod(privateFileMode)
 	if err := tmp.Close(); err != nil {
 		return err
