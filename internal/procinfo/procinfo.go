@@ -43,12 +43,23 @@ type image struct {
 	exeDev, exeIno        uint64
 }
 
-// live is a cached process, the pidfd that tells when it is gone, and
-// the executable it was running when cached.
+// live is a cached process, the pidfd that tells when it is gone, a
+// handle on its /proc directory, and the executable it was running when
+// cached.
 type live struct {
-	pidfd          int
+	pidfd int
+	// procDir is an O_PATH handle on /proc/PID, opened while the process
+	// was known to be this one: it stays bound to this process even if
+	// the pid is reused, and reaching its exe through it spares the pid
+	// lookup and the formatted path on every cache hit.
+	procDir        int
 	exeDev, exeIno uint64
 	proc           *ledger.Process
+}
+
+func (l *live) close() {
+	unix.Close(l.pidfd)
+	unix.Close(l.procDir)
 }
 
 // Cache looks up and remembers process descriptions.
@@ -108,13 +119,17 @@ func (c *Cache) fast(pid, uid, gid uint32) *ledger.Process {
 	if !ok {
 		return nil
 	}
-	dev, ino := c.exeID(pid)
+	var st unix.Stat_t
+	var dev, ino uint64
+	if unix.Fstatat(l.procDir, "exe", &st, 0) == nil {
+		dev, ino = st.Dev, st.Ino
+	}
 	if alive(l.pidfd) && l.proc.Uid == uid && l.proc.Gid == gid && ino != 0 && dev == l.exeDev && ino == l.exeIno {
 		return l.proc
 	}
 	c.mu.Lock()
 	if c.byPid[pid] == l {
-		unix.Close(l.pidfd)
+		l.close()
 		delete(c.byPid, pid)
 	}
 	c.mu.Unlock()
@@ -128,22 +143,34 @@ func (c *Cache) remember(pid uint32, pidfd int, k image, p *ledger.Process) {
 	if pidfd < 0 {
 		return
 	}
-	if !alive(pidfd) || k.exeIno == 0 {
+	if k.exeIno == 0 {
 		unix.Close(pidfd)
+		return
+	}
+	procDir, err := unix.Open(fmt.Sprintf("%s/%d", c.procRoot, pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(pidfd)
+		return
+	}
+	// Alive after the handle was opened: the pid was not reused in
+	// between, so the handle is this process's.
+	if !alive(pidfd) {
+		unix.Close(pidfd)
+		unix.Close(procDir)
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.byPid) >= maxEntries {
 		for _, l := range c.byPid {
-			unix.Close(l.pidfd)
+			l.close()
 		}
 		clear(c.byPid)
 	}
 	if old, ok := c.byPid[pid]; ok {
-		unix.Close(old.pidfd)
+		old.close()
 	}
-	c.byPid[pid] = &live{pidfd: pidfd, exeDev: k.exeDev, exeIno: k.exeIno, proc: p}
+	c.byPid[pid] = &live{pidfd: pidfd, procDir: procDir, exeDev: k.exeDev, exeIno: k.exeIno, proc: p}
 }
 
 // readStat reads /proc/PID/stat into buf without the allocations of
