@@ -55,11 +55,7 @@ func runCheck(a *app, args []string) error {
 		}
 	}
 	ctx := context.Background()
-	ws, err := workspaceFromFlags(a)
-	if err != nil {
-		return err
-	}
-	g, err := openGit(ctx, ws)
+	ws, g, err := gitFromFlags(ctx, a)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -231,18 +230,5 @@ func writeSettings(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
 	}
-	mode := os.FileMode(0o644)
-	var st syscall.Stat_t
-	if err := syscall.Lstat(path, &st); err == nil {
-		mode = os.FileMode(st.Mode & 0o777)
-	}
-	tmp, err := safeio.WriteTemp(path, data, mode)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return safeio.Replace(path, data, 0o644)
 }

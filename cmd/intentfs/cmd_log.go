@@ -88,13 +88,7 @@ Examples:
 				return err
 			}
 			if jsonOut(a) {
-				enc := json.NewEncoder(a.stdout)
-				for _, r := range recs {
-					if err := enc.Encode(r); err != nil {
-						return err
-					}
-				}
-				return nil
+				return printJSONLines(a, recs)
 			}
 			if len(recs) == 0 {
 				fmt.Fprintln(a.stdout, noRecordsMessage(path))

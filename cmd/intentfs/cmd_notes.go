@@ -86,11 +86,7 @@ func runNotesSync(a *app, args []string) error {
 		return usagef("unexpected arguments %v", args)
 	}
 	ctx := context.Background()
-	ws, err := workspaceFromFlags(a)
-	if err != nil {
-		return err
-	}
-	g, err := openGit(ctx, ws)
+	ws, g, err := gitFromFlags(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -123,11 +119,7 @@ func runNotesRemote(a *app, args []string, op func(context.Context, *gitexec.Rep
 		remote = args[0]
 	}
 	ctx := context.Background()
-	ws, err := workspaceFromFlags(a)
-	if err != nil {
-		return err
-	}
-	g, err := openGit(ctx, ws)
+	_, g, err := gitFromFlags(ctx, a)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,17 @@ type gitWorkspace struct {
 	prefix string
 }
 
+// gitFromFlags finds the workspace the flags name and opens its git
+// repository: the start of check and the notes commands.
+func gitFromFlags(ctx context.Context, a *app) (workspace, *gitWorkspace, error) {
+	ws, err := workspaceFromFlags(a)
+	if err != nil {
+		return workspace{}, nil, err
+	}
+	g, err := openGit(ctx, ws)
+	return ws, g, err
+}
+
 func openGit(ctx context.Context, ws workspace) (*gitWorkspace, error) {
 	repo, err := gitexec.Open(ws.source)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/intentfs/intentfs/internal/gitexec"
@@ -48,13 +47,7 @@ func logFromNotes(a *app, ws workspace, f ledger.Filter, limit int) error {
 		recs = recs[len(recs)-limit:]
 	}
 	if jsonOut(a) {
-		enc := json.NewEncoder(a.stdout)
-		for _, r := range recs {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return printJSONLines(a, recs)
 	}
 	if len(recs) == 0 {
 		all, err := notedRecords(context.Background(), ws)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/intentfs/intentfs/ledger"
 )
 
 func jsonOut(a *app) bool {
@@ -17,6 +19,18 @@ func printJSON(a *app, v any) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printJSONLines prints records one JSON object a line, as the ledger
+// holds them.
+func printJSONLines(a *app, recs []*ledger.Record) error {
+	enc := json.NewEncoder(a.stdout)
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func jsonIndent(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }

@@ -13,17 +13,6 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-const testPolicy = `active_intents:
-  - id: INT-001
-    name: source work
-    status: IN_PROGRESS
-    owned_scope: ["src/**"]
-  - id: INT-002
-    name: docs work
-    status: IN_PROGRESS
-    owned_scope: ["docs/**"]
-`
-
 // fixture is a repository with a base commit, an index of records and a
 // checker.
 type fixture struct {
@@ -38,7 +27,7 @@ func newFixture(t *testing.T) *fixture {
 	dir := t.TempDir()
 	gittest.Init(t, dir)
 	base := gittest.Commit(t, dir, "base", map[string]string{"README.md": "# project\n", "go.mod": "module x\n", "src/a.go": "package a\n"})
-	intents, _, err := policy.ParseIntents("active_intents.yaml", []byte(testPolicy))
+	intents, _, err := policy.ParseIntents("active_intents.yaml", []byte(gittest.Policy))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,17 +14,6 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-const testPolicy = `active_intents:
-  - id: INT-001
-    name: source work
-    status: IN_PROGRESS
-    owned_scope: ["src/**"]
-  - id: INT-002
-    name: docs work
-    status: IN_PROGRESS
-    owned_scope: ["docs/**"]
-`
-
 // clone is a work tree with a ledger of its own, as a mounted workspace
 // has.
 type clone struct {
@@ -90,7 +79,7 @@ func (c *clone) check() *gitcheck.Report {
 	for _, l := range c.notes().Lines {
 		ix.Add(l.Record)
 	}
-	intents, _, err := policy.ParseIntents("p.yaml", []byte(testPolicy))
+	intents, _, err := policy.ParseIntents("p.yaml", []byte(gittest.Policy))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -107,6 +107,24 @@ func HashFile(root, rel string) (string, error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// Replace replaces path with data atomically (WriteTemp, then rename).
+// The new file keeps the mode of the one it replaces, or gets mode if
+// there is none; a symlink at path is replaced, never followed.
+func Replace(path string, data []byte, mode os.FileMode) error {
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+		mode = st.Mode().Perm()
+	}
+	tmp, err := WriteTemp(path, data, mode)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
 // WriteTemp writes data to a new temporary file beside path, with mode,
 // fsync'ed and closed, and returns its name: the first half of an atomic
 // replacement (rename it over path).

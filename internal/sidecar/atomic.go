@@ -4,27 +4,8 @@
 // mount, atomically, and without disturbing text a human wrote.
 package sidecar
 
-import (
-	"fmt"
-	"os"
-
-	"github.com/intentfs/intentfs/internal/safeio"
-)
+import "github.com/intentfs/intentfs/internal/safeio"
 
 // writeAtomic replaces path with data: a temporary file in the same
 // directory, fsync'ed, renamed over the original (whose mode it keeps).
-func writeAtomic(path string, data []byte) error {
-	mode := os.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
-		mode = st.Mode().Perm()
-	}
-	tmp, err := safeio.WriteTemp(path, data, mode)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
+func writeAtomic(path string, data []byte) error { return safeio.Replace(path, data, 0o644) }

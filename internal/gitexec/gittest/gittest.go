@@ -13,6 +13,19 @@ import (
 	"testing"
 )
 
+// Policy is the policy of the git tests: INT-001 owns src/**, INT-002
+// docs/**, both in progress.
+const Policy = `active_intents:
+  - id: INT-001
+    name: source work
+    status: IN_PROGRESS
+    owned_scope: ["src/**"]
+  - id: INT-002
+    name: docs work
+    status: IN_PROGRESS
+    owned_scope: ["docs/**"]
+`
+
 // Env is the environment git runs with in tests: no system or global
 // config, a fixed identity and dates that do not matter.
 func Env() []string {
