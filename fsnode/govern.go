@@ -16,6 +16,8 @@ type grant struct {
 	decision policy.Decision
 	intent   string
 	proc     *ledger.Process
+	// after, if set, runs once the change is made (see GitWatcher).
+	after func()
 }
 
 // traced reports whether the change goes to the ledger; exempt paths
@@ -45,6 +47,15 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 	req.Intent = r.gov.ActiveIntent()
 	d := r.gov.Snapshot().Decide(req)
 	g := grant{decision: d, intent: req.Intent}
+	if d.Allow {
+		deny, after := r.watchGit(ctx, caller, req)
+		if deny != nil {
+			g.proc = r.gov.Process(caller)
+			r.gov.Denied(req, *deny, g.proc)
+			return g, syscall.EACCES
+		}
+		g.after = after
+	}
 	if d.Allow && !g.traced() {
 		// Exempt changes skip the /proc lookup: they are the bulk of a
 		// git commit or a build and need no attribution.
@@ -91,6 +102,9 @@ func (n *Node) authorizeChild(ctx context.Context, name string, onControl syscal
 
 // record appends a change made under g to the ledger.
 func (r *Root) record(g grant, c ledger.Change) {
+	if g.after != nil {
+		g.after()
+	}
 	if !g.traced() {
 		return
 	}

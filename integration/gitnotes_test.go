@@ -97,7 +97,9 @@ func TestCheckAndNotesAcrossThreeClones(t *testing.T) {
 		t.Fatalf("check of an ordinary commit:\n%s", out)
 	}
 	// The plumbing attack: content into history without the work tree.
-	gitAs(t, mntA, "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit -qm 'tidy'")
+	// Made outside the mount (in the mount the commit is refused: see
+	// TestCommitGate), it is check that names it.
+	gitAs(t, a, "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit -qm 'tidy'")
 	sneaky := gitAs(t, a, "git rev-parse HEAD")
 	out, code := c.run("check", "--source", a, base+"..HEAD")
 	t.Logf("intentfs check (after the plumbing attack), exit %d:\n%s", code, out)
@@ -119,7 +121,7 @@ func TestCheckAndNotesAcrossThreeClones(t *testing.T) {
 		t.Fatalf("a flag-like range: exit %d\n%s", code, out)
 	}
 	// Take the sneaky commit back (index and ref only).
-	gitAs(t, mntA, "git reset -q --soft HEAD~1 && git reset -q HEAD -- README.md")
+	gitAs(t, a, "git reset -q --soft HEAD~1 && git reset -q HEAD -- README.md")
 	c.must("notes", "push", "--source", a)
 	gitAs(t, a, "git push -q origin main")
 	if out := c.must("verify", "--notes", "--source", a); !strings.HasPrefix(lastLine(out), "OK") {

@@ -16,7 +16,7 @@ func KnownEvents() []Event {
 		EventMkdir, EventRmdir, EventSymlink, EventLink, EventMknod,
 		EventChmod, EventChown, EventUtimes, EventXattr,
 		EventDenied, EventSelect, EventTransition, EventScope, EventLesson,
-		EventRevert, EventHeader, EventTorn, EventLedgerFailed, EventLedgerRecovered,
+		EventRevert, EventCommit, EventHeader, EventTorn, EventLedgerFailed, EventLedgerRecovered,
 	}
 }
 

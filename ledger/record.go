@@ -54,6 +54,9 @@ const (
 	// reserved for them.
 	EventLedgerFailed    Event = "ledger_failed"
 	EventLedgerRecovered Event = "ledger_recovered"
+	// EventCommit records a commit made in the mount that a branch moved
+	// to, with the records that account for its changes.
+	EventCommit Event = "commit"
 )
 
 // MutationClass is the seeds' classification of a change.
@@ -201,6 +204,17 @@ type Governance struct {
 	// Repeats, on a denial summary, is how many more denials like the
 	// first of its kind were refused and not recorded one by one.
 	Repeats int `json:"repeats,omitempty"`
+	// Commit and Records, on a commit record, are the commit's id and the
+	// ids of the records that account for what it changed.
+	Commit  string   `json:"commit,omitempty"`
+	Records []string `json:"records,omitempty"`
+	// RestoredFrom, on a content change, says that the new content is not
+	// new: it equals an earlier version ("record <id>", or "before
+	// intentfs" for the content the ledger found) or a blob of a commit
+	// that was not made in the mount ("commit <id>"). git's checkouts,
+	// resets and merges write such content; blame does not credit it to
+	// the change.
+	RestoredFrom string `json:"restored_from,omitempty"`
 }
 
 // Genesis is the prev of the first line of a chain.
@@ -242,6 +256,10 @@ type Change struct {
 	PreImage string
 	// RevertOf names the record a revert undid.
 	RevertOf string
+	// Commit, Records and RestoredFrom: see Governance.
+	Commit       string
+	Records      []string
+	RestoredFrom string
 	// Ranges, if set, are the changed hunks (else the whole file of Lines
 	// lines); Class, if set, overrides the event's mutation class.
 	Ranges []Range
@@ -292,6 +310,9 @@ func NewRecord(c Change, toolVersion string) *Record {
 		Process:         c.Process,
 		IntentID:        optional(c.Intent),
 		Repeats:         c.Repeats,
+		Commit:          c.Commit,
+		Records:         c.Records,
+		RestoredFrom:    c.RestoredFrom,
 	}
 	r := &Record{
 		Version:   SpecVersion,

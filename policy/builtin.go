@@ -154,3 +154,14 @@ func grantsGitExplicitly(in *Intent, rel string) bool {
 	}
 	return false
 }
+
+// GitDirOf splits rel at its first .git component: the git directory's
+// path in the workspace (".git", "sub/.git") and the path inside it (""
+// for the .git entry itself).
+func GitDirOf(rel string) (gitDir, inner string, ok bool) {
+	inner, ok = splitGitDir(rel)
+	if !ok {
+		return "", "", false
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(rel, inner), "/"), inner, true
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/gitgate"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/procinfo"
 	"github.com/intentfs/intentfs/internal/registry"
@@ -95,8 +96,11 @@ type Daemon struct {
 	declared atomic.Pointer[ledger.MutationClass]
 	selMu    sync.Mutex
 
-	denials  denialRing
-	gate     *denialGate
+	denials denialRing
+	gate    *denialGate
+	// git checks commits made in the mount; notes attaches their records.
+	git      *gitgate.Gate
+	notes    notesSync
 	selects  *selectLimiter
 	counters struct{ allowed, denied, recorded atomic.Uint64 }
 
@@ -148,6 +152,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if d.engine, err = policy.NewEngine(cfg.Source, cfg.FailOpen, cfg.Log); err != nil {
 		return nil, err
 	}
+	d.git = d.newGitGate()
 	cleanup := []func(){}
 	defer func() {
 		if err != nil {

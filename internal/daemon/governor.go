@@ -62,7 +62,15 @@ func (d *Daemon) Record(c ledger.Change) {
 		d.counters.allowed.Add(1)
 		d.mapChange(c)
 	}
-	d.writer.Append(ledger.NewRecord(c, d.cfg.Version))
+	if d.git != nil && c.PostHash != "" && c.RestoredFrom == "" {
+		// Content git wrote that already existed is not authorship.
+		c.RestoredFrom = d.git.Restored(context.Background(), c.Path, c.PostHash, c.Process)
+	}
+	r := ledger.NewRecord(c, d.cfg.Version)
+	d.writer.Append(r)
+	if d.git != nil {
+		d.git.Add(r)
+	}
 }
 
 // Denied records a refused change: ledger, recent-denials ring and log.

@@ -49,6 +49,9 @@ type Report struct {
 	// Omitted counts findings beyond maxFindingsShown.
 	Omitted int           `json:"omitted,omitempty"`
 	Elapsed time.Duration `json:"elapsed_ns"`
+	// Accounted lists, per commit, the ids of the records that account
+	// for its changes (for the commit record the mount writes).
+	Accounted map[string][]string `json:"-"`
 }
 
 // OK reports whether no commit had a problem.
@@ -67,6 +70,10 @@ type Checker struct {
 	// Prefix is the workspace's path below the top of the work tree ("" or
 	// "dir/"); changes outside it are not this workspace's.
 	Prefix string
+	// Below is the work tree's path below the workspace ("" or "dir/"):
+	// a repository nested in the workspace, whose paths the ledger names
+	// with this prefix.
+	Below string
 }
 
 // Check checks every non-merge commit of revs (rev-list syntax).
@@ -76,7 +83,7 @@ func (c *Checker) Check(ctx context.Context, revs []string) (*Report, error) {
 
 func (c *Checker) run(ctx context.Context, opts, revs []string) (*Report, error) {
 	start := time.Now()
-	rep := &Report{Range: revs, Records: c.Index.Len(), Problems: []Finding{}, Notices: []Finding{}}
+	rep := &Report{Range: revs, Records: c.Index.Len(), Problems: []Finding{}, Notices: []Finding{}, Accounted: map[string][]string{}}
 	blobs, err := c.Repo.Blobs(ctx)
 	if err != nil {
 		return nil, err
@@ -136,6 +143,7 @@ func (c *Checker) checkChange(rep *Report, blobs *gitexec.Blobs, commit string, 
 		rep.Outside++
 		return
 	}
+	rel = c.Below + rel
 	rep.Changes++
 	f := Finding{Commit: commit, Path: rel, Status: string(ch.Status)}
 	switch {
@@ -198,28 +206,34 @@ func (c *Checker) checkChange(rep *Report, blobs *gitexec.Blobs, commit string, 
 		}
 		what = "written"
 	}
-	if bad := c.judge(rel, entries, what); bad != nil {
+	by, bad := c.judge(rel, entries, what)
+	if bad != nil {
 		bad.Commit, bad.Path, bad.Status = commit, rel, string(ch.Status)
 		c.add(rep, *bad, false)
+		return
+	}
+	if by != nil && by.Record.ID != "" {
+		rep.Accounted[commit] = append(rep.Accounted[commit], by.Record.ID)
 	}
 }
 
 // judge accepts the change if any of its records was made under an
 // intent whose scope covers rel; otherwise it says why the last one is
 // not.
-func (c *Checker) judge(rel string, entries []Entry, what string) *Finding {
+func (c *Checker) judge(rel string, entries []Entry, what string) (*Entry, *Finding) {
 	var last *Finding
-	for _, e := range entries {
+	for i := range entries {
+		e := entries[i]
 		g := e.Record.Gov()
 		id := ledger.Str(g.IntentID)
 		switch {
 		case g.Event == ledger.EventRevert:
-			return nil // intentfs revert, on a person's command, restoring a recorded version
+			return &entries[i], nil // intentfs revert, on a person's command, restoring a recorded version
 		case g.Code == string(policy.CodeExempt):
 			// intentfs's own write in the source (its section of the
 			// agents' CLAUDE.md / AGENTS.md): nothing an agent governs
 			// records an exempt change.
-			return nil
+			return &entries[i], nil
 		case id == "":
 			last = &Finding{Kind: KindNoIntent, Detail: what + " with no intent selected"}
 		case c.Intents == nil || c.Intents.Get(id) == nil:
@@ -227,8 +241,8 @@ func (c *Checker) judge(rel string, entries []Entry, what string) *Finding {
 		case !c.Intents.Get(id).InScope(rel):
 			last = &Finding{Kind: KindOutOfScope, Intent: id, Detail: fmt.Sprintf("%s under %s, whose scope does not cover it", what, id)}
 		default:
-			return nil
+			return &entries[i], nil
 		}
 	}
-	return last
+	return nil, last
 }

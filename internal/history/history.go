@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -191,6 +192,10 @@ func (s *Source) Blame(rel string) ([]BlameLine, error) {
 	if err != nil {
 		return nil, err
 	}
+	byID := map[string]*ledger.Record{}
+	for _, r := range all {
+		byID[r.ID] = r
+	}
 	name := rel
 	for i := len(all) - 1; i >= 0; i-- {
 		r := all[i]
@@ -223,6 +228,9 @@ func (s *Source) Blame(rel string) ([]BlameLine, error) {
 	// their lines can still be recognised by the content hash of each
 	// changed hunk the record carries.
 	pending := map[string]*ledger.Record{}
+	// seen keeps the owners of each version replayed, by content hash,
+	// for a restore of it.
+	seen := map[string][]owned{}
 	byHunk := func(line string) *ledger.Record { return pending[lineHash(line)] }
 	for i := len(chain) - 1; i >= 0; i-- {
 		r := chain[i]
@@ -234,6 +242,7 @@ func (s *Source) Blame(rel string) ([]BlameLine, error) {
 				for _, l := range splitLines(pre) {
 					lines = append(lines, owned{text: l})
 				}
+				seen[*g.PreHash] = slices.Clone(lines)
 			}
 		}
 		// An edit made outside the mount between two records shows as a
@@ -258,8 +267,26 @@ func (s *Source) Blame(rel string) ([]BlameLine, error) {
 			}
 			continue
 		}
-		lines = reattribute(lines, content, post, func(string) *ledger.Record { return r }, func(t string, rec *ledger.Record) owned { return owned{t, rec} })
+		switch {
+		case g.RestoredFrom == "":
+			lines = reattribute(lines, content, post, func(string) *ledger.Record { return r }, func(t string, rec *ledger.Record) owned { return owned{t, rec} })
+		case seen[*g.PostHash] != nil:
+			// git restored a version replayed before: its lines keep the
+			// owners they had then.
+			lines = slices.Clone(seen[*g.PostHash])
+		case byID[strings.TrimPrefix(g.RestoredFrom, "record ")] != nil:
+			// git restored a version a record made, before this file's
+			// history as followed here (deleted in between): its lines
+			// are that record's.
+			from := byID[strings.TrimPrefix(g.RestoredFrom, "record ")]
+			lines = reattribute(lines, content, post, func(string) *ledger.Record { return from }, func(t string, rec *ledger.Record) owned { return owned{t, rec} })
+		default:
+			// git restored content from history the ledger did not see
+			// written: its new lines are nobody's ("before intentfs").
+			lines = reattribute(lines, content, post, func(string) *ledger.Record { return nil }, func(t string, rec *ledger.Record) owned { return owned{t, rec} })
+		}
 		content = post
+		seen[*g.PostHash] = slices.Clone(lines)
 	}
 	// Changes made behind the ledger's back belong to no record.
 	lines = reattribute(lines, content, string(cur), byHunk, func(t string, rec *ledger.Record) owned { return owned{t, rec} })

@@ -1,0 +1,167 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// gitTry is gitAs that returns git's failure instead of failing the test.
+func gitTry(dir, script string) (string, error) {
+	cmd := commandIn(dir, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "sh", "-c", script)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=agent", "GIT_AUTHOR_EMAIL=agent@example.com", "GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=agent@example.com"}
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// gateRepo is a clone owned by the agent of an origin with a README, a
+// human's src/util.go and a second branch, mounted with INT-001 (src/**).
+func gateRepo(t *testing.T) (c *cli, e *env, origin, base string) {
+	t.Helper()
+	requireFUSE(t)
+	c = newCLI(t)
+	root := t.TempDir()
+	os.Chmod(filepath.Dir(root), 0o755)
+	os.Chmod(root, 0o755)
+	origin, seed := filepath.Join(root, "origin.git"), filepath.Join(root, "seed")
+	for _, d := range []string{origin, seed} {
+		os.Mkdir(d, 0o755)
+	}
+	writeFile(t, filepath.Join(seed, policy.IntentsFile), notesPolicy)
+	scratch := t.TempDir()
+	c.must("init", scratch) // the .gitignore intentfs init writes
+	gi, err := os.ReadFile(filepath.Join(scratch, ".orchestration", ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(seed, ".orchestration", ".gitignore"), string(gi))
+	writeFile(t, filepath.Join(seed, "README.md"), "# project\n")
+	writeFile(t, filepath.Join(seed, "src", "util.go"), "package api\n\nfunc util() {}\n")
+	chownTree(t, root)
+	gitAs(t, origin, "git init -q --bare -b main .")
+	gitAs(t, seed, "git init -q -b main . && git add -A && git commit -qm base && git push -q "+origin+" main")
+	// The human's other branch: a different util.go.
+	gitAs(t, seed, "git checkout -qb other && printf 'package api\\n\\nfunc util() { other() }\\n' > src/util.go && git commit -qam other && git push -q "+origin+" other && git checkout -q main")
+	base = gitAs(t, seed, "git rev-parse main")
+	src := filepath.Join(root, "clone")
+	gitAs(t, root, "git clone -q "+origin+" clone && cd clone && git branch -q other origin/other")
+	d := startDaemon(t, src, t.TempDir(), "INT-001")
+	return c, &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d}, origin, base
+}
+
+// TestCommitGate: a commit made in the mount that check would fail is
+// refused when git moves the branch, with the reason in .intentfs/denials;
+// every other way of moving a branch to a crafted commit is refused too;
+// an ordinary commit passes, is checked clean and gets a commit record and
+// a note that amend keeps.
+func TestCommitGate(t *testing.T) {
+	c, e, _, base := gateRepo(t)
+	src, mnt := e.src, e.mnt
+	head := func() string { return gitAs(t, src, "git rev-parse HEAD") }
+
+	// The plumbing attack, as the agent would run it.
+	out, err := gitTry(mnt, "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit -qm tidy")
+	t.Logf("plumbing commit in the mount:\n%s", out)
+	if err == nil || head() != base {
+		t.Fatalf("the plumbing commit was not refused (err %v, HEAD %s):\n%s", err, head(), out)
+	}
+	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
+	t.Logf(".intentfs/denials:\n%s", den)
+	if !lineWith(string(den), "COMMIT_NOT_ACCOUNTED", "README.md", "never written through the mount") {
+		t.Fatalf("the denial does not say why:\n%s", den)
+	}
+	gitAs(t, mnt, "git reset -q HEAD -- README.md")
+
+	// Crafting the commit with plumbing and moving the branch by hand.
+	crafted := gitAs(t, mnt, "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit-tree -p HEAD -m x $(git write-tree)")
+	gitAs(t, mnt, "git reset -q HEAD -- README.md")
+	merge := gitAs(t, mnt, "git commit-tree -p HEAD -p origin/other -m evil "+crafted+"^{tree}")
+	for _, attack := range []string{
+		"git update-ref refs/heads/main " + crafted,
+		"git reset -q --soft " + crafted,
+		"git merge -q --ff-only " + crafted,
+		"git update-ref refs/heads/main " + merge, // an "evil" merge: content no parent has
+		"git update-ref refs/heads/side " + crafted,
+		"git checkout -q --detach " + crafted,
+		"echo " + crafted + " > .git/refs/heads/main",
+		"echo " + crafted + " > .git/refs/heads/main.new && mv .git/refs/heads/main.new .git/refs/heads/main",
+		"printf '%s refs/heads/side\\n' " + crafted + " > .git/packed-refs.new && mv .git/packed-refs.new .git/packed-refs",
+		"git update-ref refs/tags/t " + crafted + " && git symbolic-ref HEAD refs/tags/t",
+	} {
+		out, err := gitTry(mnt, attack)
+		if err == nil {
+			t.Errorf("%s: not refused:\n%s", attack, out)
+		}
+		if h := head(); h != base {
+			t.Fatalf("%s: HEAD moved to %s", attack, h)
+		}
+		gitAs(t, mnt, "git reset -q") // what a refused checkout left in the index
+		if out, _ := gitTry(src, "git for-each-ref --format='%(refname) %(objectname)' refs/heads; git show-ref -s side"); strings.Contains(out, crafted) {
+			t.Fatalf("%s: a branch names the crafted commit:\n%s", attack, out)
+		}
+	}
+
+	// An ordinary commit in scope passes, and is recorded.
+	if out, err := gitTry(mnt, "git status --porcelain -uno"); err != nil || out != "" {
+		t.Fatalf("the attacks left changes behind: %v\n%s", err, out)
+	}
+	gitAs(t, mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
+	ok := head()
+	r := e.waitRecord("commit record", func(r *ledger.Record) bool { return r.Gov().Event == ledger.EventCommit && r.Gov().Commit == ok })
+	if len(r.Gov().Records) != 1 {
+		t.Fatalf("commit record links %v, want the write of src/api.go", r.Gov().Records)
+	}
+	out = c.must("check", "--source", src, base+"..HEAD")
+	t.Logf("intentfs check %s..HEAD:\n%s", base[:12], out)
+	if !strings.HasPrefix(out, "OK") {
+		t.Fatalf("check of the ordinary commit:\n%s", out)
+	}
+	// Its note is attached in the background; amend keeps it.
+	waitFor(t, func() bool { _, err := gitTry(src, "git notes --ref=intentfs show "+ok); return err == nil }, "the commit's note")
+	gitAs(t, mnt, "git commit -q --amend -m 'the api, amended'")
+	amended := head()
+	if note, err := gitTry(src, "git notes --ref=intentfs show "+amended); err != nil || !strings.Contains(note, "src/api.go") {
+		t.Fatalf("the amended commit has no note: %v\n%s", err, note)
+	}
+}
+
+// TestGitRestoresAreNotAuthorship: switching to another branch and back,
+// and merging upstream work, is not refused and not blamed on the agent.
+func TestGitRestoresAreNotAuthorship(t *testing.T) {
+	c, e, origin, _ := gateRepo(t)
+	src, mnt := e.src, e.mnt
+	gitAs(t, mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
+	gitAs(t, mnt, "git checkout -q other && git checkout -q main")
+	for _, r := range e.records() {
+		if r.Path() == "src/util.go" && r.Gov().PostHash != nil && r.Gov().RestoredFrom == "" {
+			t.Fatalf("git's checkout of util.go is not recorded as a restore: %+v", r.Gov())
+		}
+	}
+	blame := c.must("blame", "--source", src, "src/util.go")
+	t.Logf("intentfs blame src/util.go after git checkout other && git checkout main:\n%s", blame)
+	if strings.Contains(blame, "INT-001") {
+		t.Fatalf("the checkout is credited to the agent:\n%s", blame)
+	}
+	blame = c.must("blame", "--source", src, "src/api.go")
+	if !lineWith(blame, "INT-001", "func Get") {
+		t.Fatalf("the agent's own line lost its record:\n%s", blame)
+	}
+	// Upstream work (a human's change to util.go) merged in the mount.
+	up := filepath.Join(filepath.Dir(src), "up")
+	gitAs(t, filepath.Dir(src), "git clone -q "+origin+" up")
+	gitAs(t, up, "printf 'package api\\n\\n// upstream\\nfunc util() {}\\n' > src/util.go && git commit -qam upstream && git push -q origin main")
+	gitAs(t, mnt, "git fetch -q origin && git merge -q --no-edit origin/main")
+	if out := gitAs(t, src, "git log -1 --format=%P"); len(strings.Fields(out)) != 2 {
+		t.Fatalf("no merge commit: %s", out)
+	}
+	blame = c.must("blame", "--source", src, "src/util.go")
+	t.Logf("intentfs blame src/util.go after merging upstream:\n%s", blame)
+	if strings.Contains(blame, "INT-001") {
+		t.Fatalf("the merge of upstream work is credited to the agent:\n%s", blame)
+	}
+}

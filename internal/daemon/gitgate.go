@@ -1,0 +1,108 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/gitexec"
+	"github.com/intentfs/intentfs/internal/gitgate"
+	"github.com/intentfs/intentfs/internal/gitnotes"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+var _ fsnode.GitWatcher = (*Daemon)(nil)
+
+// notesTimeout bounds one attaching of notes after a commit.
+const notesTimeout = time.Minute
+
+// newGitGate connects the commit-time check (see gitgate) to the daemon.
+func (d *Daemon) newGitGate() *gitgate.Gate {
+	return gitgate.New(gitgate.Config{
+		Source: d.cfg.Source,
+		Records: func(fn func(*ledger.Record)) error {
+			if err := d.FlushLedger(); err != nil {
+				return err
+			}
+			err := ledger.Scan(d.LedgerPath(), func(_ int, r *ledger.Record) error { fn(r); return nil })
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		},
+		Snapshot:  d.engine.Snapshot,
+		Process:   d.procs.Lookup,
+		Record:    d.Record,
+		Active:    d.ActiveIntent,
+		Committed: d.attachNotes,
+		Log:       d.log,
+	})
+}
+
+// WatchGit lets the commit-time check see changes in git directories.
+func (d *Daemon) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decision, func()) {
+	return d.git.WatchGit(ctx, w)
+}
+
+// notesSync runs one notes sync at a time, and at most one more after it.
+type notesSync struct {
+	mu      sync.Mutex
+	running bool
+	again   bool
+}
+
+// attachNotes attaches the records of the commits just made to them as
+// git notes (refs/notes/intentfs), in the background: the commit does not
+// wait for it. Only the repository at the workspace root carries notes.
+func (d *Daemon) attachNotes(gitDir string) {
+	if gitDir != ".git" {
+		return
+	}
+	n := &d.notes
+	n.mu.Lock()
+	if n.running {
+		n.again = true
+		n.mu.Unlock()
+		return
+	}
+	n.running = true
+	n.mu.Unlock()
+	go func() {
+		for {
+			d.syncNotes()
+			n.mu.Lock()
+			if !n.again {
+				n.running = false
+				n.mu.Unlock()
+				return
+			}
+			n.again = false
+			n.mu.Unlock()
+		}
+	}()
+}
+
+func (d *Daemon) syncNotes() {
+	if err := d.FlushLedger(); err != nil {
+		d.log.Warn("attaching notes: the ledger cannot be flushed", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), notesTimeout)
+	defer cancel()
+	repo, err := gitexec.Open(filepath.Join(d.cfg.Source, ".git"))
+	if err != nil {
+		d.log.Warn("attaching notes", "err", err)
+		return
+	}
+	res, err := gitnotes.Sync(ctx, repo, d.LedgerPath(), "")
+	if err != nil {
+		d.log.Warn("attaching notes failed; intentfs notes sync attaches them later", "err", err)
+		return
+	}
+	d.log.Info("notes attached", "records", res.Attached, "commits", len(res.Commits))
+}

@@ -1,0 +1,533 @@
+// Package gitgate governs what git does through a mount: a branch that
+// moves to a commit made in the mount is checked as `intentfs check`
+// would check that commit, and the move is refused if the commit fails.
+//
+// "Made in the mount" is decided by the objects written through the
+// mount since it started: every loose object or pack that reaches its
+// final name in a git directory's object store through the mount, by any
+// process other than git receiving objects from a remote (index-pack,
+// unpack-objects, run as the real, root-owned git binary), is the
+// agent's. A commit the repository already had, or one git received from
+// elsewhere, is not the agent's authorship in the mount: a merge, a
+// checkout, a fetch or a fast-forward to it is not refused. A commit made
+// outside the mount and fetched in is not judged here; `intentfs check`
+// on the range judges every commit, wherever it was made.
+//
+// The branch updates watched are every way a branch can move: a rename
+// onto refs/heads/<name> (git writes <name>.lock and renames it), onto
+// HEAD (detached; a symbolic HEAD must name a branch), onto packed-refs
+// (each branch entry that changes). Writing a ref in place, or moving a
+// directory onto refs/heads, is refused: git never does either.
+package gitgate
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/gitcheck"
+	"github.com/intentfs/intentfs/internal/gitexec"
+	"github.com/intentfs/intentfs/internal/textsafe"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// Denial codes.
+const (
+	CodeCommitRefused policy.Code = "COMMIT_NOT_ACCOUNTED"
+	CodeRefWrite      policy.Code = "GIT_REF_WRITE"
+)
+
+const (
+	maxRefBytes     = 64 << 20 // packed-refs of a large repository
+	maxIdxBytes     = 256 << 20
+	maxCreated      = 1 << 20 // object ids remembered per repository
+	maxAcceptedTips = 256
+	maxShown        = 8 // problems named in a denial's reason
+	defaultTimeout  = 20 * time.Second
+)
+
+// Config connects a Gate to its daemon.
+type Config struct {
+	// Source is the mount's source directory.
+	Source string
+	// Records reads every record of the ledger, once, for the index.
+	Records func(fn func(*ledger.Record)) error
+	// Snapshot is the policy in force.
+	Snapshot func() *policy.Snapshot
+	// Process describes a caller; Record records a change.
+	Process func(pid, uid, gid uint32) *ledger.Process
+	Record  func(ledger.Change)
+	// Active is the selected intent.
+	Active func() string
+	// Committed, if set, runs after a branch moved to new commits (the
+	// daemon attaches notes).
+	Committed func(gitDir string)
+	Log       *slog.Logger
+	// Timeout bounds the git commands of one decision (default 20s).
+	Timeout time.Duration
+}
+
+// Gate is the state of one mount's git directories.
+type Gate struct {
+	cfg   Config
+	mu    sync.Mutex
+	repos map[string]*repoState
+	// index holds the ledger's records once a commit has been judged;
+	// Add keeps it current.
+	index *gitcheck.Index
+	// building is set while the index is first read; early holds the
+	// records added meanwhile.
+	building bool
+	early    []*ledger.Record
+	// restore finds the earlier versions of files (see restore.go).
+	versions *versionIndex
+}
+
+// New returns a Gate.
+func New(cfg Config) *Gate {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = defaultTimeout
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Gate{cfg: cfg, repos: map[string]*repoState{}, versions: newVersionIndex()}
+}
+
+// repoState is what the gate knows of one git directory.
+type repoState struct {
+	gitDir string // in the workspace: ".git", "sub/.git"
+	git    *gitexec.Repo
+	// startTips are the commits the repository's refs named when the
+	// mount first saw it changed: history from before.
+	startTips []string
+	// created are the loose objects, and createdPacks the packs, written
+	// through the mount by anything but git receiving objects; overflow
+	// is set when the objects can no longer be told apart (too many, or a
+	// directory of objects moved into place): every new commit counts as
+	// made in the mount.
+	created      map[string]bool
+	createdPacks map[string]bool
+	overflow     bool
+	// accepted are commits the gate judged and let a branch move to.
+	accepted     map[string]bool
+	acceptedTips []string
+	// tipCache lists the commits restores are looked for in.
+	tipCache *tipCache
+}
+
+// Add indexes a record the daemon has just written.
+func (g *Gate) Add(r *ledger.Record) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.index != nil:
+		g.index.Add(r)
+	case g.building:
+		g.early = append(g.early, r)
+	}
+	g.versions.add(r)
+}
+
+// WatchGit implements fsnode.GitWatcher.
+func (g *Gate) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decision, func()) {
+	req := w.Req
+	dir1, in1, ok1 := policy.GitDirOf(req.Path)
+	dir2, in2, ok2 := policy.GitDirOf(req.Path2)
+	var pid, uid, gid uint32
+	if w.Caller != nil {
+		pid, uid, gid = w.Caller.Pid, w.Caller.Uid, w.Caller.Gid
+	}
+	receiver := func() bool { return isReceiver(g.cfg.Process(pid, uid, gid)) }
+	switch req.Op {
+	case policy.OpRename:
+		exchange := req.RenameFlags&policy.RenameExchange != 0
+		if ok1 && exchange {
+			g.observe(dir1, in1, req.IsDir2, receiver)
+			if classifyRef(in1) != notRef {
+				return refuse(req.Path, "exchanging a git ref with another file is refused: every branch update is checked, and git never does this"), nil
+			}
+		}
+		if !ok2 {
+			return nil, nil
+		}
+		g.observe(dir2, in2, req.IsDir, receiver)
+		kind := classifyRef(in2)
+		switch {
+		case kind == notRef:
+			return nil, nil
+		case exchange:
+			return refuse(req.Path2, "exchanging a git ref with another file is refused: every branch update is checked, and git never does this"), nil
+		case kind == reftable:
+			return refuse(req.Path2, "this repository keeps its refs in a reftable, which intentfs cannot check at commit time; use the files ref backend in the mount"), nil
+		case req.IsDir && (kind == refDir || kind == branchRef):
+			return refuse(req.Path2, "moving a directory onto "+in2+" is refused: every branch update is checked, and git never does this"), nil
+		case kind == refDir:
+			return nil, nil
+		}
+		return g.refUpdate(ctx, w, dir2, in2, kind)
+	case policy.OpCreate, policy.OpOpenWrite, policy.OpTruncate, policy.OpLink, policy.OpSymlink, policy.OpMknod,
+		policy.OpFallocate, policy.OpCopyFileRange, policy.OpChmod:
+		if !ok1 {
+			return nil, nil
+		}
+		g.observe(dir1, in1, false, receiver)
+		switch classifyRef(in1) {
+		case branchRef, headRef, packedRefs, reftable:
+			if req.Op == policy.OpChmod {
+				return nil, nil
+			}
+			return refuse(req.Path, "writing "+in1+" in place is refused: git updates a ref by renaming its .lock file over it, which is checked; a ref written any other way would move a branch unchecked"), nil
+		}
+	case policy.OpMkdir:
+		_ = dir1
+	}
+	return nil, nil
+}
+
+func refuse(rel, reason string) *policy.Decision {
+	return &policy.Decision{Code: CodeRefWrite, Reason: reason, Validation: policy.ValidationFail, Path: rel}
+}
+
+// repo returns the state of a git directory, starting it (and noting the
+// history it holds now) the first time the mount changes it.
+func (g *Gate) repo(ctx context.Context, gitDir string) *repoState {
+	g.mu.Lock()
+	st := g.repos[gitDir]
+	g.mu.Unlock()
+	if st != nil {
+		return st
+	}
+	st = &repoState{gitDir: gitDir, created: map[string]bool{}, createdPacks: map[string]bool{}, accepted: map[string]bool{}}
+	git, err := gitexec.Open(path.Join(g.cfg.Source, gitDir))
+	if err == nil {
+		st.git = git
+		ctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+		out, err := git.Output(ctx, "for-each-ref", "--format=%(objectname)")
+		cancel()
+		if err == nil {
+			seen := map[string]bool{}
+			for _, l := range strings.Fields(string(out)) {
+				if gitexec.ValidOID(l) && !seen[l] {
+					seen[l] = true
+					st.startTips = append(st.startTips, l)
+				}
+			}
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if cur := g.repos[gitDir]; cur != nil {
+		return cur
+	}
+	g.repos[gitDir] = st
+	return st
+}
+
+// observe notes an object written through the mount.
+func (g *Gate) observe(gitDir, inner string, isDir bool, receiver func() bool) {
+	oid, loose := looseObject(inner)
+	pack, packed := packFile(inner)
+	moved := isDir && (objectDir(inner) || inner == "objects/pack" || loose)
+	if !loose && !packed && !moved {
+		return
+	}
+	if !moved && receiver() {
+		return
+	}
+	st := g.repo(context.Background(), gitDir)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case moved || len(st.created) >= maxCreated:
+		st.overflow = true
+	case loose:
+		st.created[oid] = true
+	case packed:
+		st.createdPacks[pack] = true
+	}
+}
+
+// isReceiver reports whether p is git receiving objects from a remote:
+// the real git binary (root-owned, not writable by others) running
+// index-pack or unpack-objects.
+func isReceiver(p *ledger.Process) bool {
+	if p == nil || len(p.Cmdline) < 2 || !trustedGit(p.Exe) {
+		return false
+	}
+	sub := p.Cmdline[1]
+	return sub == "index-pack" || sub == "unpack-objects"
+}
+
+// update is one branch moving.
+type update struct {
+	ref      string // "refs/heads/main", "HEAD"
+	old, new string
+}
+
+// refUpdate judges a rename onto a ref.
+func (g *Gate) refUpdate(ctx context.Context, w fsnode.GitChange, gitDir, inner string, kind refKind) (*policy.Decision, func()) {
+	req := w.Req
+	content, err := w.Read(req.Path, maxRefBytes)
+	if err != nil {
+		return refuse(req.Path2, fmt.Sprintf("cannot read what would become %s: %v", inner, err)), nil
+	}
+	st := g.repo(ctx, gitDir)
+	if st.git == nil {
+		return refuse(req.Path2, "cannot run git on "+gitDir+" to check the commit"), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+	defer cancel()
+	var ups []update
+	switch kind {
+	case branchRef, headRef:
+		v, ok := parseLooseRef(content)
+		if !ok {
+			return refuse(req.Path2, inner+" would not hold a commit id or a symbolic ref"), nil
+		}
+		if v.target != "" {
+			if kind == headRef && strings.HasPrefix(v.target, "refs/heads/") {
+				return nil, nil // switching branches: each branch is checked when it moves
+			}
+			return refuse(req.Path2, fmt.Sprintf("%s would point at %s: HEAD may name a branch (refs/heads/...) and a branch may not be a symbolic ref, or commits would move a ref that is not checked",
+				inner, textsafe.Escape(v.target))), nil
+		}
+		ref := inner
+		if kind == headRef {
+			ref = "HEAD"
+		}
+		old := ""
+		if strings.HasPrefix(inner, "worktrees/") {
+			ref = inner
+		} else if o, err := st.git.Line(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}"); err == nil && gitexec.ValidOID(o) {
+			old = o
+		}
+		ups = append(ups, update{ref: ref, old: old, new: v.oid})
+	case packedRefs:
+		nb, ok := parsePackedBranches(content)
+		if !ok {
+			return refuse(req.Path2, "the new packed-refs does not parse"), nil
+		}
+		ob := map[string]string{}
+		if cur, err := w.Read(path.Join(gitDir, "packed-refs"), maxRefBytes); err == nil {
+			ob, _ = parsePackedBranches(cur)
+		}
+		for name, oid := range nb {
+			if ob[name] != oid {
+				ups = append(ups, update{ref: name, old: ob[name], new: oid})
+			}
+		}
+	}
+	if len(ups) == 0 {
+		return nil, nil
+	}
+	// The ledger must hold what the commit was written from.
+	w.Checkpoint()
+	rep, ids, err := g.judge(ctx, st, ups)
+	if err != nil {
+		g.cfg.Log.Warn("checking a branch update failed", "ref", inner, "err", err)
+		return refuse(req.Path2, fmt.Sprintf("the commit could not be checked (%v); the branch update is refused until it can be", err)), nil
+	}
+	if !rep.OK() {
+		return &policy.Decision{Code: CodeCommitRefused, Validation: policy.ValidationFail, Path: req.Path2,
+			Reason: commitReason(ups, rep)}, nil
+	}
+	var proc *ledger.Process
+	if w.Caller != nil {
+		proc = g.cfg.Process(w.Caller.Pid, w.Caller.Uid, w.Caller.Gid)
+	}
+	return nil, func() { g.accept(st, ups, ids, rep, req.Path2, proc) }
+}
+
+// judge lists the commits made in the mount that the updates bring onto
+// branches and not judged before, and checks them.
+func (g *Gate) judge(ctx context.Context, st *repoState, ups []update) (*gitcheck.Report, []string, error) {
+	var in strings.Builder
+	for _, u := range ups {
+		if !gitexec.ValidOID(u.new) {
+			return nil, nil, fmt.Errorf("%q is not a commit id", u.new)
+		}
+		fmt.Fprintf(&in, "%s\n", u.new)
+		if u.old != "" {
+			fmt.Fprintf(&in, "^%s\n", u.old)
+		}
+	}
+	g.mu.Lock()
+	for _, t := range st.startTips {
+		fmt.Fprintf(&in, "^%s\n", t)
+	}
+	for _, t := range st.acceptedTips {
+		fmt.Fprintf(&in, "^%s\n", t)
+	}
+	g.mu.Unlock()
+	out, err := st.git.OutputInput(ctx, []byte(in.String()), "rev-list", "--stdin")
+	if err != nil {
+		return nil, nil, err
+	}
+	var cands []string
+	for _, id := range strings.Fields(string(out)) {
+		if gitexec.ValidOID(id) {
+			cands = append(cands, id)
+		}
+	}
+	ids, err := g.madeHere(st, cands)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ids) == 0 {
+		return &gitcheck.Report{Problems: []gitcheck.Finding{}, Accounted: map[string][]string{}}, nil, nil
+	}
+	if err := g.ensureIndex(); err != nil {
+		return nil, nil, err
+	}
+	snap := g.cfg.Snapshot()
+	if snap == nil || snap.Intents == nil {
+		return nil, nil, fmt.Errorf("no valid policy is loaded")
+	}
+	below := strings.TrimSuffix(st.gitDir, ".git")
+	// The index is read under the lock: records arrive concurrently.
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := &gitcheck.Checker{Repo: st.git, Index: g.index, Intents: snap.Intents, Ignore: snap.Ignore, Below: below}
+	rep, err := c.CheckNew(ctx, ids)
+	return rep, ids, err
+}
+
+// madeHere filters commits to those made in the mount and not yet
+// accepted.
+func (g *Gate) madeHere(st *repoState, cands []string) ([]string, error) {
+	g.mu.Lock()
+	overflow := st.overflow
+	var packs []string
+	for p := range st.createdPacks {
+		packs = append(packs, p)
+	}
+	var out, unknown []string
+	for _, id := range cands {
+		switch {
+		case st.accepted[id]:
+		case overflow || st.created[id]:
+			out = append(out, id)
+		default:
+			unknown = append(unknown, id)
+		}
+	}
+	g.mu.Unlock()
+	if len(packs) == 0 || len(unknown) == 0 {
+		return out, nil
+	}
+	for _, p := range packs {
+		idx, err := readIdx(g.cfg.Source, st.gitDir, p)
+		if err != nil {
+			// A pack made in the mount that cannot be read: any new
+			// commit may be in it.
+			return append(out, unknown...), nil
+		}
+		rest := unknown[:0]
+		for _, id := range unknown {
+			has, err := idxHasObject(idx, id)
+			if err != nil || has {
+				out = append(out, id)
+			} else {
+				rest = append(rest, id)
+			}
+		}
+		unknown = rest
+	}
+	return out, nil
+}
+
+// ensureIndex reads the ledger into the index the first time a commit is
+// judged; Add keeps it current from then on.
+func (g *Gate) ensureIndex() error {
+	g.mu.Lock()
+	if g.index != nil || g.building {
+		g.mu.Unlock()
+		return g.waitIndex()
+	}
+	g.building = true
+	g.mu.Unlock()
+	ix := gitcheck.NewIndex()
+	vs := newVersionIndex()
+	err := g.cfg.Records(func(r *ledger.Record) { ix.Add(r); vs.add(r) })
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.building = false
+	if err != nil {
+		g.early = nil
+		return fmt.Errorf("reading the ledger: %w", err)
+	}
+	for _, r := range g.early {
+		ix.Add(r)
+	}
+	// Versions recorded while the ledger was read come after it.
+	for p, m := range g.versions.first {
+		for h, by := range m {
+			vs.put(p, h, by)
+		}
+	}
+	g.versions = vs
+	g.early = nil
+	g.index = ix
+	return nil
+}
+
+// waitIndex waits for another request's first reading of the ledger.
+func (g *Gate) waitIndex() error {
+	for deadline := time.Now().Add(g.cfg.Timeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		g.mu.Lock()
+		ready, building := g.index != nil, g.building
+		g.mu.Unlock()
+		if ready {
+			return nil
+		}
+		if !building {
+			return fmt.Errorf("the ledger could not be read")
+		}
+	}
+	return fmt.Errorf("timed out waiting for the ledger to be read")
+}
+
+// accept runs once the branch moved: the commits are remembered, and each
+// gets a commit record.
+func (g *Gate) accept(st *repoState, ups []update, ids []string, rep *gitcheck.Report, refPath string, proc *ledger.Process) {
+	g.mu.Lock()
+	for _, id := range ids {
+		st.accepted[id] = true
+	}
+	for _, u := range ups {
+		st.acceptedTips = append(st.acceptedTips, u.new)
+	}
+	if n := len(st.acceptedTips); n > maxAcceptedTips {
+		st.acceptedTips = append([]string(nil), st.acceptedTips[n-maxAcceptedTips:]...)
+	}
+	g.mu.Unlock()
+	for _, id := range ids {
+		g.cfg.Record(ledger.Change{Event: ledger.EventCommit, Path: refPath, Intent: g.cfg.Active(), Commit: id, Records: rep.Accounted[id],
+			Op: "commit", Process: proc, Reason: fmt.Sprintf("%s moved to %s, made in the mount; %d record(s) account for it", ups[0].ref, id, len(rep.Accounted[id]))})
+	}
+	if len(ids) > 0 && g.cfg.Committed != nil {
+		g.cfg.Committed(st.gitDir)
+	}
+}
+
+// commitReason names the problems of a refused update.
+func commitReason(ups []update, rep *gitcheck.Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s would move to commit(s) made in the mount that fail intentfs check:", ups[0].ref)
+	for i, p := range rep.Problems {
+		if i == maxShown {
+			fmt.Fprintf(&b, "; and %d more", len(rep.Problems)-i)
+			break
+		}
+		fmt.Fprintf(&b, " %s %s: %s;", p.Commit[:12], textsafe.Escape(p.Path), p.Detail)
+	}
+	b.WriteString(" write the content through the mount under an intent whose scope covers it, then commit again")
+	return strings.TrimSuffix(b.String(), ";")
+}

@@ -1,0 +1,290 @@
+package gitgate
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/internal/gitexec"
+	"github.com/intentfs/intentfs/internal/safeio"
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// Restores. git's checkouts, resets, merges and stash pops write files
+// through the mount; that is not authorship when what git writes already
+// existed. A content change is a restore when its bytes equal
+//
+//   - an earlier version of the same path in the ledger (the version a
+//     record made, or the one the ledger first found there), or
+//   - the blob at the same path in a commit a branch, a remote-tracking
+//     branch, HEAD or one of git's *_HEAD files names, and that was not
+//     made in the mount (or was, and passed the commit check).
+//
+// Content the agent made up is neither: a blob it wrote with
+// `git hash-object -w` is in no such commit, and a commit it made in the
+// mount counts only once judged. Only writes by the real git binary are
+// looked at (the cost is one more read of the file).
+
+const (
+	maxVersions     = 1 << 20 // (path, hash) pairs remembered
+	maxTrees        = 8       // commit trees kept listed
+	maxTreeEntries  = 1 << 19 // entries of one listed tree
+	maxRestoreBytes = 256 << 20
+	tipsTTL         = 500 * time.Millisecond
+	beforeIntentfs  = "before intentfs"
+)
+
+// versionIndex remembers each content hash the ledger recorded per path,
+// with the first record that made it.
+type versionIndex struct {
+	first map[string]map[string]string
+	n     int
+}
+
+func newVersionIndex() *versionIndex { return &versionIndex{first: map[string]map[string]string{}} }
+
+func (v *versionIndex) put(p, h, by string) {
+	if p == "" || h == "" || v.n >= maxVersions {
+		return
+	}
+	m := v.first[p]
+	if m == nil {
+		m = map[string]string{}
+		v.first[p] = m
+	}
+	if _, ok := m[h]; !ok {
+		m[h] = by
+		v.n++
+	}
+}
+
+func (v *versionIndex) add(r *ledger.Record) {
+	g := r.Gov()
+	switch g.Event {
+	case ledger.EventCreate, ledger.EventWrite, ledger.EventTruncate, ledger.EventRename, ledger.EventDelete, ledger.EventRevert:
+	default:
+		return
+	}
+	p := r.Path()
+	if g.Event == ledger.EventDelete || g.Event == ledger.EventWrite || g.Event == ledger.EventTruncate || (g.Event == ledger.EventRename && g.PreHash != nil) {
+		v.put(p, ledger.Str(g.PreHash), beforeIntentfs)
+	}
+	if g.Event != ledger.EventDelete {
+		by := "record " + r.ID
+		if g.RestoredFrom != "" {
+			by = g.RestoredFrom
+		}
+		v.put(p, ledger.Str(g.PostHash), by)
+	}
+}
+
+func (v *versionIndex) lookup(p, h string) (string, bool) {
+	by, ok := v.first[p][h]
+	return by, ok
+}
+
+// tipCache lists the commits whose trees hold restorable content.
+type tipCache struct {
+	at   time.Time
+	tips []string
+	// trees maps a commit to its tree's blobs by path.
+	trees map[string]map[string]string
+	order []string
+}
+
+// Restored says where the content a trusted git process just wrote came
+// from, or "" if it is new: see the comment above.
+func (g *Gate) Restored(ctx context.Context, rel, postHash string, p *ledger.Process) string {
+	if postHash == "" || rel == "" || p == nil || !trustedGit(p.Exe) {
+		return ""
+	}
+	if err := g.ensureIndex(); err != nil {
+		return ""
+	}
+	g.mu.Lock()
+	by, ok := g.versions.lookup(rel, postHash)
+	g.mu.Unlock()
+	if ok {
+		return by
+	}
+	gitDir, inRepo, ok := g.repoOf(rel)
+	if !ok || strings.ContainsAny(inRepo, "\n\x00") {
+		return ""
+	}
+	st := g.repo(ctx, gitDir)
+	if st.git == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+	defer cancel()
+	tips := g.tips(ctx, st)
+	if len(tips) == 0 {
+		return ""
+	}
+	oid, err := blobOID(g.cfg.Source, rel, postHash, len(tips[0]) == 64)
+	if err != nil {
+		return ""
+	}
+	for _, tip := range tips {
+		if g.tree(ctx, st, tip)[inRepo] == oid {
+			return "commit " + tip
+		}
+	}
+	return ""
+}
+
+// repoOf finds the repository whose work tree holds rel: the innermost
+// one the mount has changed, or the one at the workspace root.
+func (g *Gate) repoOf(rel string) (gitDir, inRepo string, ok bool) {
+	g.mu.Lock()
+	best := ""
+	found := false
+	for d := range g.repos {
+		below := strings.TrimSuffix(d, ".git")
+		if strings.HasPrefix(rel, below) && (!found || len(d) > len(best)) {
+			best, found = d, true
+		}
+	}
+	g.mu.Unlock()
+	if !found {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(g.cfg.Source+"/.git", &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+			return "", "", false
+		}
+		best = ".git"
+	}
+	return best, strings.TrimPrefix(rel, strings.TrimSuffix(best, ".git")), true
+}
+
+// tips lists the commits named by the repository's branches,
+// remote-tracking branches, HEAD and git's *_HEAD files, without those
+// made in the mount and not judged.
+func (g *Gate) tips(ctx context.Context, st *repoState) []string {
+	g.mu.Lock()
+	if st.tipCache != nil && time.Since(st.tipCache.at) < tipsTTL {
+		t := st.tipCache.tips
+		g.mu.Unlock()
+		return t
+	}
+	g.mu.Unlock()
+	var all []string
+	seen := map[string]bool{}
+	addTip := func(s string) {
+		if gitexec.ValidOID(s) && !seen[s] {
+			seen[s] = true
+			all = append(all, s)
+		}
+	}
+	for _, h := range []string{"HEAD", "MERGE_HEAD", "ORIG_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "FETCH_HEAD", "AUTO_MERGE"} {
+		if out, err := st.git.Line(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", h+"^{commit}"); err == nil {
+			addTip(out)
+		}
+	}
+	if out, err := st.git.Output(ctx, "for-each-ref", "--sort=-committerdate", "--count=32", "--format=%(objectname)", "refs/heads", "refs/remotes"); err == nil {
+		for _, l := range strings.Fields(string(out)) {
+			addTip(l)
+		}
+	}
+	made, err := g.madeHere(st, all)
+	if err != nil {
+		return nil
+	}
+	skip := map[string]bool{}
+	for _, m := range made {
+		skip[m] = true
+	}
+	var tips []string
+	for _, t := range all {
+		if !skip[t] {
+			tips = append(tips, t)
+		}
+	}
+	g.mu.Lock()
+	if st.tipCache == nil {
+		st.tipCache = &tipCache{trees: map[string]map[string]string{}}
+	}
+	st.tipCache.at, st.tipCache.tips = time.Now(), tips
+	g.mu.Unlock()
+	return tips
+}
+
+// tree returns the blobs of a commit's tree by path, listing it once.
+func (g *Gate) tree(ctx context.Context, st *repoState, commit string) map[string]string {
+	g.mu.Lock()
+	t, ok := st.tipCache.trees[commit]
+	g.mu.Unlock()
+	if ok {
+		return t
+	}
+	t = map[string]string{}
+	cmd := st.git.Command(ctx, "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit)
+	out, err := cmd.StdoutPipe()
+	if err == nil && cmd.Start() == nil {
+		b, _ := io.ReadAll(io.LimitReader(out, 64<<20))
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		for _, e := range bytes.Split(b, []byte{0}) {
+			meta, name, ok := bytes.Cut(e, []byte{'\t'})
+			f := strings.Fields(string(meta))
+			if !ok || len(f) != 3 || f[1] != "blob" || len(t) >= maxTreeEntries {
+				continue
+			}
+			t[string(name)] = f[2]
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := st.tipCache
+	if len(c.order) >= maxTrees {
+		delete(c.trees, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.trees[commit] = t
+	c.order = append(c.order, commit)
+	return t
+}
+
+// blobOID reads rel and returns its git blob id, provided its sha256 is
+// still want (else it changed since it was recorded).
+func blobOID(source, rel, want string, sha256Repo bool) (string, error) {
+	rootFd, err := syscall.Open(source, unix.O_PATH|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer syscall.Close(rootFd)
+	fd, err := safeio.OpenBeneath(rootFd, rel, syscall.O_RDONLY|syscall.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return "", err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxRestoreBytes {
+		return "", fmt.Errorf("%s: not a regular file within bounds", rel)
+	}
+	var git hash.Hash = sha1.New()
+	if sha256Repo {
+		git = sha256.New()
+	}
+	fmt.Fprintf(git, "blob %d\x00", fi.Size())
+	content := sha256.New()
+	n, err := io.Copy(io.MultiWriter(git, content), io.LimitReader(f, fi.Size()+1))
+	if err != nil || n != fi.Size() {
+		return "", fmt.Errorf("%s changed while read", rel)
+	}
+	if "sha256:"+hex.EncodeToString(content.Sum(nil)) != want {
+		return "", fmt.Errorf("%s changed since it was recorded", rel)
+	}
+	return hex.EncodeToString(git.Sum(nil)), nil
+}

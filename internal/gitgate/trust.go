@@ -1,0 +1,31 @@
+package gitgate
+
+import (
+	"fmt"
+	"path"
+	"syscall"
+
+	"github.com/intentfs/intentfs/internal/safeio"
+)
+
+// trustedGit reports whether exe is a git binary the agent cannot have
+// made: named git, owned by root, writable by no one else.
+func trustedGit(exe string) bool {
+	if path.Base(exe) != "git" || !path.IsAbs(exe) {
+		return false
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(exe, &st); err != nil {
+		return false
+	}
+	return st.Uid == 0 && st.Mode&0o022 == 0 && st.Mode&syscall.S_IFMT == syscall.S_IFREG
+}
+
+// readIdx reads a pack's index from the source.
+func readIdx(source, gitDir, pack string) ([]byte, error) {
+	b, err := safeio.ReadFile(source, path.Join(gitDir, "objects/pack", pack+".idx"), maxIdxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("reading the index of %s: %w", pack, err)
+	}
+	return b, nil
+}
