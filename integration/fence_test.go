@@ -496,11 +496,31 @@ func TestFenceLoadFiles(t *testing.T) {
 			chownTree(t, src)
 		})
 		base := rssKiB(t)
-		if out, err := e.shAs(agentUID, agentGID, "rm .git/HEAD && ln -s /dev/zero .git/HEAD && echo b >> a.go"); err != nil {
+		// Through the mount, git's refs are written only by renaming a
+		// lock file over them (the commit-time check judges that): the
+		// agent cannot make HEAD a link or a ref a FIFO there.
+		for _, attack := range []string{"rm .git/HEAD && ln -s /dev/zero .git/HEAD", "mkfifo .git/refs/heads/x"} {
+			if out, err := e.shAs(agentUID, agentGID, attack); err == nil || !strings.Contains(out, "Permission denied") {
+				t.Errorf("%s: want Permission denied, got %v\n%s", attack, err, out)
+			}
+		}
+		// Someone else can, in the source: the daemon's reading of them
+		// must still be safe.
+		head := filepath.Join(e.src, ".git", "HEAD")
+		os.Remove(head)
+		if err := os.Symlink("/dev/zero", head); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := e.shAs(agentUID, agentGID, "echo b >> a.go"); err != nil {
 			t.Fatalf("%v %s", err, out)
 		}
 		e.waitRecord("write with HEAD -> /dev/zero", event(ledger.EventWrite, "a.go"))
-		if out, err := e.shAs(agentUID, agentGID, "rm .git/HEAD && echo 'ref: refs/heads/x' > .git/HEAD && mkfifo .git/refs/heads/x && echo c > b.go"); err != nil {
+		os.Remove(head)
+		writeFile(t, head, "ref: refs/heads/x\n")
+		if err := syscall.Mkfifo(filepath.Join(e.src, ".git", "refs", "heads", "x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := e.shAs(agentUID, agentGID, "echo c > b.go"); err != nil {
 			t.Fatalf("%v %s", err, out)
 		}
 		e.waitRecord("create with the branch ref a FIFO", event(ledger.EventCreate, "b.go"))
