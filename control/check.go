@@ -122,7 +122,7 @@ func (f *checkFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, of
 		f.dir.backend.InvalidControlWrite("check", shown, err, by)
 		return 0, syscall.EINVAL
 	}
-	res, err := f.dir.backend.Check(path, op)
+	res, err := f.dir.backend.Check(path, op, by)
 	if err != nil {
 		f.dir.backend.InvalidControlWrite("check", data, err, by)
 		return 0, syscall.EINVAL

@@ -58,13 +58,13 @@ func NewDir(b Backend, describe func(*fuse.Caller) *ledger.Process) *Dir {
 func (d *Dir) OnAdd(ctx context.Context) {
 	files := []*ctlFile{
 		{name: "active", mode: 0o666, read: d.readActive, write: d.writeActive},
-		{name: "intents", mode: 0o444, read: d.backend.IntentList},
+		{name: "intents", mode: 0o444, read: d.readIntents},
 		{name: "context", mode: 0o444, read: d.readContext},
-		{name: "lesson", mode: 0o222, read: func() []byte { return nil }, write: d.writeLesson},
+		{name: "lesson", mode: 0o222, read: func(*fuse.Caller) []byte { return nil }, write: d.writeLesson},
 		{name: "mutation_class", mode: 0o666, read: d.readClass, write: d.writeClass},
 		{name: "status", mode: 0o444, read: d.readStatus},
 		{name: "denials", mode: 0o444, read: d.readDenials},
-		{name: "README.md", mode: 0o444, read: func() []byte { return []byte(AgentGuide) }},
+		{name: "README.md", mode: 0o444, read: func(*fuse.Caller) []byte { return []byte(AgentGuide) }},
 	}
 	for _, f := range files {
 		d.AddChild(f.name, d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG}), false)
@@ -101,8 +101,10 @@ func setTimes(a *fuse.Attr) {
 	a.SetTimes(&now, &now, &now)
 }
 
-func (d *Dir) readActive() []byte {
-	if id := d.backend.Active(); id != "" {
+func (d *Dir) readIntents(caller *fuse.Caller) []byte { return d.backend.IntentList(d.describe(caller)) }
+
+func (d *Dir) readActive(caller *fuse.Caller) []byte {
+	if id := d.backend.Active(d.describe(caller)); id != "" {
 		return []byte(id + "\n")
 	}
 	return []byte("none\n")
@@ -124,9 +126,13 @@ func (d *Dir) writeActive(data []byte, caller *fuse.Caller) syscall.Errno {
 		return syscall.EINVAL
 	}
 	if err := d.backend.Select(id, by); err != nil {
-		if errors.Is(err, syscall.EBUSY) {
-			// Too many selects: the backend has counted the refusal.
-			return syscall.EBUSY
+		// Too many selects (EBUSY), an intent another session holds
+		// (EBUSY), a pinned session (EPERM): the backend has recorded
+		// the refusal.
+		for _, errno := range []syscall.Errno{syscall.EBUSY, syscall.EPERM} {
+			if errors.Is(err, errno) {
+				return errno
+			}
 		}
 		d.backend.InvalidControlWrite("active", data, err, by)
 		return syscall.EINVAL
@@ -151,11 +157,12 @@ func oneValue(data []byte) (string, error) {
 	return v, nil
 }
 
-func (d *Dir) readContext() []byte {
-	if d.backend.Active() == "" {
+func (d *Dir) readContext(caller *fuse.Caller) []byte {
+	by := d.describe(caller)
+	if d.backend.Active(by) == "" {
 		return []byte("no intent is active: write an intent id to .intentfs/active first (see .intentfs/README.md)\n")
 	}
-	b, err := d.backend.Context("")
+	b, err := d.backend.Context("", by)
 	if err != nil {
 		return []byte("error: " + err.Error() + "\n")
 	}
@@ -171,7 +178,7 @@ func (d *Dir) writeLesson(data []byte, caller *fuse.Caller) syscall.Errno {
 	return 0
 }
 
-func (d *Dir) readClass() []byte {
+func (d *Dir) readClass(*fuse.Caller) []byte {
 	if c := d.backend.DeclaredClass(); c != "" {
 		return []byte(string(c) + "\n")
 	}
@@ -192,14 +199,25 @@ func (d *Dir) writeClass(data []byte, caller *fuse.Caller) syscall.Errno {
 	return 0
 }
 
-func (d *Dir) readStatus() []byte {
-	b, _ := json.MarshalIndent(d.backend.Status(), "", "  ")
+func (d *Dir) readStatus(caller *fuse.Caller) []byte {
+	st := d.backend.Status()
+	if by := d.describe(caller); by != nil {
+		// Inside a session, the status speaks for the session.
+		for _, s := range st.Sessions {
+			if s.Live && s.ID == d.backend.SessionOf(by) {
+				st.Session = &s
+				st.ActiveIntent = s.Intent
+				break
+			}
+		}
+	}
+	b, _ := json.MarshalIndent(st, "", "  ")
 	return append(b, '\n')
 }
 
-func (d *Dir) readDenials() []byte {
+func (d *Dir) readDenials(caller *fuse.Caller) []byte {
 	var b strings.Builder
-	for _, dn := range d.backend.Denials() {
+	for _, dn := range d.backend.Denials(d.describe(caller)) {
 		comm := ""
 		if dn.Process != nil {
 			comm = fmt.Sprintf(" pid=%d comm=%s", dn.Process.Pid, textsafe.Escape(dn.Process.Comm))
@@ -221,7 +239,7 @@ type ctlFile struct {
 	fs.Inode
 	name  string
 	mode  uint32
-	read  func() []byte
+	read  func(caller *fuse.Caller) []byte
 	write func(data []byte, caller *fuse.Caller) syscall.Errno
 }
 
@@ -243,7 +261,8 @@ func (f *ctlFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrO
 	if h, ok := fh.(*ctlHandle); ok && h.content != nil {
 		out.Size = uint64(len(h.content))
 	} else {
-		out.Size = uint64(len(f.read()))
+		caller, _ := fuse.FromContext(ctx)
+		out.Size = uint64(len(f.read(caller)))
 	}
 	// The content changes with every select or denial; let the kernel keep
 	// the size for no time (0 would mean the mount's default, a second).
@@ -270,7 +289,8 @@ func (f *ctlFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32
 	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
 		return &ctlHandle{}, fuse.FOPEN_DIRECT_IO, 0
 	}
-	return &ctlHandle{content: f.read()}, fuse.FOPEN_DIRECT_IO, 0
+	caller, _ := fuse.FromContext(ctx)
+	return &ctlHandle{content: f.read(caller)}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 func (f *ctlFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

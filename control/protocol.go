@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -17,24 +18,28 @@ type Backend interface {
 	// Select makes id the active intent ("" deselects), with the rules of
 	// `intentfs select`; by is who asked.
 	Select(id string, by *ledger.Process) error
-	// Active returns the active intent id, "" for none.
-	Active() string
+	// Active returns the intent in force for by ("" for none): its
+	// session's inside a session, the mount's otherwise (and for nil).
+	Active(by *ledger.Process) string
 	// Status describes the mount.
 	Status() Status
-	// Denials returns recent denials, oldest first.
-	Denials() []Denial
+	// Denials returns recent denials, oldest first: inside a session,
+	// the session's own; otherwise (and for nil) all of them.
+	Denials(by *ledger.Process) []Denial
 	// InvalidControlWrite records garbage written to a control file.
 	InvalidControlWrite(file string, data []byte, err error, by *ledger.Process)
 	// Unmount ends the mount; it returns once the ledger is flushed.
 	Unmount() error
 	// IntentOp carries out a lifecycle command on the mounted source.
 	IntentOp(r workflow.Request, by *ledger.Process) error
-	// Context returns the context block of intent id ("" for the active).
-	Context(id string) ([]byte, error)
+	// Context returns the context block of intent id ("" for the one in
+	// force for by).
+	Context(id string, by *ledger.Process) ([]byte, error)
 	// Lesson records a lesson of the active intent.
 	Lesson(text string, by *ledger.Process) error
-	// IntentList describes the intents, one line each, for agents.
-	IntentList() []byte
+	// IntentList describes the intents, one line each, for agents; the
+	// one in force for by is marked.
+	IntentList(by *ledger.Process) []byte
 	// DeclareClass sets the mutation class of the agent's next writes
 	// ("" to stop declaring).
 	DeclareClass(class string, by *ledger.Process) error
@@ -43,8 +48,17 @@ type Backend interface {
 	// Revert undoes recorded changes in the source.
 	Revert(r history.Request, by *ledger.Process) (*history.Plan, int, error)
 	// Check decides, as a dry run, whether op on the workspace-relative
-	// path would be allowed now ("" op: open_write). Nothing is recorded.
-	Check(path, op string) (CheckResult, error)
+	// path would be allowed now for by ("" op: open_write). Nothing is
+	// recorded.
+	Check(path, op string, by *ledger.Process) (CheckResult, error)
+	// StartSession registers an agent session (intentfs run) whose root
+	// process is spec.RootPid.
+	StartSession(spec session.Spec, by *ledger.Process) (session.Info, error)
+	// Sessions lists the live sessions, then the recently ended ones.
+	Sessions() []session.Info
+	// SessionOf returns the id of the live session by's process belongs
+	// to, "" for none.
+	SessionOf(by *ledger.Process) string
 }
 
 // Denial is one refused change.
@@ -54,6 +68,7 @@ type Denial struct {
 	Path    string          `json:"path"`
 	Path2   string          `json:"path2,omitempty"`
 	Intent  string          `json:"intent,omitempty"`
+	Session string          `json:"session,omitempty"`
 	Code    string          `json:"code"`
 	Reason  string          `json:"reason"`
 	Process *ledger.Process `json:"process,omitempty"`
@@ -90,6 +105,11 @@ type Status struct {
 	// OpenWriters are the files open for writing through the mount, with
 	// the intent each handle's changes are recorded under.
 	OpenWriters []OpenWriter `json:"open_writers,omitempty"`
+	// Sessions are the live agent sessions, then the recently ended.
+	Sessions []session.Info `json:"sessions,omitempty"`
+	// Session, when a session's process reads .intentfs/status, is that
+	// session: ActiveIntent is then the session's.
+	Session *session.Info `json:"session,omitempty"`
 }
 
 // OpenWriter is a file open for writing. A handle keeps the intent it was
@@ -129,6 +149,8 @@ type Request struct {
 	CheckOp string `json:"check_op,omitempty"`
 	// User names the human who ran the CLI, for the ledger.
 	User string `json:"user,omitempty"`
+	// Session is the session of Op "session_start".
+	Session *session.Spec `json:"session,omitempty"`
 }
 
 // Response answers a Request.
@@ -141,4 +163,7 @@ type Response struct {
 	Plan    *history.Plan `json:"plan,omitempty"`
 	Applied int           `json:"applied,omitempty"`
 	Check   *CheckResult  `json:"check,omitempty"`
+	// Sessions answers "sessions"; Session answers "session_start".
+	Sessions []session.Info `json:"sessions,omitempty"`
+	Session  *session.Info  `json:"session_info,omitempty"`
 }

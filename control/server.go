@@ -162,7 +162,7 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 		st := s.backend.Status()
 		return Response{OK: true, Status: &st}
 	case "denials":
-		return Response{OK: true, Denials: s.backend.Denials()}
+		return Response{OK: true, Denials: s.backend.Denials(nil)}
 	case "select":
 		if err := s.backend.Select(strings.TrimSpace(req.Intent), proc); err != nil {
 			return Response{Error: err.Error()}
@@ -179,7 +179,7 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 		st := s.backend.Status()
 		return Response{OK: true, Status: &st}
 	case "context":
-		b, err := s.backend.Context(req.Intent)
+		b, err := s.backend.Context(req.Intent, nil)
 		if err != nil {
 			return Response{Error: err.Error()}
 		}
@@ -199,11 +199,22 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 		}
 		return Response{OK: true, Plan: plan, Applied: n}
 	case "check":
-		res, err := s.backend.Check(req.Path, req.CheckOp)
+		res, err := s.backend.Check(req.Path, req.CheckOp, nil)
 		if err != nil {
 			return Response{Error: err.Error()}
 		}
 		return Response{OK: true, Check: &res}
+	case "session_start":
+		if req.Session == nil {
+			return Response{Error: "session_start: no session described"}
+		}
+		info, err := s.backend.StartSession(*req.Session, proc)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Session: &info}
+	case "sessions":
+		return Response{OK: true, Sessions: s.backend.Sessions()}
 	case "unmount":
 		if err := s.backend.Unmount(); err != nil {
 			return Response{Error: err.Error()}

@@ -12,7 +12,10 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -61,6 +64,43 @@ type tracking struct {
 	// mode is the permission bits set through this handle before its
 	// creation was recorded ("" if none); the creation record carries it.
 	mode string
+	// writing is set when the handle is counted among its session's own
+	// writers (see session.Versions.Opened).
+	writing bool
+}
+
+// newTracking starts the audit of a handle opened for writing at rel under
+// g, and counts it among its session's own writers.
+func newTracking(node *Node, rel string, g grant, created bool, base objects.Digest, kept string) *tracking {
+	t := &tracking{node: node, openRel: rel, g: g, created: created, base: base, preImage: kept}
+	if vs := g.actor.Versions; vs != nil {
+		vs.Opened(rel)
+		t.writing = true
+	}
+	return t
+}
+
+// closeWriting uncounts the handle from its session's writers, which now
+// know the version fd holds: they wrote it.
+func (t *tracking) closeWriting(fd int) {
+	if !t.writing {
+		return
+	}
+	var v *session.Version
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil {
+		cur := session.VersionOf(&st)
+		v = &cur
+	}
+	rel, ok := t.node.relPath()
+	if !ok || rel != t.openRel {
+		t.g.actor.Versions.Closed(t.openRel, nil)
+		if ok && v != nil {
+			t.g.actor.Versions.Saw(rel, *v)
+		}
+		return
+	}
+	t.g.actor.Versions.Closed(rel, v)
 }
 
 func newFile(node *Node, fd int, t *tracking) *File {
@@ -99,6 +139,7 @@ func newExemptWriter(ctx context.Context, node *Node, fd int) *File {
 func (f *File) Release(ctx context.Context) syscall.Errno {
 	if t := f.track.Load(); t != nil {
 		f.checkpoint(true)
+		t.closeWriting(f.fd)
 		t.node.removeOpen(f)
 	} else if f.exemptWriter {
 		f.node.removeOpen(f)

@@ -18,6 +18,11 @@ type grant struct {
 	proc     *ledger.Process
 	// after, if set, runs once the change is made (see GitWatcher).
 	after func()
+	actor    Actor
+	// stale, if set, says that the change writes a file changed since
+	// the session read it, under an intent that records rather than
+	// refuses such writes.
+	stale string
 }
 
 // traced reports whether the change goes to the ledger; exempt paths
@@ -44,14 +49,20 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 	if caller != nil {
 		req.Caller = policy.Caller{Pid: caller.Pid, Uid: caller.Uid, Gid: caller.Gid}
 	}
-	req.Intent = r.gov.ActiveIntent()
-	d := r.gov.Snapshot().Decide(req)
-	g := grant{decision: d, intent: req.Intent}
+	a := r.actorOf(caller)
+	req.Intent = a.Intent
+	snap := r.gov.Snapshot()
+	d := snap.Decide(req)
+	if !d.Allow && a.Unplaced != nil {
+		d.Code = CodeUnplaced
+		d.Reason = a.Unplaced.Error() + ", so it has no intent: " + d.Reason
+	}
+	g := grant{decision: d, intent: req.Intent, actor: a}
 	if d.Allow {
 		deny, after := r.watchGit(ctx, caller, req)
 		if deny != nil {
 			g.proc = r.gov.Process(caller)
-			r.gov.Denied(req, *deny, g.proc)
+			r.gov.Denied(req, *deny, g.proc, a.Session)
 			return g, syscall.EACCES
 		}
 		g.after = after
@@ -62,15 +73,25 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 		return g, 0
 	}
 	g.proc = r.gov.Process(caller)
+	if d.Allow && a.Versions != nil {
+		if stale := r.staleTarget(req, a); stale != "" {
+			if in := snap.Intents.Get(req.Intent); in == nil || in.OnStale != policy.StaleRecord {
+				d = policy.Decision{Path: d.Path, Code: CodeStale, Validation: policy.ValidationFail, Reason: stale}
+				r.gov.Denied(req, d, g.proc, a.Session)
+				return g, syscall.EACCES
+			}
+			g.stale = stale
+		}
+	}
 	if !d.Allow {
-		r.gov.Denied(req, d, g.proc)
+		r.gov.Denied(req, d, g.proc, a.Session)
 		return g, syscall.EACCES
 	}
 	if err := r.gov.LedgerErr(); err != nil {
 		// Fail closed: a change the ledger cannot record is not made.
 		d = policy.Decision{Path: d.Path, Code: CodeLedgerUnavailable, Validation: policy.ValidationFail,
 			Reason: "the ledger cannot record changes now (" + err.Error() + "); the change is refused until it can"}
-		r.gov.Denied(req, d, g.proc)
+		r.gov.Denied(req, d, g.proc, a.Session)
 		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 			return g, syscall.ENOSPC
 		}
@@ -110,6 +131,18 @@ func (r *Root) record(g grant, c ledger.Change) {
 	}
 	c.Intent = g.intent
 	c.Process = g.proc
+	c.Session = g.actor.Session
 	c.Validation = string(g.decision.Validation)
+	if g.stale != "" && c.Code == "" {
+		c.Code = string(CodeStale)
+		c.Reason = joinReason(c.Reason, g.stale)
+	}
 	r.gov.Record(c)
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }

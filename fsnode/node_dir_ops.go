@@ -283,6 +283,11 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		}
 	}
 	n.root.record(g, c)
+	if g.actor.Versions != nil && !isDir {
+		// What the session moved into place is its own version.
+		g.actor.Versions.Forget(rel)
+		g.actor.sawAt(n.root, newRel)
+	}
 	// Handles open for writing on what moved now write where it went.
 	if movedNode != nil {
 		n.root.retrack(movedNode, newRel)

@@ -49,6 +49,10 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		if err != nil {
 			return nil, 0, fs.ToErrno(err)
 		}
+		// A session's read is what a later write of it is checked
+		// against (see staleTarget).
+		caller, _ := fuse.FromContext(ctx)
+		n.root.actorOf(caller).sawFd(rel, fd)
 		return newFile(n, fd, nil), openFlags, 0
 	}
 	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpOpenWrite, Path: rel})
@@ -78,7 +82,7 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if !g.traced() {
 		return newExemptWriter(ctx, n, fd), openFlags, 0
 	}
-	return newFile(n, fd, &tracking{node: n, openRel: rel, g: g, base: pre, preImage: kept}), openFlags, 0
+	return newFile(n, fd, newTracking(n, rel, g, false, pre, kept)), openFlags, 0
 }
 
 // preImageAt hashes the file at rel and keeps its bytes in the object
@@ -165,8 +169,7 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 	if !g.traced() {
 		return child, newExemptWriter(ctx, childNode, fd), openFlags, 0
 	}
-	t := &tracking{node: childNode, openRel: rel, g: g, created: created, base: pre, preImage: kept}
-	return child, newFile(childNode, fd, t), openFlags, 0
+	return child, newFile(childNode, fd, newTracking(childNode, rel, g, created, pre, kept)), openFlags, 0
 }
 
 // recordNew records the creation of a non-file entry.

@@ -111,6 +111,8 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if m, ok := in.GetMode(); ok {
 		c.Mode = fmt.Sprintf("%04o", m&07777)
 	}
+	// A session's own chmod or truncate is no change behind its back.
+	g.actor.sawAt(n.root, rel)
 	if op != policy.OpTruncate && n.absorbIntoCreation(g, c.Mode) {
 		return 0
 	}

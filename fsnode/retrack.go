@@ -46,7 +46,10 @@ func (r *Root) retrack(moved *Node, newRel string) {
 // recorded as a denial: the writes cannot be stopped once the handle is
 // open (the kernel may pass them through), but they are never unrecorded.
 func (r *Root) retrackHandle(node *Node, rel string, f *File) {
-	intent := r.gov.ActiveIntent()
+	// The handle's writes are its opener's: the intent in force for that
+	// process (its session's, or the mount's) is what they answer to.
+	a := r.actorOf(&f.opener)
+	intent := a.Intent
 	req := policy.Request{Op: policy.OpOpenWrite, Path: rel, Intent: intent,
 		Caller: policy.Caller{Pid: f.opener.Pid, Uid: f.opener.Uid, Gid: f.opener.Gid}}
 	d := r.gov.Snapshot().Decide(req)
@@ -57,9 +60,9 @@ func (r *Root) retrackHandle(node *Node, rel string, f *File) {
 	if !d.Allow {
 		d.Reason = "a file open for writing was moved to " + rel + ", where its writes are not allowed: " + d.Reason +
 			"; the handle's writes are recorded as out of policy until it is closed"
-		r.gov.Denied(req, d, proc)
+		r.gov.Denied(req, d, proc, a.Session)
 	}
-	t := &tracking{node: node, openRel: rel, g: grant{decision: d, intent: intent, proc: proc}}
+	t := &tracking{node: node, openRel: rel, g: grant{decision: d, intent: intent, proc: proc, actor: a}}
 	rfd, err := reopenReadOnly(f.fd)
 	if err == nil {
 		defer syscall.Close(rfd)
@@ -70,7 +73,7 @@ func (r *Root) retrackHandle(node *Node, rel string, f *File) {
 		// the operator looks, and in the ledger.
 		r.log.Error("a handle moved under governance could not be tracked", "path", rel, "err", err)
 		r.gov.Denied(req, policy.Decision{Code: policy.CodeInternal, Validation: policy.ValidationFail, Path: rel,
-			Reason: "a file open for writing was moved to " + rel + " but could not be hashed (" + err.Error() + "); its later writes through that handle are not recorded"}, proc)
+			Reason: "a file open for writing was moved to " + rel + " but could not be hashed (" + err.Error() + "); its later writes through that handle are not recorded"}, proc, a.Session)
 		return
 	}
 	t.preImage = r.keepCopy(rfd, t.base)

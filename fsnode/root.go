@@ -29,12 +29,13 @@ const ControlDirName = ".intentfs"
 type Governor interface {
 	// Snapshot returns the policy in force.
 	Snapshot() *policy.Snapshot
-	// ActiveIntent returns the selected intent id, "" when none is.
-	ActiveIntent() string
+	// ActorOf places the process behind a request: the intent in force
+	// for it and its agent session. A nil caller is the daemon's own.
+	ActorOf(c *fuse.Caller) Actor
 	// Process describes the process behind a request.
 	Process(c *fuse.Caller) *ledger.Process
-	// Denied records a refused change.
-	Denied(req policy.Request, d policy.Decision, p *ledger.Process)
+	// Denied records a refused change, made in session s (nil: none).
+	Denied(req policy.Request, d policy.Decision, p *ledger.Process, s *ledger.Session)
 	// Record records a change that was made.
 	Record(c ledger.Change)
 	// DeclaredClass is the mutation class the agent declared for its

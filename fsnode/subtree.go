@@ -135,7 +135,7 @@ func (n *Node) recheckMovedTree(ctx context.Context, g grant, req policy.Request
 		d.Reason += fmt.Sprintf("; undoing the move failed (%v), so it stays where it went", errno)
 		n.root.log.Error("undoing a directory move that took out-of-scope entries along failed", "from", req.Path, "to", req.Path2, "err", errno)
 	}
-	n.root.gov.Denied(again, d, g.proc)
+	n.root.gov.Denied(again, d, g.proc, g.actor.Session)
 	if errno != 0 {
 		return 0 // the move stands and is recorded by the caller, as it happened
 	}

@@ -69,7 +69,7 @@ func TestDeniedRenameNamesBothEnds(t *testing.T) {
 	if r.Path() != "docs/moved.go" || r.Gov().FromPath != "src/moved.go" {
 		t.Errorf("denied record: path %q from %q, want docs/moved.go from src/moved.go", r.Path(), r.Gov().FromPath)
 	}
-	dn := e.d.Denials()
+	dn := e.d.Denials(nil)
 	if last := dn[len(dn)-1]; last.Path != "docs/moved.go" || last.Path2 != "src/moved.go" {
 		t.Errorf("recent denial: path %q path2 %q, want the refused destination and the source", last.Path, last.Path2)
 	}

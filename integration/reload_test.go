@@ -45,7 +45,7 @@ func TestPolicyEditTakesEffectWithinASecond(t *testing.T) {
 		}
 		return err != nil && strings.Contains(out, "Permission denied")
 	}, "removing the active intent to deny a write")
-	if d := e.d.Denials(); d[len(d)-1].Code != "UNKNOWN_INTENT" {
+	if d := e.d.Denials(nil); d[len(d)-1].Code != "UNKNOWN_INTENT" {
 		t.Fatalf("last denial %+v", d[len(d)-1])
 	}
 }

@@ -21,6 +21,8 @@ type Filter struct {
 	Comm     string
 	// ID selects one record.
 	ID string
+	// Session selects the records of one agent session.
+	Session string
 }
 
 // Match reports whether r passes the filter.
@@ -34,6 +36,8 @@ func (f *Filter) Match(r *Record) bool {
 	case len(f.Events) > 0 && !slices.Contains(f.Events, g.Event):
 		return false
 	case f.Comm != "" && (g.Process == nil || g.Process.Comm != f.Comm):
+		return false
+	case f.Session != "" && (g.Session == nil || g.Session.ID != f.Session):
 		return false
 	}
 	if !f.Since.IsZero() {
@@ -67,6 +71,9 @@ func (f *Filter) quick(raw []byte) bool {
 	if f.Comm != "" && !bytes.Contains(raw, []byte(`"comm":`)) {
 		return false
 	}
+	if f.Session != "" && !bytes.Contains(raw, []byte(`"session":{"id":"`+f.Session+`"`)) {
+		return false
+	}
 	if len(f.Events) == 1 && !bytes.Contains(raw, []byte(`"event":"`+string(f.Events[0])+`"`)) {
 		return false
 	}
@@ -79,7 +86,7 @@ func (f *Filter) quick(raw []byte) bool {
 // rawExact reports whether quick decides the filter exactly, so matching
 // lines need no decoding.
 func (f *Filter) rawExact() bool {
-	return f.PathGlob == "" && f.Since.IsZero() && f.Comm == "" && len(f.Events) <= 1
+	return f.PathGlob == "" && f.Since.IsZero() && f.Comm == "" && f.Session == "" && len(f.Events) <= 1
 }
 
 // QueryRaw calls fn with the raw bytes (one JSON record, no newline) of

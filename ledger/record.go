@@ -57,6 +57,10 @@ const (
 	// EventCommit records a commit made in the mount that a branch moved
 	// to, with the records that account for its changes.
 	EventCommit Event = "commit"
+	// EventSessionStart and EventSessionEnd bracket an agent session
+	// (intentfs run): who runs it, as whom, under which intent.
+	EventSessionStart Event = "session_start"
+	EventSessionEnd   Event = "session_end"
 )
 
 // MutationClass is the seeds' classification of a change.
@@ -141,11 +145,17 @@ type Conversation struct {
 	Contributor Contributor `json:"contributor"`
 	Ranges      []Range     `json:"ranges"`
 	Related     []Related   `json:"related,omitempty"`
+	// URL links to the conversation that produced the change, when the
+	// session that made it named one (intentfs run --conversation).
+	URL string `json:"url,omitempty"`
 }
 
 // Contributor says who made the change.
 type Contributor struct {
 	Type string `json:"type"`
+	// ModelID names the model, as the session that made the change
+	// declared it (intentfs run --model).
+	ModelID string `json:"model_id,omitempty"`
 }
 
 // Range is a span of lines with the hash of their content.
@@ -187,6 +197,8 @@ type Governance struct {
 	From            string   `json:"from,omitempty"`
 	To              string   `json:"to,omitempty"`
 	Process         *Process `json:"process,omitempty"`
+	// Session names the agent session whose process made the change.
+	Session *Session `json:"session,omitempty"`
 	// Prev is the sha256 of the previous line's exact bytes (Genesis for
 	// the first line of a chain): the hash chain that makes the ledger
 	// tamper-evident.
@@ -228,6 +240,28 @@ type Process struct {
 	Comm    string   `json:"comm,omitempty"`
 	Cmdline []string `json:"cmdline,omitempty"`
 	Exe     string   `json:"exe,omitempty"`
+}
+
+// Session is the agent session (intentfs run) a change was made in. Its
+// model and conversation go to Agent Trace's own fields (contributor
+// model_id, conversation url) and are kept here only on the session's
+// start and end records.
+type Session struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	User string `json:"user,omitempty"`
+	// Model and Conversation are what the session was started with.
+	Model        string `json:"model,omitempty"`
+	Conversation string `json:"conversation,omitempty"`
+}
+
+// ref is the session as a change record names it: its model and
+// conversation are in the record's conversation instead.
+func (s *Session) ref() *Session {
+	if s == nil {
+		return nil
+	}
+	return &Session{ID: s.ID, Name: s.Name, User: s.User}
 }
 
 // IntentURN is the related url naming an intent.
@@ -275,6 +309,9 @@ type Change struct {
 	// Repeats, on a denial summary, counts the denials it stands for.
 	Repeats int
 	Process *Process
+	// Session is the agent session the change was made in, nil outside
+	// any.
+	Session *Session
 	Time    time.Time
 }
 
@@ -313,6 +350,10 @@ func NewRecord(c Change, toolVersion string) *Record {
 		Commit:          c.Commit,
 		Records:         c.Records,
 		RestoredFrom:    c.RestoredFrom,
+		Session:         c.Session.ref(),
+	}
+	if c.Event == EventSessionStart || c.Event == EventSessionEnd {
+		g.Session = c.Session
 	}
 	r := &Record{
 		Version:   SpecVersion,
@@ -324,6 +365,10 @@ func NewRecord(c Change, toolVersion string) *Record {
 	}
 	if c.Path != "" {
 		conv := Conversation{Contributor: Contributor{Type: "ai"}, Ranges: []Range{}}
+		if c.Session != nil {
+			conv.Contributor.ModelID = c.Session.Model
+			conv.URL = c.Session.Conversation
+		}
 		switch {
 		case c.Ranges != nil:
 			conv.Ranges = c.Ranges

@@ -57,6 +57,12 @@ type Intent struct {
 	Tags               []string
 	CreatedAt          string
 	UpdatedAt          string
+	// Shared lets several agent sessions hold the intent at once; without
+	// it an IN_PROGRESS intent is held by one session at a time.
+	Shared bool
+	// OnStale says what happens when a session writes a file that changed
+	// since it read it: deny (the default) or record.
+	OnStale OnStale
 
 	// Line is where the intent starts in the policy file, for messages.
 	Line int
@@ -64,6 +70,15 @@ type Intent struct {
 	scopeLines map[int]int
 	scope      scopeSet
 }
+
+// OnStale is what a write to a stale file does.
+type OnStale string
+
+// What a stale write does.
+const (
+	StaleDeny   OnStale = "deny"
+	StaleRecord OnStale = "record"
+)
 
 // Criterion is an acceptance criterion: its text, and optionally a shell
 // command that checks it (run in the mount by `intentfs intent complete`).

@@ -148,7 +148,7 @@ func (p *parser) parse(data []byte) *Intents {
 }
 
 var knownIntentKeys = []string{"id", "name", "status", "version", "owned_scope", "constraints",
-	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at"}
+	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale"}
 
 func (p *parser) intent(n *yaml.Node) *Intent {
 	if n.Kind != yaml.MappingNode {
@@ -230,6 +230,26 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 			p.errorf(v, "parent_intent must be an intent id like INT-001, not %q", v.Value)
 		} else {
 			in.ParentIntent = v.Value
+		}
+	}
+	if v, ok := fields["shared"]; ok {
+		if v.Kind != yaml.ScalarNode || (v.Value != "true" && v.Value != "false") {
+			p.errorf(v, "shared must be true or false, not %q (true lets several agent sessions hold the intent at once)", v.Value)
+		} else {
+			in.Shared = v.Value == "true"
+		}
+	}
+	in.OnStale = StaleDeny
+	if v, ok := fields["on_stale"]; ok {
+		switch OnStale(v.Value) {
+		case StaleDeny, StaleRecord:
+			if v.Kind == yaml.ScalarNode {
+				in.OnStale = OnStale(v.Value)
+				break
+			}
+			fallthrough
+		default:
+			p.errorf(v, "on_stale must be deny or record, not %q (deny refuses a write to a file changed since the session read it)", v.Value)
 		}
 	}
 	for _, f := range []string{"created_at", "updated_at"} {

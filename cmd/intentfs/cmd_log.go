@@ -28,7 +28,8 @@ directory (--source), mounted or not.
 Examples:
   intentfs log --intent INT-001
   intentfs log --path "src/api/**" --since 2h
-  intentfs log --event denied --comm npm --json | jq .metadata`,
+  intentfs log --event denied --comm npm --json | jq .metadata
+  intentfs log --session 3f2a9c1e       # one agent session's records`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("mount", "", "the mountpoint")
 			sourceFlag(fs)
@@ -37,6 +38,7 @@ Examples:
 			fs.String("since", "", "only records since a duration ago (30m, 2h, 7d) or a time (2026-01-31, RFC 3339)")
 			fs.StringSlice("event", nil, "only these events (create, write, delete, rename, denied, select, transition, …)")
 			fs.String("comm", "", "only records made by processes with this name")
+			fs.String("session", "", "only records of this agent session (see intentfs sessions)")
 			fs.Int("limit", 20, "show the newest N matching records (0: all)")
 			fs.Bool("json", false, "print records as JSON lines")
 		},
@@ -48,7 +50,8 @@ Examples:
 			if limit < 0 {
 				return usagef("--limit must not be negative")
 			}
-			f := ledger.Filter{Intent: flagString(a, "intent"), PathGlob: flagString(a, "path"), Comm: flagString(a, "comm")}
+			f := ledger.Filter{Intent: flagString(a, "intent"), PathGlob: flagString(a, "path"), Comm: flagString(a, "comm"),
+				Session: flagString(a, "session")}
 			if s := flagString(a, "since"); s != "" {
 				t, err := ledger.ParseSince(s, time.Now())
 				if err != nil {
@@ -158,6 +161,10 @@ func printRecords(a *app, recs []*ledger.Record) {
 		proc := "-"
 		if g.Process != nil {
 			proc = fmt.Sprintf("%s[%d]", g.Process.Comm, g.Process.Pid)
+		}
+		if g.Session != nil {
+			// The agent session the process ran in.
+			proc += "@" + g.Session.ID
 		}
 		note := g.Reason
 		if g.Event == ledger.EventSelect {

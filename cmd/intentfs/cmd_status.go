@@ -134,6 +134,10 @@ func printStatus(a *app, st *control.Status) {
 		}
 		fmt.Fprintf(w, "fuse:       %d requests (%s)\n", total, strings.Join(parts, ", "))
 	}
+	if len(st.Sessions) > 0 {
+		fmt.Fprintf(w, "sessions:\n")
+		printSessions(w, st.Sessions)
+	}
 	if len(st.RecentDenials) == 0 {
 		fmt.Fprintf(w, "denials:    none\n")
 		return

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/intentfs/intentfs/internal/runner"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -49,6 +51,9 @@ type command struct {
 	flags   func(fs *pflag.FlagSet)
 	// subcommands, if set, are dispatched on the first argument.
 	subcommands []*command
+	// stopAtArgs ends flag parsing at the first argument, so a command
+	// line given to run is not taken for intentfs's flags.
+	stopAtArgs bool
 }
 
 type app struct {
@@ -60,11 +65,15 @@ type app struct {
 
 func commands() []*command {
 	return []*command{
-		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), checkCmd(), notesCmd(), unmountCmd(), intentCmd(), contextCmd(), agentGuideCmd(), hookCmd(), mcpCmd(), verifyCmd(), diffCmd(), revertCmd(), blameCmd(), gcCmd(), demoCmd(), versionCmd(),
+		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), checkCmd(), notesCmd(), unmountCmd(), runCmd(), sessionsCmd(), intentCmd(), contextCmd(), agentGuideCmd(), hookCmd(), mcpCmd(), verifyCmd(), diffCmd(), revertCmd(), blameCmd(), gcCmd(), demoCmd(), versionCmd(),
 	}
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == runner.InitArg {
+		// The first process of a session started by intentfs run.
+		os.Exit(runner.Init())
+	}
 	stop := startProfiles()
 	code := run(os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -167,8 +176,9 @@ func runSub(parent *command, args []string, stdout, stderr io.Writer) int {
 }
 
 func runCommand(cmd *command, fullName string, args []string, stdout, stderr io.Writer) int {
-	cmd = &command{name: fullName, summary: cmd.summary, usage: cmd.usage, help: cmd.help, run: cmd.run, flags: cmd.flags}
+	cmd = &command{name: fullName, summary: cmd.summary, usage: cmd.usage, help: cmd.help, run: cmd.run, flags: cmd.flags, stopAtArgs: cmd.stopAtArgs}
 	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
+	fs.SetInterspersed(!cmd.stopAtArgs)
 	fs.SetOutput(io.Discard)
 	if cmd.flags != nil {
 		cmd.flags(fs)
@@ -185,9 +195,12 @@ func runCommand(cmd *command, fullName string, args []string, stdout, stderr io.
 		return exitUsage
 	}
 	err := cmd.run(a, fs.Args())
+	var code exitCode
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &code):
+		return int(code)
 	case errors.As(err, new(usageError)):
 		fmt.Fprintf(stderr, "intentfs %s: %v\n\n", cmd.name, err)
 		printCmdUsage(stderr, cmd, fs)

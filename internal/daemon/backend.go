@@ -20,10 +20,11 @@ func (d *Daemon) IntentOp(r workflow.Request, by *ledger.Process) error {
 	return d.wf.Do(r, by)
 }
 
-// Context builds the context block of id, or of the active intent.
-func (d *Daemon) Context(id string) ([]byte, error) {
+// Context builds the context block of id, or of the intent in force for
+// by.
+func (d *Daemon) Context(id string, by *ledger.Process) ([]byte, error) {
 	if id == "" {
-		id = d.ActiveIntent()
+		id = d.intentFor(by)
 	}
 	if id == "" {
 		return nil, errors.New("no intent is active; name one")
@@ -36,23 +37,27 @@ func (d *Daemon) Context(id string) ([]byte, error) {
 		Source: d.cfg.Source, MapFiles: d.imap.Files(id)})
 }
 
-// Lesson records what an agent learned, under the active intent.
+// Lesson records what an agent learned, under the intent in force for it.
 func (d *Daemon) Lesson(text string, by *ledger.Process) error {
-	id := d.ActiveIntent()
+	id := d.intentFor(by)
 	added, err := d.lessons.Add(id, text, time.Now())
 	if err != nil {
 		return err
 	}
 	if added {
-		d.Record(ledger.Change{Event: ledger.EventLesson, Intent: id, Reason: strings.TrimSpace(text), Process: by})
+		var sess *ledger.Session
+		if s, err := d.sessionOf(by); err == nil && s != nil {
+			sess = s.Ref()
+		}
+		d.Record(ledger.Change{Event: ledger.EventLesson, Intent: id, Reason: strings.TrimSpace(text), Process: by, Session: sess})
 	}
 	return nil
 }
 
 // IntentList describes every intent on a line, for .intentfs/intents.
-func (d *Daemon) IntentList() []byte {
+func (d *Daemon) IntentList(by *ledger.Process) []byte {
 	var b strings.Builder
-	active := d.ActiveIntent()
+	active := d.intentFor(by)
 	for _, in := range d.engine.Snapshot().Intents.List {
 		mark := " "
 		if in.ID == active {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -13,7 +14,7 @@ import (
 // the mount would take for op on path right now, with the intents whose
 // owned_scope covers path. Nothing is recorded and nothing changes, so
 // hooks and MCP clients can ask before every write.
-func (d *Daemon) Check(path, op string) (control.CheckResult, error) {
+func (d *Daemon) Check(path, op string, by *ledger.Process) (control.CheckResult, error) {
 	if op == "" {
 		op = string(policy.OpOpenWrite)
 	}
@@ -37,7 +38,7 @@ func (d *Daemon) Check(path, op string) (control.CheckResult, error) {
 		return control.CheckResult{}, fmt.Errorf("%q is not a path inside the workspace", path)
 	}
 	snap := d.engine.Snapshot()
-	active := d.ActiveIntent()
+	active := d.intentFor(by)
 	dec := snap.Decide(policy.Request{Op: policy.Op(op), Path: rel, IsDir: op == string(policy.OpMkdir) || op == string(policy.OpRmdir), Intent: active})
 	res := control.CheckResult{Path: rel, Op: op, ActiveIntent: active, Allowed: dec.Allow, Code: string(dec.Code),
 		Reason: dec.Reason, CoveredBy: []control.IntentRef{}}

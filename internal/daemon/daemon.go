@@ -24,6 +24,7 @@ import (
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/procinfo"
 	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/internal/workspace"
@@ -78,19 +79,21 @@ const mapFlushInterval = time.Second
 
 // Daemon is a running mount.
 type Daemon struct {
-	cfg     Config
-	log     *slog.Logger
-	engine  *policy.Engine
-	writer  *ledger.Writer
-	procs   *procinfo.Cache
-	root    *fsnode.Node
-	server  *fuse.Server
-	ops     *fsnode.OpCounter
-	ctl     *control.Server
-	layout  workspace.Layout
-	session *workspace.Session
-	started time.Time
-	stopW   func()
+	cfg    Config
+	log    *slog.Logger
+	engine *policy.Engine
+	writer *ledger.Writer
+	procs  *procinfo.Cache
+	root   *fsnode.Node
+	server *fuse.Server
+	ops    *fsnode.OpCounter
+	// sessions are the agent sessions (intentfs run) of the mount.
+	sessions *session.Registry
+	ctl      *control.Server
+	layout   workspace.Layout
+	session  *workspace.Session
+	started  time.Time
+	stopW    func()
 
 	active   atomic.Pointer[string]
 	declared atomic.Pointer[ledger.MutationClass]
@@ -161,6 +164,10 @@ func Start(cfg Config) (_ *Daemon, err error) {
 			}
 		}
 	}()
+	if d.sessions, err = session.NewRegistry(d.sessionEnded); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, d.sessions.Close)
 	if d.session, err = d.layout.Open(workspace.SessionOptions{Holder: "the mount at " + cfg.Mountpoint, Version: cfg.Version,
 		Log: cfg.Log, LedgerMaxBytes: cfg.LedgerMaxBytes, Record: d.Record, Changed: func() { _ = d.engine.Reload() }}); err != nil {
 		return nil, err
@@ -309,6 +316,9 @@ func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.stopW()
 		d.cfg.Registry.Unregister(d.cfg.Mountpoint)
+		// Sessions still running end with the mount; their end is
+		// recorded before the ledger closes.
+		d.sessions.Close()
 		d.recordDenialSummaries(time.Now(), true)
 		// The session closes the ledger (first, as before) and then
 		// releases the lock, last, once nothing more is written.

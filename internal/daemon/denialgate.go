@@ -37,12 +37,16 @@ const maxKindsPerWindow = 64
 type denialKind struct {
 	pid, uid                   uint32
 	op, code, dir, intent, why string
+	// session is the agent session's id ("" for none); a summary
+	// record names it.
+	session string
 }
 
 // denialCount is a kind seen in the current window.
 type denialCount struct {
 	repeats int
 	proc    *ledger.Process
+	sess    *ledger.Session
 	first   time.Time
 }
 
@@ -59,8 +63,11 @@ func newDenialGate() *denialGate {
 }
 
 // kindOf returns the kind of a denial of op on p.
-func kindOf(op, code, intent, p, reason string, proc *ledger.Process) denialKind {
+func kindOf(op, code, intent, p, reason string, proc *ledger.Process, sess *ledger.Session) denialKind {
 	k := denialKind{op: op, code: code, intent: intent, dir: path.Dir(p), why: reason}
+	if sess != nil {
+		k.session = sess.ID
+	}
 	if p != "" {
 		k.why = strings.ReplaceAll(reason, p, "")
 	}
@@ -72,7 +79,7 @@ func kindOf(op, code, intent, p, reason string, proc *ledger.Process) denialKind
 
 // admit reports whether a denial is the first of its kind in the window
 // (record it in full) or counts it as a repeat.
-func (g *denialGate) admit(k denialKind, proc *ledger.Process, now time.Time) bool {
+func (g *denialGate) admit(k denialKind, proc *ledger.Process, sess *ledger.Session, now time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if c, ok := g.kinds[k]; ok {
@@ -80,15 +87,15 @@ func (g *denialGate) admit(k denialKind, proc *ledger.Process, now time.Time) bo
 		return false
 	}
 	if len(g.kinds) >= maxKindsPerWindow {
-		k = denialKind{uid: k.uid, op: "*", code: "*", dir: "*", why: "*", intent: k.intent}
+		k = denialKind{uid: k.uid, op: "*", code: "*", dir: "*", why: "*", intent: k.intent, session: k.session}
 		if c, ok := g.kinds[k]; ok {
 			c.repeats++
 			return false
 		}
-		g.kinds[k] = &denialCount{repeats: 1, proc: proc, first: now}
+		g.kinds[k] = &denialCount{repeats: 1, proc: proc, sess: sess, first: now}
 		return false
 	}
-	g.kinds[k] = &denialCount{proc: proc, first: now}
+	g.kinds[k] = &denialCount{proc: proc, sess: sess, first: now}
 	return true
 }
 
@@ -110,7 +117,7 @@ func (g *denialGate) due(now time.Time, force bool) []ledger.Change {
 			what = "of any kind (more kinds than are recorded one by one)"
 		}
 		out = append(out, ledger.Change{Event: ledger.EventDenied, Path: k.dir, Intent: k.intent, Op: k.op, Code: k.code,
-			Validation: string(policy.ValidationFail), Process: c.proc, Time: now, Repeats: c.repeats,
+			Validation: string(policy.ValidationFail), Process: c.proc, Session: c.sess, Time: now, Repeats: c.repeats,
 			Reason: fmt.Sprintf("%d more denials %s by uid %d since %s, counted, not recorded one by one",
 				c.repeats, what, k.uid, c.first.UTC().Format(time.RFC3339Nano))})
 	}

@@ -30,7 +30,7 @@ func TestDenialGateCountsEveryDenial(t *testing.T) {
 			g.start = now
 			full := 0
 			for i := 0; i < tt.n; i++ {
-				if g.admit(kindOf("open_write", "OUT_OF_SCOPE", "INT-001", tt.path(i), tt.path(i)+" is outside the scope", agent), agent, now) {
+				if g.admit(kindOf("open_write", "OUT_OF_SCOPE", "INT-001", tt.path(i), tt.path(i)+" is outside the scope", agent, nil), agent, nil, now) {
 					full++
 				}
 			}

@@ -41,8 +41,8 @@ func (d *Daemon) ActiveIntent() string {
 	return ""
 }
 
-// Active is ActiveIntent for the control plane.
-func (d *Daemon) Active() string { return d.ActiveIntent() }
+// Active is the intent in force for by, for the control plane.
+func (d *Daemon) Active(by *ledger.Process) string { return d.intentFor(by) }
 
 // Process describes the caller of a request.
 func (d *Daemon) Process(c *fuse.Caller) *ledger.Process {
@@ -61,6 +61,11 @@ func (d *Daemon) Record(c ledger.Change) {
 	if ledger.ClassOf(c.Event) != "" {
 		d.counters.allowed.Add(1)
 		d.mapChange(c)
+		if c.Session != nil {
+			if s := d.sessions.Get(c.Session.ID); s != nil {
+				s.CountChange()
+			}
+		}
 	}
 	if d.git != nil && c.PostHash != "" && c.RestoredFrom == "" {
 		// Content git wrote that already existed is not authorship.
@@ -74,8 +79,15 @@ func (d *Daemon) Record(c ledger.Change) {
 }
 
 // Denied records a refused change: ledger, recent-denials ring and log.
-func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Process) {
+func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Process, sess *ledger.Session) {
 	d.counters.denied.Add(1)
+	sessID := ""
+	if sess != nil {
+		sessID = sess.ID
+		if s := d.sessions.Get(sess.ID); s != nil {
+			s.CountDenial()
+		}
+	}
 	path := dec.Path
 	if path == "" {
 		path = req.Path
@@ -89,10 +101,10 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 	}
 	now := time.Now()
 	d.denials.add(control.Denial{Time: now, Op: string(req.Op), Path: path, Path2: other, Intent: req.Intent,
-		Code: string(dec.Code), Reason: dec.Reason, Process: p})
+		Session: sessID, Code: string(dec.Code), Reason: dec.Reason, Process: p})
 	// Repeats of a denial are counted, not recorded one by one (see
 	// denialgate.go): a refused loop must not fill the disk.
-	if !d.gate.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, path, dec.Reason, p), p, now) {
+	if !d.gate.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, path, dec.Reason, p, sess), p, sess, now) {
 		return
 	}
 	comm := ""
@@ -109,7 +121,7 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 	}
 	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: recPath, FromPath: from, Intent: req.Intent,
 		Validation: string(dec.Validation), Op: string(req.Op), Code: string(dec.Code), Reason: dec.Reason,
-		Process: p, Time: now}, d.cfg.Version))
+		Process: p, Session: sess, Time: now}, d.cfg.Version))
 	d.lessonOnDenial(req, dec)
 }
 
@@ -137,25 +149,21 @@ func (d *Daemon) recordDenialSummaries(now time.Time, force bool) {
 	}
 }
 
-// Select makes id the active intent, "" for none. An unknown id, or an
-// intent that is BLOCKED, COMPLETE or ARCHIVED, is refused.
+// Select makes id the active intent, "" for none: for by's session when
+// by is a session's process, else for the mount. An unknown id, or an
+// intent that is BLOCKED, COMPLETE or ARCHIVED, is refused; so is any
+// select by a process that cannot be placed.
 func (d *Daemon) Select(id string, by *ledger.Process) error {
-	snap := d.engine.Snapshot()
+	s, err := d.sessionOf(by)
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, syscall.EPERM)
+	}
+	if s != nil {
+		return d.selectInSession(s, id, by)
+	}
 	if id != "" {
-		in := snap.Intents.Get(id)
-		if in == nil {
-			return fmt.Errorf("unknown intent %q: defined intents are %s", id, intentIDs(snap))
-		}
-		if err := d.startOnSelect(in, by); err != nil {
+		if _, err := d.selectable(id, by); err != nil {
 			return err
-		}
-		switch in.Status {
-		case policy.StatusBlocked:
-			return fmt.Errorf("intent %s is BLOCKED: unblock it before selecting it", id)
-		case policy.StatusComplete:
-			return fmt.Errorf("intent %s is COMPLETE: its work is closed", id)
-		case policy.StatusArchived:
-			return fmt.Errorf("intent %s is ARCHIVED", id)
 		}
 	}
 	d.selMu.Lock()
@@ -168,7 +176,7 @@ func (d *Daemon) Select(id string, by *ledger.Process) error {
 	}
 	if by != nil && !d.selects.allow(by.Uid, time.Now()) {
 		d.selMu.Unlock()
-		return d.selectRefused(prev, by)
+		return d.selectRefused(prev, by, nil)
 	}
 	d.active.Store(&id)
 	d.selMu.Unlock()
@@ -187,11 +195,11 @@ func (d *Daemon) Select(id string, by *ledger.Process) error {
 // selectRefused counts a select over the uid's allowance (see
 // selectlimit.go) as a denial and returns an error that is EBUSY, which
 // the control file returns to the writer.
-func (d *Daemon) selectRefused(active string, by *ledger.Process) error {
+func (d *Daemon) selectRefused(active string, by *ledger.Process, sess *ledger.Session) error {
 	reason := fmt.Sprintf("too many intent selections by uid %d: at most %d at once, then %d a second", by.Uid, selectBurst, selectsPerSecond)
 	d.Denied(policy.Request{Op: "select", Path: fsnode.ControlDirName + "/active", Intent: active,
 		Caller: policy.Caller{Pid: by.Pid, Uid: by.Uid, Gid: by.Gid}},
-		policy.Decision{Code: "SELECT_RATE_LIMITED", Reason: reason, Validation: policy.ValidationFail}, by)
+		policy.Decision{Code: "SELECT_RATE_LIMITED", Reason: reason, Validation: policy.ValidationFail}, by, sess)
 	return fmt.Errorf("%s; the intent stays %s, try again in a moment: %w", reason, activeName(active), syscall.EBUSY)
 }
 
@@ -221,13 +229,31 @@ func (d *Daemon) InvalidControlWrite(file string, data []byte, err error, by *le
 		shown = shown[:64] + "..."
 	}
 	reason := fmt.Sprintf("invalid write to .intentfs/%s (%q): %v", file, strings.TrimSpace(shown), err)
-	d.Denied(policy.Request{Op: "control_write", Path: fsnode.ControlDirName + "/" + file, Intent: d.ActiveIntent(),
+	var sess *ledger.Session
+	if s, err := d.sessionOf(by); err == nil && s != nil {
+		sess = s.Ref()
+	}
+	d.Denied(policy.Request{Op: "control_write", Path: fsnode.ControlDirName + "/" + file, Intent: d.intentFor(by),
 		Caller: policy.Caller{Pid: by.Pid, Uid: by.Uid, Gid: by.Gid}},
-		policy.Decision{Code: "INVALID_CONTROL_WRITE", Reason: reason, Validation: policy.ValidationFail}, by)
+		policy.Decision{Code: "INVALID_CONTROL_WRITE", Reason: reason, Validation: policy.ValidationFail}, by, sess)
 }
 
-// Denials returns the recent denials, oldest first.
-func (d *Daemon) Denials() []control.Denial { return d.denials.list() }
+// Denials returns the recent denials, oldest first: a session's own for
+// a process of that session, else all of them.
+func (d *Daemon) Denials(by *ledger.Process) []control.Denial {
+	all := d.denials.list()
+	s, err := d.sessionOf(by)
+	if err != nil || s == nil {
+		return all
+	}
+	own := all[:0]
+	for _, dn := range all {
+		if dn.Session == s.ID() {
+			own = append(own, dn)
+		}
+	}
+	return own
+}
 
 // Status describes the mount.
 func (d *Daemon) Status() control.Status {
@@ -236,6 +262,7 @@ func (d *Daemon) Status() control.Status {
 		StartedAt: d.started, ActiveIntent: d.ActiveIntent(), FailOpen: d.cfg.FailOpen,
 		Passthrough: d.server != nil && d.passthrough(), LedgerPath: d.LedgerPath(), Ledger: d.writer.Stats(),
 		Policy: d.engine.State(), RecentDenials: d.denials.list(), OpenWriters: d.openWriters(),
+		Sessions: d.sessions.List(),
 	}
 	if in := d.engine.Snapshot().Intents.Get(st.ActiveIntent); in != nil {
 		st.IntentName, st.IntentStatus = in.Name, string(in.Status)

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/runner"
+	"github.com/intentfs/intentfs/internal/session"
+)
+
+// exitRunFailed is run's status when the command never ran.
+const exitRunFailed = 125
+
+func runCmd() *command {
+	return &command{
+		name: "run", summary: "run an agent as a sealed session of a mount", usage: "[--intent ID | --select] [--user USER] -- CMD [ARGS...]",
+		help: `Runs CMD (default: a shell) as an agent session of a mount. The session is
+sealed: CMD runs as USER with no_new_privs, in a private mount namespace in
+which the source directory and intentfs's runtime files are hidden, and in a
+pid namespace of its own that no process it starts can leave. Its working
+directory is in the mount (the current directory, if that is in the mount).
+
+The session has its own active intent. --intent ID pins it: the agent cannot
+select another. --select (the default without --intent) lets the agent choose
+by writing .intentfs/active, which then changes only this session. An
+IN_PROGRESS intent is held by one session at a time unless the policy marks
+it shared: true. Every record the session makes carries its id, user, and
+--model and --conversation when given.
+
+USER defaults to the user who ran sudo, else the owner of the source; root
+only with an explicit --user root. run needs root to make the namespaces.
+The exit status is CMD's (125: the session could not be started).
+
+Examples:
+  sudo intentfs run --mount /workspace --intent INT-001 -- claude
+  sudo intentfs run --select --user agent --name refactor -- bash
+  sudo intentfs run --intent INT-002 --model anthropic/claude-opus-4-5 \
+      --conversation https://example.com/c/42 -- codex exec "fix the tests"`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.String("mount", "", "the mountpoint (default: the mount containing the current directory, or the only one)")
+			fs.String("intent", "", "pin the session to this intent")
+			fs.Bool("select", false, "let the agent select its intent through .intentfs/active (the default without --intent)")
+			fs.String("user", "", "the user CMD runs as (name or uid)")
+			fs.String("name", "", "a name for the session, shown by intentfs sessions")
+			fs.String("model", "", "the model driving the agent; recorded as contributor.model_id")
+			fs.String("conversation", "", "a URL of the agent's conversation; recorded as the conversation url")
+		},
+		run:        runRun,
+		stopAtArgs: true,
+	}
+}
+
+func runRun(a *app, args []string) error {
+	intent, sel := flagString(a, "intent"), false
+	sel, _ = a.fs.GetBool("select")
+	if intent != "" && sel {
+		return usagef("give --intent ID (pinned) or --select (the agent chooses), not both")
+	}
+	if len(args) == 0 {
+		shell := os.Getenv("SHELL")
+		if shell == "" {
+			shell = "/bin/sh"
+		}
+		args = []string{shell}
+	}
+	e, err := findMount(flagString(a, "mount"))
+	if err != nil {
+		return err
+	}
+	u, err := runner.ResolveUser(flagString(a, "user"), e.Source)
+	if err != nil {
+		return err
+	}
+	dir := e.Mountpoint
+	if cwd, err := os.Getwd(); err == nil && (cwd == e.Mountpoint || strings.HasPrefix(cwd, e.Mountpoint+"/")) {
+		dir = cwd
+	}
+	spec := session.Spec{Name: flagString(a, "name"), User: u.Name, Uid: u.Uid, Gid: u.Gid, Intent: intent,
+		Pinned: intent != "", Model: flagString(a, "model"), Conversation: flagString(a, "conversation")}
+	code, err := runner.Launch(runner.Options{
+		Config: runner.Config{Mountpoint: e.Mountpoint, Dir: dir, Source: e.Source, Hide: hiddenRuntimeDirs(e),
+			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(os.Environ(), u, dir, e.Mountpoint), Argv: args},
+		Register: registerWith(e, spec),
+	})
+	if err != nil {
+		fmt.Fprintf(a.stderr, "intentfs run: %v\n", err)
+		return exitCode(exitRunFailed)
+	}
+	return exitCode(code)
+}
+
+// registerWith returns the Register step of a session of the mount e.
+func registerWith(e registry.Entry, spec session.Spec) func(int) (string, error) {
+	return func(pid int) (string, error) {
+		spec.RootPid = pid
+		resp, err := call(e, control.Request{Op: "session_start", Session: &spec})
+		if err != nil {
+			return "", err
+		}
+		if resp.Session == nil {
+			return "", errors.New("the daemon did not describe the session it started")
+		}
+		return resp.Session.ID, nil
+	}
+}
+
+// hiddenRuntimeDirs are intentfs's directories a session must not see:
+// where the mount registers (its control socket) and logs, and the
+// system-wide runtime directory.
+func hiddenRuntimeDirs(e registry.Entry) []string {
+	dirs := []string{"/run/intentfs", registry.RuntimeDir()}
+	for _, p := range []string{e.Socket, e.Log} {
+		if p != "" {
+			dirs = append(dirs, filepath.Dir(p))
+		}
+	}
+	return dirs
+}
+
+// exitCode makes a command return a given exit status without printing.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }

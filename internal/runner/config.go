@@ -1,0 +1,43 @@
+// Package runner starts an agent as a sealed session of a mount
+// (`intentfs run`): a first process in new mount and pid namespaces hides
+// the source directory and intentfs's runtime files, mounts a /proc of
+// its own, checks that no other path leads to the source, and only then
+// starts the agent's command as an unprivileged user with no_new_privs,
+// in the mount. The daemon knows the session by its pid namespace, which
+// no descendant can leave.
+package runner
+
+// InitArg is the hidden first argument that makes intentfs the session's
+// first process (see Init).
+const InitArg = "__session-init"
+
+// Config is what the session's first process is told, as JSON on fd 3.
+type Config struct {
+	// Mountpoint is the intentfs mount, Dir where the command starts
+	// (inside it).
+	Mountpoint string `json:"mountpoint"`
+	Dir        string `json:"dir"`
+	// Source is the directory the mount mirrors, which the session must
+	// not reach; Hide lists more directories to hide (intentfs's runtime
+	// and log directories), skipped where they do not exist.
+	Source string   `json:"source"`
+	Hide   []string `json:"hide,omitempty"`
+	// Uid, Gid and Groups are the command's credentials.
+	Uid    uint32   `json:"uid"`
+	Gid    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
+	// Env and Argv are the command's environment and arguments.
+	Env  []string `json:"env"`
+	Argv []string `json:"argv"`
+}
+
+// The first process's answers on fd 4.
+const (
+	msgSealed = "sealed"
+	msgError  = "error: "
+)
+
+// exitCannotRun is the status of a session whose command never ran
+// (the seal failed, or the daemon refused the session), as container
+// runtimes use 125 for "the runtime failed".
+const exitCannotRun = 125
