@@ -41,7 +41,15 @@ type Dir struct {
 	backend Backend
 	// describe names the process behind a request, for the ledger.
 	describe func(*fuse.Caller) *ledger.Process
+	// asDaemon, if set, runs the daemon's own work inside a request that
+	// otherwise runs as its caller (an OPEN): a control file's content is
+	// the daemon's to read (the ledger, for context), not the caller's.
+	asDaemon func(ctx context.Context, fn func() error) error
 }
+
+// RunAsDaemon makes the directory compute its files' content with the
+// daemon's credentials, through asDaemon (fsnode.Node.AsDaemon).
+func (d *Dir) RunAsDaemon(asDaemon func(ctx context.Context, fn func() error) error) { d.asDaemon = asDaemon }
 
 var (
 	_ = (fs.NodeOnAdder)((*Dir)(nil))
@@ -67,6 +75,7 @@ func (d *Dir) OnAdd(ctx context.Context) {
 		{name: "README.md", mode: 0o444, read: func(*fuse.Caller) []byte { return []byte(AgentGuide) }},
 	}
 	for _, f := range files {
+		f.dir = d
 		d.AddChild(f.name, d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG}), false)
 	}
 	d.AddChild("check", d.NewPersistentInode(ctx, &checkFile{dir: d}, fs.StableAttr{Mode: syscall.S_IFREG}), false)
@@ -237,6 +246,7 @@ func (d *Dir) readDenials(caller *fuse.Caller) []byte {
 // so a reader sees one consistent snapshot.
 type ctlFile struct {
 	fs.Inode
+	dir   *Dir
 	name  string
 	mode  uint32
 	read  func(caller *fuse.Caller) []byte
@@ -290,7 +300,16 @@ func (f *ctlFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32
 		return &ctlHandle{}, fuse.FOPEN_DIRECT_IO, 0
 	}
 	caller, _ := fuse.FromContext(ctx)
-	return &ctlHandle{content: f.read(caller)}, fuse.FOPEN_DIRECT_IO, 0
+	var content []byte
+	read := func() error { content = f.read(caller); return nil }
+	if f.dir != nil && f.dir.asDaemon != nil {
+		if err := f.dir.asDaemon(ctx, read); err != nil {
+			return nil, 0, syscall.EIO
+		}
+	} else {
+		_ = read()
+	}
+	return &ctlHandle{content: content}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 func (f *ctlFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

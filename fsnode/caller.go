@@ -92,6 +92,11 @@ func (r *Root) asCaller(ctx context.Context, fn func() error) error {
 	return r.callers.switcher.Run(c, fn)
 }
 
+// AsDaemon runs fn with the daemon's credentials in a request that runs
+// as its caller (see asDaemon), for nodes outside this package: the
+// control directory.
+func (n *Node) AsDaemon(ctx context.Context, fn func() error) error { return n.root.asDaemon(ctx, fn) }
+
 // asDaemon runs fn, the daemon's own work in the middle of a request that
 // runs as its caller (see CallerScope), with the daemon's credentials.
 // Elsewhere it just calls fn.

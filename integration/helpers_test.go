@@ -42,6 +42,9 @@ type env struct {
 	t        *testing.T
 	src, mnt string
 	d        *daemon.Daemon
+	// reg is the registry directory the mount registered in, for CLI
+	// commands run against it (INTENTFS_RUNTIME_DIR).
+	reg string
 }
 
 const scopePolicy = `active_intents:
@@ -96,16 +99,23 @@ func mountAt(t *testing.T, src, policyYAML, intent string, seed map[string]strin
 	if prepare != nil {
 		prepare(src)
 	}
-	d := startDaemon(t, src, mnt, intent)
-	return &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d}
+	reg := t.TempDir()
+	d := startDaemonIn(t, src, mnt, intent, reg)
+	return &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d, reg: reg}
 }
 
 // startDaemon serves src at mnt from the test process, with intent
 // selected, and unmounts in t.Cleanup, forcibly if the daemon cannot.
 func startDaemon(t *testing.T, src, mnt, intent string) *daemon.Daemon {
 	t.Helper()
+	return startDaemonIn(t, src, mnt, intent, t.TempDir())
+}
+
+// startDaemonIn is startDaemon registering the mount in the directory reg.
+func startDaemonIn(t *testing.T, src, mnt, intent, reg string) *daemon.Daemon {
+	t.Helper()
 	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test", Debug: os.Getenv("INTENTFS_TEST_DEBUG") == "1",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: t.TempDir()}})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: reg}})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}

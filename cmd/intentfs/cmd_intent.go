@@ -1,10 +1,12 @@
 package main
 
 import (
-	"github.com/intentfs/intentfs/internal/policyedit"
-
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,7 +15,9 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/policyedit"
 	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/runner"
 	"github.com/intentfs/intentfs/internal/workflow"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/policy"
@@ -287,21 +291,30 @@ func intentCompleteCmd() *command {
 	return &command{
 		name: "complete", summary: "run the acceptance checks and complete", usage: "ID [--force]",
 		help: `Runs every acceptance check ({text, check} criteria) with sh -c inside the
-mount, with the intent active, and shows each result. The intent moves to
-COMPLETE only if all pass; otherwise it stays IN_PROGRESS and each failure is
-recorded as a lesson. If the source is not mounted, it is mounted for the
-checks in a temporary directory (this needs FUSE). --force completes without
-running the checks and says so in the ledger.
+mount and shows each result. The intent moves to COMPLETE only if all pass;
+otherwise it stays IN_PROGRESS and each failure is recorded as a lesson. If
+the source is not mounted, it is mounted for the checks in a temporary
+directory (this needs FUSE). --force completes without running the checks
+and says so in the ledger.
+
+Each check runs as a sealed session pinned to the intent (see intentfs run),
+as --user: by default the user who ran sudo, else the owner of the source,
+never root unless --user root is given. No session's intent and not the
+mount's changes, and the session does not take the intent from the agent
+that holds it. Without root (no sessions can be made), checks run as the
+calling user in a temporary mount of their own.
 
 Examples:
   intentfs intent complete INT-001
   intentfs intent complete INT-001 --timeout 30m
-  intentfs intent complete INT-001 --force      # no checks; the ledger says so`,
+  intentfs intent complete INT-001 --force      # no checks; the ledger says so
+  sudo intentfs intent complete INT-001 --user agent`,
 		flags: func(fs *pflag.FlagSet) {
 			sourceFlag(fs)
 			fs.Bool("force", false, "complete without running the checks")
 			fs.Duration("timeout", 10*time.Minute, "time limit for each check")
 			fs.Bool("json", false, "print the check results as JSON")
+			fs.String("user", "", "the user the checks run as (default: the sudo user, else the owner of the source)")
 			fs.String("lessons-file", orchestration.DefaultLessonsFile, "the file in .orchestration/ that failed checks are recorded in as lessons, when the source is not mounted (a mount uses its own)")
 		},
 		run: runComplete,
@@ -333,18 +346,22 @@ func runComplete(a *app, args []string) error {
 	if it.Status != policy.StatusInProgress {
 		return fmt.Errorf("intent %s is %s; only an IN_PROGRESS intent can be completed", id, it.Status)
 	}
-	// Run the checks in a mount with the intent active.
+	// Run the checks in a mount, each in a session pinned to the intent.
 	entry, cleanup, err := mountForChecks(ws, id, flagString(a, "lessons-file"))
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	command, err := checkCommand(entry, id, flagString(a, "user"), ws.source)
+	if err != nil {
+		return err
+	}
 	progress := func(i int, c policy.Criterion) {
 		if isTerminal(a.stdout) {
 			fmt.Fprintf(a.stdout, "[%d/%d] %s …\n", i+1, len(it.AcceptanceCriteria), c.Check)
 		}
 	}
-	results := workflow.RunChecks(it.AcceptanceCriteria, entry.Mountpoint, timeout, progress)
+	results := workflow.RunChecks(it.AcceptanceCriteria, entry.Mountpoint, timeout, command, progress)
 	opErr := sendComplete(entry, workflow.Request{Action: "complete", ID: id, Results: results})
 	if jsonOut(a) {
 		if err := printJSON(a, map[string]any{"intent": id, "completed": opErr == nil, "results": results}); err != nil {
@@ -377,6 +394,8 @@ func runComplete(a *app, args []string) error {
 type checkMount struct {
 	registry.Entry
 	direct *daemon.Daemon // set for a temporary in-process mount
+	// registryDir is where the mount registered, for intentfs run.
+	registryDir string
 }
 
 func sendComplete(m checkMount, r workflow.Request) error {
@@ -387,27 +406,39 @@ func sendComplete(m checkMount, r workflow.Request) error {
 	return err
 }
 
-// mountForChecks selects id on the workspace's mount (restoring the
-// previous selection afterwards), or mounts the source in a temporary
-// directory with id active.
+// checkCommand returns how each check runs: as root, in a session of the
+// mount pinned to id (intentfs run --check), as user; without root, in a
+// shell as the calling user, which only a temporary mount of the checks'
+// own allows (its intent is id).
+func checkCommand(m checkMount, id, user, source string) (workflow.CheckCommand, error) {
+	if os.Geteuid() != 0 {
+		if m.direct == nil {
+			return nil, errors.New("acceptance checks of a live mount run as a sealed session, which needs root: run intent complete with sudo (or --force)")
+		}
+		return workflow.ShellIn, nil
+	}
+	u, err := runner.ResolveUser(user, source)
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, check, dir string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, self, "run", "--mount", m.Mountpoint, "--intent", id, "--user", strconv.FormatUint(uint64(u.Uid), 10),
+			"--check", "--name", "check "+id, "--", "sh", "-c", check)
+		cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+m.registryDir)
+		cmd.Dir = "/"
+		return cmd
+	}, nil
+}
+
+// mountForChecks finds the workspace's mount, or mounts the source in a
+// temporary directory with id active. Neither's intent changes.
 func mountForChecks(ws workspace, id, lessonsFile string) (checkMount, func(), error) {
 	if ws.mount != nil {
-		resp, err := call(*ws.mount, control.Request{Op: "status"})
-		if err != nil {
-			return checkMount{}, nil, err
-		}
-		prev := resp.Status.ActiveIntent
-		if prev != id {
-			if _, err := call(*ws.mount, control.Request{Op: "select", Intent: id}); err != nil {
-				return checkMount{}, nil, err
-			}
-		}
-		restore := func() {
-			if prev != id {
-				call(*ws.mount, control.Request{Op: "select", Intent: prev})
-			}
-		}
-		return checkMount{Entry: *ws.mount}, restore, nil
+		return checkMount{Entry: *ws.mount, registryDir: registry.RuntimeDir()}, func() {}, nil
 	}
 	if err := fuseUsable(); err != nil {
 		return checkMount{}, nil, fmt.Errorf("%w\n(the checks run inside a mount; use --force to complete without them)", err)
@@ -432,5 +463,5 @@ func mountForChecks(ws workspace, id, lessonsFile string) (checkMount, func(), e
 		os.Remove(tmp)
 		os.RemoveAll(tmp + ".run")
 	}
-	return checkMount{Entry: registry.Entry{Mountpoint: d.Mountpoint(), Source: ws.source}, direct: d}, cleanup, nil
+	return checkMount{Entry: registry.Entry{Mountpoint: d.Mountpoint(), Source: ws.source}, direct: d, registryDir: tmp + ".run"}, cleanup, nil
 }

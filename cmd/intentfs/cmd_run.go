@@ -51,6 +51,8 @@ Examples:
 			fs.String("name", "", "a name for the session, shown by intentfs sessions")
 			fs.String("model", "", "the model driving the agent; recorded as contributor.model_id")
 			fs.String("conversation", "", "a URL of the agent's conversation; recorded as the conversation url")
+			fs.Bool("check", false, "run acceptance checks: the session takes no claim on its intent (intentfs intent complete uses this)")
+			_ = fs.MarkHidden("check")
 		},
 		run:        runRun,
 		stopAtArgs: true,
@@ -82,8 +84,12 @@ func runRun(a *app, args []string) error {
 	if cwd, err := os.Getwd(); err == nil && (cwd == e.Mountpoint || strings.HasPrefix(cwd, e.Mountpoint+"/")) {
 		dir = cwd
 	}
+	check, _ := a.fs.GetBool("check")
+	if check && intent == "" {
+		return usagef("--check needs --intent")
+	}
 	spec := session.Spec{Name: flagString(a, "name"), User: u.Name, Uid: u.Uid, Gid: u.Gid, Intent: intent,
-		Pinned: intent != "", Model: flagString(a, "model"), Conversation: flagString(a, "conversation")}
+		Pinned: intent != "", Model: flagString(a, "model"), Conversation: flagString(a, "conversation"), Check: check}
 	code, err := runner.Launch(runner.Options{
 		Config: runner.Config{Mountpoint: e.Mountpoint, Dir: dir, Source: e.Source, Hide: hiddenRuntimeDirs(e),
 			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(os.Environ(), u, dir, e.Mountpoint), Argv: args},

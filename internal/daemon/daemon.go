@@ -206,6 +206,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.root.Close() })
+	ctlDir.RunAsDaemon(d.root.AsDaemon)
 
 	opts := mountOptions(cfg)
 	d.ops = fsnode.CountOps(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))

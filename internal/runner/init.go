@@ -84,7 +84,13 @@ func runCommand(cfg Config, env []string) int {
 	cmd := exec.Command(path)
 	cmd.Args = cfg.Argv
 	cmd.Env = env
-	cmd.Dir = cfg.Dir
+	// The command starts in dir, entered here, before the command's
+	// credentials apply: the mount is where the agent is meant to work
+	// even when a directory above the mountpoint is closed to its user.
+	if err := os.Chdir(cfg.Dir); err != nil {
+		fmt.Fprintf(os.Stderr, "intentfs run: entering %s: %v\n", cfg.Dir, err)
+		return exitCannotRun
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	attr := &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: cfg.Uid, Gid: cfg.Gid, Groups: cfg.Groups},

@@ -23,10 +23,28 @@ type CheckResult struct {
 	Seconds  float64 `json:"seconds"`
 }
 
-// RunChecks runs each criterion's check with sh -c in dir (inside the
-// mount, with the intent active), each bounded by timeout. Criteria
-// without a check are reported, not run.
-func RunChecks(criteria []policy.Criterion, dir string, timeout time.Duration, progress func(i int, c policy.Criterion)) []CheckResult {
+// CheckCommand builds the command that runs one check in dir.
+type CheckCommand func(ctx context.Context, check, dir string) *exec.Cmd
+
+// ShellIn runs a check with sh -c in dir as the calling user.
+func ShellIn(ctx context.Context, check, dir string) *exec.Cmd {
+	// The shell starts in / and changes into dir itself: the mount may
+	// be served by this very process (an offline completion mounts one),
+	// and a child that enters it before its exec, while Go's vfork
+	// holds the parent's goroutine, can wait on a daemon whose
+	// goroutines a garbage collection has stopped, forever.
+	cmd := exec.CommandContext(ctx, "sh", "-c", `cd "$0" || exit 126; exec sh -c "$1"`, dir, check)
+	cmd.Dir = "/"
+	return cmd
+}
+
+// RunChecks runs each criterion's check in dir (inside the mount, with
+// the intent in force), through command (nil: ShellIn), each bounded by
+// timeout. Criteria without a check are reported, not run.
+func RunChecks(criteria []policy.Criterion, dir string, timeout time.Duration, command CheckCommand, progress func(i int, c policy.Criterion)) []CheckResult {
+	if command == nil {
+		command = ShellIn
+	}
 	out := make([]CheckResult, 0, len(criteria))
 	for i, c := range criteria {
 		r := CheckResult{Text: c.Text, Check: c.Check}
@@ -38,13 +56,7 @@ func RunChecks(criteria []policy.Criterion, dir string, timeout time.Duration, p
 			progress(i, c)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		// The shell starts in / and changes into dir itself: the mount may
-		// be served by this very process (an offline completion mounts one),
-		// and a child that enters it before its exec, while Go's vfork
-		// holds the parent's goroutine, can wait on a daemon whose
-		// goroutines a garbage collection has stopped, forever.
-		cmd := exec.CommandContext(ctx, "sh", "-c", `cd "$0" || exit 126; exec sh -c "$1"`, dir, c.Check)
-		cmd.Dir = "/"
+		cmd := command(ctx, c.Check, dir)
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, &buf
 		cmd.WaitDelay = time.Second

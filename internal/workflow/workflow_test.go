@@ -64,7 +64,7 @@ func TestLifecycleThroughWorkflow(t *testing.T) {
 		t.Fatal("comment lost")
 	}
 
-	results := RunChecks(it.AcceptanceCriteria, t.TempDir(), 10*time.Second, nil)
+	results := RunChecks(it.AcceptanceCriteria, t.TempDir(), 10*time.Second, nil, nil)
 	if len(results) != 3 || !results[0].Passed || results[1].Passed || results[1].ExitCode != 3 || !strings.Contains(results[1].Output, "boom") || results[2].Check != "" {
 		t.Fatalf("results %+v", results)
 	}
@@ -101,7 +101,7 @@ func TestLifecycleThroughWorkflow(t *testing.T) {
 }
 
 func TestCheckTimeout(t *testing.T) {
-	r := RunChecks([]policy.Criterion{{Text: "slow", Check: "sleep 5"}}, t.TempDir(), 200*time.Millisecond, nil)
+	r := RunChecks([]policy.Criterion{{Text: "slow", Check: "sleep 5"}}, t.TempDir(), 200*time.Millisecond, nil, nil)
 	if r[0].Passed || !strings.Contains(r[0].Output, "timed out") || r[0].Seconds > 3 {
 		t.Fatalf("%+v", r[0])
 	}
