@@ -49,7 +49,9 @@ type Dir struct {
 
 // RunAsDaemon makes the directory compute its files' content with the
 // daemon's credentials, through asDaemon (fsnode.Node.AsDaemon).
-func (d *Dir) RunAsDaemon(asDaemon func(ctx context.Context, fn func() error) error) { d.asDaemon = asDaemon }
+func (d *Dir) RunAsDaemon(asDaemon func(ctx context.Context, fn func() error) error) {
+	d.asDaemon = asDaemon
+}
 
 var (
 	_ = (fs.NodeOnAdder)((*Dir)(nil))
@@ -110,7 +112,9 @@ func setTimes(a *fuse.Attr) {
 	a.SetTimes(&now, &now, &now)
 }
 
-func (d *Dir) readIntents(caller *fuse.Caller) []byte { return d.backend.IntentList(d.describe(caller)) }
+func (d *Dir) readIntents(caller *fuse.Caller) []byte {
+	return d.backend.IntentList(d.describe(caller))
+}
 
 func (d *Dir) readActive(caller *fuse.Caller) []byte {
 	if id := d.backend.Active(d.describe(caller)); id != "" {
