@@ -135,7 +135,7 @@ func TestLifecycleFromTheCLI(t *testing.T) {
 		t.Fatalf("start twice: exit %d %s", code, out)
 	}
 	// A failing check: the greeting does not exist yet.
-	out, code := c.run("intent", "complete", "INT-001", "--source", repo)
+	out, code := c.run("intent", "complete", "INT-001", "--source", repo, "--user", "1000")
 	if code != 1 || !strings.Contains(out, "FAIL  the greeting exists") || !strings.Contains(out, "stays IN_PROGRESS") {
 		t.Fatalf("failing complete: exit %d\n%s", code, out)
 	}
@@ -149,7 +149,7 @@ func TestLifecycleFromTheCLI(t *testing.T) {
 	if o, err := sh.CombinedOutput(); err != nil {
 		t.Fatalf("work: %v %s", err, o)
 	}
-	out = c.must("intent", "complete", "INT-001", "--source", repo)
+	out = c.must("intent", "complete", "INT-001", "--source", repo, "--user", "1000")
 	if !strings.Contains(out, "PASS  the greeting exists") || !strings.Contains(out, "INT-001 is now COMPLETE") {
 		t.Fatalf("passing complete:\n%s", out)
 	}
@@ -188,7 +188,7 @@ func TestLifecycleFromTheCLI(t *testing.T) {
 // check is a lesson in the file --lessons-file names, as a mount's would be.
 func TestCompleteUnmountedHonoursTheLessonsFile(t *testing.T) {
 	c, repo, _ := newPolicyRepo(t, strings.Replace(workflowPolicy, "status: PENDING", "status: IN_PROGRESS", 1))
-	out, code := c.run("intent", "complete", "INT-001", "--source", repo, "--lessons-file", "AGENT.md")
+	out, code := c.run("intent", "complete", "INT-001", "--source", repo, "--lessons-file", "AGENT.md", "--user", "1000")
 	if code != 1 || !strings.Contains(out, "FAIL  the greeting exists") {
 		t.Fatalf("failing complete: exit %d\n%s", code, out)
 	}
