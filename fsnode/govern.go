@@ -18,7 +18,7 @@ type grant struct {
 	proc     *ledger.Process
 	// after, if set, runs once the change is made (see GitWatcher).
 	after func()
-	actor    Actor
+	actor Actor
 	// stale, if set, says that the change writes a file changed since
 	// the session read it, under an intent that records rather than
 	// refuses such writes.
