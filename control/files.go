@@ -214,10 +214,10 @@ func (d *Dir) writeClass(data []byte, caller *fuse.Caller) syscall.Errno {
 
 func (d *Dir) readStatus(caller *fuse.Caller) []byte {
 	st := d.backend.Status()
-	if by := d.describe(caller); by != nil {
+	if id := d.backend.SessionOf(d.describe(caller)); id != "" {
 		// Inside a session, the status speaks for the session.
 		for _, s := range st.Sessions {
-			if s.Live && s.ID == d.backend.SessionOf(by) {
+			if s.Live && s.ID == id {
 				st.Session = &s
 				st.ActiveIntent = s.Intent
 				break
