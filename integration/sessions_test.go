@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/ledger"
@@ -394,4 +395,37 @@ func TestSessionAcceptanceChecksRunAsTheAgent(t *testing.T) {
 		t.Errorf("complete changed the worker's intent to %q", s.Intent)
 	}
 	waitFor(t, func() bool { return e.d.Snapshot().Intents.Get("INT-001").Status == "COMPLETE" }, "INT-001 to be COMPLETE")
+}
+
+func TestUnmountEndsSessions(t *testing.T) {
+	e := mountForSessions(t, "")
+	s := e.session("--intent", "INT-001", "--name", "long", "--", "sleep", "120")
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	waitFor(t, func() bool { i, ok := e.sessionNamed("long"); return ok && i.Live }, "the session")
+	if err := e.d.Unmount(); err != nil {
+		t.Fatalf("unmount with a live session: %v", err)
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGKILL) {
+			t.Errorf("the session ended with %v, want killed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session outlived the unmount")
+	}
+	ended := false
+	if err := ledger.Scan(e.d.LedgerPath(), func(_ int, r *ledger.Record) error {
+		ended = ended || (r.Gov().Event == ledger.EventSessionEnd && r.Gov().Session != nil && r.Gov().Session.Name == "long")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !ended {
+		t.Errorf("no session_end record for the session the unmount ended")
+	}
 }

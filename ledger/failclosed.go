@@ -89,6 +89,12 @@ func (w *Writer) Err() error {
 	if f := w.failed.Load(); f != nil {
 		return f.err
 	}
+	if w.closed.Load() {
+		// A closed ledger records nothing more: a change still asked for
+		// (by a process that kept the mount alive) is refused, not made
+		// unrecorded.
+		return ErrClosed
+	}
 	return nil
 }
 

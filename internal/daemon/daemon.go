@@ -74,6 +74,9 @@ type Config struct {
 	AgentFiles string
 }
 
+// sessionEndTimeout bounds the wait for killed sessions to end.
+const sessionEndTimeout = 5 * time.Second
+
 // mapFlushInterval batches intent_map.md rewrites.
 const mapFlushInterval = time.Second
 
@@ -317,8 +320,9 @@ func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.stopW()
 		d.cfg.Registry.Unregister(d.cfg.Mountpoint)
-		// Sessions still running end with the mount; their end is
-		// recorded before the ledger closes.
+		// Sessions still running end with the mount (an unmount from
+		// outside, say); their end is recorded before the ledger closes.
+		d.sessions.EndAll(sessionEndTimeout)
 		d.sessions.Close()
 		d.recordDenialSummaries(time.Now(), true)
 		// The session closes the ledger (first, as before) and then
@@ -337,6 +341,12 @@ func (d *Daemon) Close() error {
 // Unmount unmounts the filesystem and returns once Close has flushed the
 // ledger. The caller of Wait must call Close.
 func (d *Daemon) Unmount() error {
+	// Agent sessions hold copies of the mount in their own namespaces,
+	// which would keep it served (and the unmount waiting) after it is
+	// gone here: the mount's end is theirs too.
+	if n := d.sessions.EndAll(sessionEndTimeout); n > 0 {
+		d.log.Info("ended the agent sessions of the workspace being unmounted", "sessions", n)
+	}
 	if err := d.server.Unmount(); err != nil {
 		if errors.Is(err, syscall.EBUSY) {
 			return fmt.Errorf("%s is busy: a process still has a file open or its working directory in it", d.cfg.Mountpoint)

@@ -306,6 +306,28 @@ func (r *Registry) Select(s *Session, intent string, shared bool, check func(pre
 	return prev, nil
 }
 
+// EndAll kills every live session (its first process, and with it the
+// kernel ends the whole session) and waits up to timeout for each to be
+// ended. It returns how many there were.
+func (r *Registry) EndAll(timeout time.Duration) int {
+	r.mu.Lock()
+	live := make([]*Session, 0, len(r.live))
+	for _, s := range r.live {
+		live = append(live, s)
+	}
+	r.mu.Unlock()
+	for _, s := range live {
+		_ = unix.PidfdSendSignal(s.pidfd, unix.SIGKILL, nil, 0)
+	}
+	deadline := time.Now().Add(timeout)
+	for _, s := range live {
+		for !s.Ended() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return len(live)
+}
+
 // Close ends every session's watcher (the sessions themselves are ended
 // by the unmount, which kills nothing: their processes then see the
 // mount gone) and releases the handles.
