@@ -34,5 +34,12 @@ that made it.
    (a dry run: whether the change would be allowed, and which intent
    covers the path; nothing is recorded)
 
+If you were started with intentfs run, you work in a session: your intent
+is your session's own ("Operation not permitted" on .intentfs/active means
+it was pinned for you), an intent another session holds cannot be selected
+("Device or resource busy" names the holder), and a write to a file that
+changed since you last read it is refused as STALE_FILE: read it again,
+then redo the change.
+
 Status of the mount, as JSON: cat .intentfs/status
 `
