@@ -119,7 +119,8 @@ const waitFile = `w() { i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 400 ] 
 
 func TestSessionsTwoAgentsInParallel(t *testing.T) {
 	e := mountForSessions(t, "")
-	a := e.session("--intent", "INT-001", "--name", "agent-a", "--", "sh", "-c", waitFile+
+	a := e.session("--intent", "INT-001", "--name", "agent-a", "--model", "anthropic/claude-opus-4-5",
+		"--conversation", "https://example.com/c/42", "--", "sh", "-c", waitFile+
 		`echo > src/ready-a; w docs/ready-b; for i in 1 2 3 4 5 6 7 8; do echo $i > src/a$i.txt; done; if echo no > docs/from-a.md; then echo LEAK-A; fi`)
 	b := e.session("--intent", "INT-002", "--name", "agent-b", "--", "sh", "-c", waitFile+
 		`echo > docs/ready-b; w src/ready-a; for i in 1 2 3 4 5 6 7 8; do echo $i > docs/b$i.md; done; if echo no > src/from-b.txt; then echo LEAK-B; fi`)
@@ -151,6 +152,9 @@ func TestSessionsTwoAgentsInParallel(t *testing.T) {
 		rb := e.waitRecord("agent-b's create", event(ledger.EventCreate, fmt.Sprintf("docs/b%d.md", i)))
 		if g := ra.Gov(); g.Session == nil || g.Session.ID != sa.ID || ledger.Str(g.IntentID) != "INT-001" {
 			t.Errorf("src/a%d.txt recorded with session %+v intent %s, want %s INT-001", i, g.Session, ledger.Str(g.IntentID), sa.ID)
+		}
+		if c := ra.Files[0].Conversations[0]; c.Contributor.ModelID != "anthropic/claude-opus-4-5" || c.URL != "https://example.com/c/42" {
+			t.Errorf("src/a%d.txt's conversation: %+v", i, c)
 		}
 		if g := rb.Gov(); g.Session == nil || g.Session.ID != sb.ID || ledger.Str(g.IntentID) != "INT-002" {
 			t.Errorf("docs/b%d.md recorded with session %+v intent %s, want %s INT-002", i, g.Session, ledger.Str(g.IntentID), sb.ID)

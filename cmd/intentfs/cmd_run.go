@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net/url"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/pflag"
 
@@ -84,6 +86,9 @@ func runRun(a *app, args []string) error {
 	if cwd, err := os.Getwd(); err == nil && (cwd == e.Mountpoint || strings.HasPrefix(cwd, e.Mountpoint+"/")) {
 		dir = cwd
 	}
+	if err := checkAttribution(flagString(a, "model"), flagString(a, "conversation")); err != nil {
+		return err
+	}
 	check, _ := a.fs.GetBool("check")
 	if check && intent == "" {
 		return usagef("--check needs --intent")
@@ -100,6 +105,25 @@ func runRun(a *app, args []string) error {
 		return exitCode(exitRunFailed)
 	}
 	return exitCode(code)
+}
+
+// maxModelID is Agent Trace's bound on contributor.model_id.
+const maxModelID = 250
+
+// checkAttribution refuses a --model or --conversation that would make
+// records the Agent Trace schema rejects.
+func checkAttribution(model, conversation string) error {
+	if len(model) > maxModelID || strings.ContainsFunc(model, unicode.IsControl) {
+		return usagef("--model must be at most %d characters with no control characters, like anthropic/claude-opus-4-5", maxModelID)
+	}
+	if conversation == "" {
+		return nil
+	}
+	u, err := url.Parse(conversation)
+	if err != nil || u.Scheme == "" || (u.Host == "" && u.Opaque == "") || strings.ContainsFunc(conversation, unicode.IsSpace) {
+		return usagef("--conversation must be an absolute URL such as https://example.com/c/42, not %q", conversation)
+	}
+	return nil
 }
 
 // registerWith returns the Register step of a session of the mount e.
