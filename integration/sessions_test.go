@@ -121,7 +121,7 @@ func TestSessionsTwoAgentsInParallel(t *testing.T) {
 	e := mountForSessions(t, "")
 	a := e.session("--intent", "INT-001", "--name", "agent-a", "--model", "anthropic/claude-opus-4-5",
 		"--conversation", "https://example.com/c/42", "--", "sh", "-c", waitFile+
-		`echo > src/ready-a; w docs/ready-b; for i in 1 2 3 4 5 6 7 8; do echo $i > src/a$i.txt; done; if echo no > docs/from-a.md; then echo LEAK-A; fi`)
+			`echo > src/ready-a; w docs/ready-b; for i in 1 2 3 4 5 6 7 8; do echo $i > src/a$i.txt; done; if echo no > docs/from-a.md; then echo LEAK-A; fi`)
 	b := e.session("--intent", "INT-002", "--name", "agent-b", "--", "sh", "-c", waitFile+
 		`echo > docs/ready-b; w src/ready-a; for i in 1 2 3 4 5 6 7 8; do echo $i > docs/b$i.md; done; if echo no > src/from-b.txt; then echo LEAK-B; fi`)
 	var outA, outB bytes.Buffer
