@@ -6,6 +6,8 @@
 package gitcheck
 
 import (
+	"sync"
+
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -19,7 +21,12 @@ type Entry struct {
 // Index finds the records that could account for a committed change: by
 // path and content hash for files, by path for deletions, symlinks and
 // mode changes. Paths are the ledger's (relative to the workspace).
+//
+// It is safe for concurrent use: the mount adds each record as it is
+// written while a commit is being checked. A slice it returned stays valid:
+// entries are only ever appended.
 type Index struct {
+	mu       sync.RWMutex
 	content  map[string][]Entry // path + "\x00" + post_hash
 	written  map[string]int     // records with content per path
 	deleted  map[string][]Entry // path
@@ -38,11 +45,17 @@ func NewIndex() *Index {
 func contentKey(path, hash string) string { return path + "\x00" + hash }
 
 // Len is the number of records added.
-func (ix *Index) Len() int { return ix.n }
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.n
+}
 
 // Add indexes a record. A record id already added is skipped, so the
 // local ledger and the notes can both be added.
 func (ix *Index) Add(r *ledger.Record) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	if r.ID != "" {
 		if ix.ids[r.ID] {
 			return
@@ -77,16 +90,36 @@ func (ix *Index) Add(r *ledger.Record) {
 }
 
 // Written returns the records whose content at path has hash.
-func (ix *Index) Written(path, hash string) []Entry { return ix.content[contentKey(path, hash)] }
+func (ix *Index) Written(path, hash string) []Entry {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.content[contentKey(path, hash)]
+}
 
 // WroteAny reports whether any record wrote content at path.
-func (ix *Index) WroteAny(path string) bool { return ix.written[path] > 0 }
+func (ix *Index) WroteAny(path string) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.written[path] > 0
+}
 
 // Deleted returns the records that removed path.
-func (ix *Index) Deleted(path string) []Entry { return ix.deleted[path] }
+func (ix *Index) Deleted(path string) []Entry {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.deleted[path]
+}
 
 // Symlinks returns the records that created a symlink at path.
-func (ix *Index) Symlinks(path string) []Entry { return ix.symlinks[path] }
+func (ix *Index) Symlinks(path string) []Entry {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.symlinks[path]
+}
 
 // Modes returns the chmod records of path.
-func (ix *Index) Modes(path string) []Entry { return ix.modes[path] }
+func (ix *Index) Modes(path string) []Entry {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.modes[path]
+}

@@ -103,7 +103,9 @@ func New(cfg Config) *Gate {
 // repoState is what the gate knows of one git directory.
 type repoState struct {
 	gitDir string // in the workspace: ".git", "sub/.git"
-	git    *gitexec.Repo
+	// ready is closed once git and startTips are set.
+	ready chan struct{}
+	git   *gitexec.Repo
 	// startTips are the commits the repository's refs named when the
 	// mount first saw it changed: history from before.
 	startTips []string
@@ -196,37 +198,40 @@ func refuse(rel, reason string) *policy.Decision {
 }
 
 // repo returns the state of a git directory, starting it (and noting the
-// history it holds now) the first time the mount changes it.
+// history it holds now) the first time the mount changes it. The first
+// caller starts it; the requests that arrive meanwhile (git writes many
+// objects at once) wait for it rather than each running git.
 func (g *Gate) repo(ctx context.Context, gitDir string) *repoState {
 	g.mu.Lock()
 	st := g.repos[gitDir]
-	g.mu.Unlock()
 	if st != nil {
+		g.mu.Unlock()
+		<-st.ready
 		return st
 	}
-	st = &repoState{gitDir: gitDir, created: map[string]bool{}, createdPacks: map[string]bool{}, accepted: map[string]bool{}}
+	st = &repoState{gitDir: gitDir, ready: make(chan struct{}), created: map[string]bool{}, createdPacks: map[string]bool{}, accepted: map[string]bool{}}
+	g.repos[gitDir] = st
+	g.mu.Unlock()
+	defer close(st.ready)
 	git, err := gitexec.Open(path.Join(g.cfg.Source, gitDir))
-	if err == nil {
-		st.git = git
-		ctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
-		out, err := git.Output(ctx, "for-each-ref", "--format=%(objectname)")
-		cancel()
-		if err == nil {
-			seen := map[string]bool{}
-			for _, l := range strings.Fields(string(out)) {
-				if gitexec.ValidOID(l) && !seen[l] {
-					seen[l] = true
-					st.startTips = append(st.startTips, l)
-				}
+	if err != nil {
+		return st
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+	defer cancel()
+	var tips []string
+	if out, err := git.Output(ctx, "for-each-ref", "--format=%(objectname)"); err == nil {
+		seen := map[string]bool{}
+		for _, l := range strings.Fields(string(out)) {
+			if gitexec.ValidOID(l) && !seen[l] {
+				seen[l] = true
+				tips = append(tips, l)
 			}
 		}
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if cur := g.repos[gitDir]; cur != nil {
-		return cur
-	}
-	g.repos[gitDir] = st
+	st.git, st.startTips = git, tips
+	g.mu.Unlock()
 	return st
 }
 
@@ -391,10 +396,12 @@ func (g *Gate) judge(ctx context.Context, st *repoState, ups []update) (*gitchec
 		return nil, nil, fmt.Errorf("no valid policy is loaded")
 	}
 	below := strings.TrimSuffix(st.gitDir, ".git")
-	// The index is read under the lock: records arrive concurrently.
+	// The check runs git without the gate's lock: records written
+	// meanwhile go into the index (which locks itself) and do not wait.
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	c := &gitcheck.Checker{Repo: st.git, Index: g.index, Intents: snap.Intents, Ignore: snap.Ignore, Below: below}
+	index := g.index
+	g.mu.Unlock()
+	c := &gitcheck.Checker{Repo: st.git, Index: index, Intents: snap.Intents, Ignore: snap.Ignore, Below: below}
 	rep, err := c.CheckNew(ctx, ids)
 	return rep, ids, err
 }

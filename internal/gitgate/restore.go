@@ -19,6 +19,7 @@ import (
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
 )
 
 // Restores. git's checkouts, resets, merges and stash pops write files
@@ -118,6 +119,12 @@ func (g *Gate) Restored(ctx context.Context, rel, postHash string, p *ledger.Pro
 	if ok {
 		return by
 	}
+	if _, _, inGit := policy.GitDirOf(rel); inGit {
+		// No commit's tree holds a path inside a git directory (git
+		// never tracks .git): only the ledger's versions can match, and
+		// git init and git config write such files.
+		return ""
+	}
 	gitDir, inRepo, ok := g.repoOf(rel)
 	if !ok || strings.ContainsAny(inRepo, "\n\x00") {
 		return ""
@@ -186,9 +193,14 @@ func (g *Gate) tips(ctx context.Context, st *repoState) []string {
 			all = append(all, s)
 		}
 	}
-	for _, h := range []string{"HEAD", "MERGE_HEAD", "ORIG_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "FETCH_HEAD", "AUTO_MERGE"} {
-		if out, err := st.git.Line(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", h+"^{commit}"); err == nil {
-			addTip(out)
+	// HEAD and the *_HEAD files git's merges, cherry-picks, reverts,
+	// resets and fetches leave, in one process: rev-list peels each name
+	// to its commit, keeps the order given and skips the names that do
+	// not exist (most *_HEAD files, and HEAD before the first commit).
+	if out, err := st.git.Output(ctx, "rev-list", "--no-walk=unsorted", "--ignore-missing", "--end-of-options",
+		"HEAD", "MERGE_HEAD", "ORIG_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "FETCH_HEAD", "AUTO_MERGE"); err == nil {
+		for _, l := range strings.Fields(string(out)) {
+			addTip(l)
 		}
 	}
 	if out, err := st.git.Output(ctx, "for-each-ref", "--sort=-committerdate", "--count=32", "--format=%(objectname)", "refs/heads", "refs/remotes"); err == nil {
