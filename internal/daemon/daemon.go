@@ -327,6 +327,9 @@ func (d *Daemon) Close() error {
 		d.recordDenialSummaries(time.Now(), true)
 		// The session closes the ledger (first, as before) and then
 		// releases the lock, last, once nothing more is written.
+		if d.git != nil {
+			d.git.Close()
+		}
 		errs := []error{d.writer.Close(), d.root.Close(), d.imap.Flush(), d.session.Close()}
 		d.closeErr = errors.Join(errs...)
 		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)

@@ -18,8 +18,14 @@ import (
 
 var _ fsnode.GitWatcher = (*Daemon)(nil)
 
-// notesTimeout bounds one attaching of notes after a commit.
-const notesTimeout = time.Minute
+const (
+	// notesTimeout bounds one attaching of notes after a commit.
+	notesTimeout = time.Minute
+	// notesDelay is how long a sync waits for more commits: commits come
+	// in bursts (a rebase, an agent's commit loop), and one sync, which
+	// reads the whole ledger and the notes, covers them all.
+	notesDelay = time.Second
+)
 
 // newGitGate connects the commit-time check (see gitgate) to the daemon.
 func (d *Daemon) newGitGate() *gitgate.Gate {
@@ -57,8 +63,8 @@ type notesSync struct {
 }
 
 // attachNotes attaches the records of the commits just made to them as
-// git notes (refs/notes/intentfs), in the background: the commit does not
-// wait for it. Only the repository at the workspace root carries notes.
+// git notes (refs/notes/intentfs), in the background and a moment later
+// (notesDelay): the commit does not wait for it. Only the repository at the workspace root carries notes.
 func (d *Daemon) attachNotes(gitDir string) {
 	if gitDir != ".git" {
 		return
@@ -74,6 +80,18 @@ func (d *Daemon) attachNotes(gitDir string) {
 	n.mu.Unlock()
 	go func() {
 		for {
+			select {
+			case <-time.After(notesDelay):
+			case <-d.closed:
+				n.mu.Lock()
+				n.running = false
+				n.mu.Unlock()
+				return
+			}
+			// The commits made until now are this sync's.
+			n.mu.Lock()
+			n.again = false
+			n.mu.Unlock()
 			d.syncNotes()
 			n.mu.Lock()
 			if !n.again {
@@ -81,7 +99,6 @@ func (d *Daemon) attachNotes(gitDir string) {
 				n.mu.Unlock()
 				return
 			}
-			n.again = false
 			n.mu.Unlock()
 		}
 	}()

@@ -74,6 +74,13 @@ type Checker struct {
 	// a repository nested in the workspace, whose paths the ledger names
 	// with this prefix.
 	Below string
+	// Blobs, if set, reads the committed blobs: a long-lived cat-file the
+	// caller keeps across checks. Otherwise each check starts its own.
+	Blobs *gitexec.Blobs
+	// Parents, if set, holds the parents of every commit CheckNew is
+	// given (as rev-list --parents lists them), so finding the merges
+	// among them runs no git.
+	Parents map[string][]string
 }
 
 // Check checks every non-merge commit of revs (rev-list syntax).
@@ -84,11 +91,11 @@ func (c *Checker) Check(ctx context.Context, revs []string) (*Report, error) {
 func (c *Checker) run(ctx context.Context, opts, revs []string) (*Report, error) {
 	start := time.Now()
 	rep := &Report{Range: revs, Records: c.Index.Len(), Problems: []Finding{}, Notices: []Finding{}, Accounted: map[string][]string{}}
-	blobs, err := c.Repo.Blobs(ctx)
+	blobs, done, err := c.blobs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer blobs.Close()
+	defer done()
 	err = c.Repo.Commits(ctx, gitexec.Query{Opts: opts, Revs: revs}, func(cm *gitexec.Commit) error {
 		rep.Commits++
 		for _, ch := range cm.Changes {
@@ -101,6 +108,19 @@ func (c *Checker) run(ctx context.Context, opts, revs []string) (*Report, error)
 		return nil, fmt.Errorf("reading commits %s: %w", strings.Join(revs, " "), err)
 	}
 	return rep, nil
+}
+
+// blobs returns the cat-file to read blobs with, and what to call when
+// done with it.
+func (c *Checker) blobs(ctx context.Context) (*gitexec.Blobs, func(), error) {
+	if c.Blobs != nil {
+		return c.Blobs, func() {}, nil
+	}
+	b, err := c.Repo.Blobs(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func() { b.Close() }, nil
 }
 
 // CheckCommit checks one commit against its first parent: "would this

@@ -26,22 +26,29 @@ func (c *Checker) CheckNew(ctx context.Context, ids []string) (*Report, error) {
 		}
 	}
 	start := time.Now()
-	rep, err := c.run(ctx, []string{"--no-walk"}, ids)
-	if err != nil {
-		return nil, err
+	merges, known := c.knownMerges(ids)
+	if !known {
+		var err error
+		if merges, err = c.merges(ctx, ids); err != nil {
+			return nil, err
+		}
 	}
-	merges, err := c.merges(ctx, ids)
-	if err != nil {
-		return nil, err
+	rep := &Report{Range: ids, Records: c.Index.Len(), Problems: []Finding{}, Notices: []Finding{}, Accounted: map[string][]string{}}
+	if len(merges) < len(ids) {
+		// Some are not merges: git log lists their changes.
+		var err error
+		if rep, err = c.run(ctx, []string{"--no-walk"}, ids); err != nil {
+			return nil, err
+		}
 	}
 	if len(merges) == 0 {
 		return rep, nil
 	}
-	blobs, err := c.Repo.Blobs(ctx)
+	blobs, done, err := c.blobs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer blobs.Close()
+	defer done()
 	for _, m := range merges {
 		changes, err := c.mergeChanges(ctx, m[0], m[1:])
 		if err != nil {
@@ -54,6 +61,25 @@ func (c *Checker) CheckNew(ctx context.Context, ids []string) (*Report, error) {
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// knownMerges returns the merges among ids from c.Parents, and whether
+// it lists the parents of every one of them.
+func (c *Checker) knownMerges(ids []string) ([][]string, bool) {
+	if c.Parents == nil {
+		return nil, false
+	}
+	var ms [][]string
+	for _, id := range ids {
+		ps, ok := c.Parents[id]
+		if !ok {
+			return nil, false
+		}
+		if len(ps) >= 2 {
+			ms = append(ms, append([]string{id}, ps...))
+		}
+	}
+	return ms, true
 }
 
 // merges returns, for each merge commit among ids, the commit followed by

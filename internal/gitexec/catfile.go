@@ -23,9 +23,16 @@ type Blobs struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	// hashes caches the sha256 of each blob read, by object id.
+	// hashes caches the sha256 of each blob read, by object id (an
+	// object's content never changes); at most maxHashes are kept.
 	hashes map[string]string
+	// broken is set once the stream failed: the process is gone or out
+	// of step, and every later request would fail too.
+	broken bool
 }
+
+// maxHashes bounds the hashes a long-lived Blobs remembers.
+const maxHashes = 1 << 16
 
 // ErrMissing is returned for an object the repository does not have.
 var ErrMissing = errors.New("object missing")
@@ -47,6 +54,20 @@ func (r *Repo) Blobs(ctx context.Context) (*Blobs, error) {
 	return &Blobs{cmd: cmd, stdin: in, stdout: bufio.NewReaderSize(out, 1<<20), hashes: map[string]string{}}, nil
 }
 
+// Broken reports whether the process failed: a caller that keeps Blobs
+// across uses starts a new one.
+func (b *Blobs) Broken() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.broken
+}
+
+// Kill stops the process at once, for a caller that gave up waiting for
+// it (requests in progress fail); Close still reaps it.
+func (b *Blobs) Kill() {
+	_ = b.cmd.Process.Kill()
+}
+
 // Close ends the process.
 func (b *Blobs) Close() error {
 	b.stdin.Close()
@@ -60,10 +81,12 @@ func (b *Blobs) open(oid string) (string, int64, error) {
 		return "", 0, fmt.Errorf("%q is not an object id", oid)
 	}
 	if _, err := io.WriteString(b.stdin, oid+"\n"); err != nil {
+		b.broken = true
 		return "", 0, fmt.Errorf("git cat-file: %w", err)
 	}
 	hdr, err := b.stdout.ReadString('\n')
 	if err != nil {
+		b.broken = true
 		return "", 0, fmt.Errorf("git cat-file: %w", err)
 	}
 	f := strings.Fields(hdr)
@@ -71,10 +94,12 @@ func (b *Blobs) open(oid string) (string, int64, error) {
 		return "", 0, fmt.Errorf("%s: %w", oid, ErrMissing)
 	}
 	if len(f) != 3 {
+		b.broken = true
 		return "", 0, fmt.Errorf("git cat-file: unexpected header %q", hdr)
 	}
 	size, err := strconv.ParseInt(f[2], 10, 64)
 	if err != nil || size < 0 {
+		b.broken = true
 		return "", 0, fmt.Errorf("git cat-file: bad size in %q", hdr)
 	}
 	return f[1], size, nil
@@ -94,12 +119,17 @@ func (b *Blobs) Hash(oid string) (string, error) {
 	}
 	h := sha256.New()
 	if _, err := io.CopyN(h, b.stdout, size); err != nil {
+		b.broken = true
 		return "", fmt.Errorf("git cat-file %s: %w", oid, err)
 	}
 	if _, err := b.stdout.Discard(1); err != nil {
+		b.broken = true
 		return "", fmt.Errorf("git cat-file %s: %w", oid, err)
 	}
 	sum := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if len(b.hashes) >= maxHashes {
+		clear(b.hashes)
+	}
 	b.hashes[oid] = sum
 	return sum, nil
 }
@@ -115,6 +145,7 @@ func (b *Blobs) Read(oid string, max int64) ([]byte, error) {
 	if typ != "blob" || size > max {
 		// Skip it, keeping the stream in step.
 		if _, err := b.stdout.Discard(int(size) + 1); err != nil {
+			b.broken = true
 			return nil, fmt.Errorf("git cat-file %s: %w", oid, err)
 		}
 		if typ != "blob" {
@@ -124,6 +155,7 @@ func (b *Blobs) Read(oid string, max int64) ([]byte, error) {
 	}
 	buf := make([]byte, size+1)
 	if _, err := io.ReadFull(b.stdout, buf); err != nil {
+		b.broken = true
 		return nil, fmt.Errorf("git cat-file %s: %w", oid, err)
 	}
 	return buf[:size], nil

@@ -87,6 +87,11 @@ type Gate struct {
 	early    []*ledger.Record
 	// restore finds the earlier versions of files (see restore.go).
 	versions *versionIndex
+	// life is the context of the processes the gate keeps (a cat-file per
+	// repository); stop ends them, and closed says Close ran.
+	life   context.Context
+	stop   context.CancelFunc
+	closed bool
 }
 
 // New returns a Gate.
@@ -97,7 +102,8 @@ func New(cfg Config) *Gate {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Gate{cfg: cfg, repos: map[string]*repoState{}, versions: newVersionIndex()}
+	life, stop := context.WithCancel(context.Background())
+	return &Gate{cfg: cfg, repos: map[string]*repoState{}, versions: newVersionIndex(), life: life, stop: stop}
 }
 
 // repoState is what the gate knows of one git directory.
@@ -122,6 +128,8 @@ type repoState struct {
 	acceptedTips []string
 	// tipCache lists the commits restores are looked for in.
 	tipCache *tipCache
+	// blobs reads committed blobs for every check (see Gate.blobs).
+	blobs *gitexec.Blobs
 }
 
 // Add indexes a record the daemon has just written.
@@ -371,15 +379,21 @@ func (g *Gate) judge(ctx context.Context, st *repoState, ups []update) (*gitchec
 		fmt.Fprintf(&in, "^%s\n", t)
 	}
 	g.mu.Unlock()
-	out, err := st.git.OutputInput(ctx, []byte(in.String()), "rev-list", "--stdin")
+	// --parents: which of them are merges is known without asking git
+	// again.
+	out, err := st.git.OutputInput(ctx, []byte(in.String()), "rev-list", "--parents", "--stdin")
 	if err != nil {
 		return nil, nil, err
 	}
 	var cands []string
-	for _, id := range strings.Fields(string(out)) {
-		if gitexec.ValidOID(id) {
-			cands = append(cands, id)
+	parents := map[string][]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || !gitexec.ValidOID(f[0]) {
+			continue
 		}
+		cands = append(cands, f[0])
+		parents[f[0]] = f[1:]
 	}
 	ids, err := g.madeHere(st, cands)
 	if err != nil {
@@ -401,9 +415,77 @@ func (g *Gate) judge(ctx context.Context, st *repoState, ups []update) (*gitchec
 	g.mu.Lock()
 	index := g.index
 	g.mu.Unlock()
-	c := &gitcheck.Checker{Repo: st.git, Index: index, Intents: snap.Intents, Ignore: snap.Ignore, Below: below}
-	rep, err := c.CheckNew(ctx, ids)
+	check := func(blobs *gitexec.Blobs) (*gitcheck.Report, error) {
+		c := &gitcheck.Checker{Repo: st.git, Index: index, Intents: snap.Intents, Ignore: snap.Ignore, Below: below,
+			Blobs: blobs, Parents: parents}
+		return c.CheckNew(ctx, ids)
+	}
+	blobs, err := g.blobs(st)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The cat-file outlives this decision: if the decision's time runs
+	// out, the process is stopped (and replaced for the next one).
+	stop := context.AfterFunc(ctx, blobs.Kill)
+	rep, err := check(blobs)
+	stop()
+	if blobs.Broken() {
+		g.dropBlobs(st, blobs)
+		if ctx.Err() == nil {
+			// It failed on its own (killed from outside, out of memory):
+			// once more with a process of this check's own.
+			rep, err = check(nil)
+		}
+	}
 	return rep, ids, err
+}
+
+// blobs returns the repository's long-lived cat-file, starting it if
+// needed: one process for every check, not one per commit.
+func (g *Gate) blobs(st *repoState) (*gitexec.Blobs, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st.blobs != nil {
+		return st.blobs, nil
+	}
+	if g.closed {
+		return nil, fmt.Errorf("the mount is closing")
+	}
+	b, err := st.git.Blobs(g.life)
+	if err != nil {
+		return nil, err
+	}
+	st.blobs = b
+	return b, nil
+}
+
+// dropBlobs forgets a cat-file that failed and reaps it.
+func (g *Gate) dropBlobs(st *repoState, b *gitexec.Blobs) {
+	g.mu.Lock()
+	if st.blobs == b {
+		st.blobs = nil
+	}
+	g.mu.Unlock()
+	b.Kill()
+	_ = b.Close()
+}
+
+// Close stops the git processes the gate keeps.
+func (g *Gate) Close() {
+	g.mu.Lock()
+	g.closed = true
+	var all []*gitexec.Blobs
+	for _, st := range g.repos {
+		if st.blobs != nil {
+			all = append(all, st.blobs)
+			st.blobs = nil
+		}
+	}
+	g.mu.Unlock()
+	g.stop()
+	for _, b := range all {
+		_ = b.Close()
+	}
 }
 
 // madeHere filters commits to those made in the mount and not yet
