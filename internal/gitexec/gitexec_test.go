@@ -141,4 +141,13 @@ func TestBlobsHashAndRead(t *testing.T) {
 	if got, err := b.Read(oid, 100); err != nil || string(got) != "hello\n" {
 		t.Fatalf("after a skipped blob: %q %v", got, err)
 	}
+	// A missing object leaves the stream usable; a killed process does
+	// not, and says so, for a caller that keeps Blobs to replace it.
+	if b.Broken() {
+		t.Fatal("Broken after a missing object and a skipped blob")
+	}
+	b.Kill()
+	if _, err := b.Read(oid, 100); err == nil || !b.Broken() {
+		t.Fatalf("a killed cat-file: err %v, Broken %v", err, b.Broken())
+	}
 }
