@@ -4,6 +4,9 @@
 // medians and ratios. See the README's Performance section.
 //
 //	go run ./integration/bench [--workloads untar,rm,...] [--reps 5] [--json FILE]
+//
+// search, npm and make need grep, npm and a C toolchain; npm's package
+// cache and the C project's source are fetched once into --cache.
 package main
 
 import (
@@ -12,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/pflag"
 )
@@ -21,7 +25,8 @@ func main() {
 		serveLoopback(os.Args[2], os.Args[3])
 		return
 	}
-	workloads := pflag.StringSlice("workloads", []string{"untar", "rm", "git", "build", "stream", "edit", "ledger"}, "workloads to run: untar, rm, git, build, stream, edit, ledger")
+	workloads := pflag.StringSlice("workloads", []string{"untar", "rm", "git", "build", "stream", "edit", "search", "npm", "make", "ledger"},
+		"workloads to run: untar, rm, git, build, stream, edit, search, npm, make, ledger")
 	records := pflag.Int("ledger-records", 1_000_000, "records in the generated ledger")
 	reps := pflag.Int("reps", 5, "repetitions of each file-tree workload per mode (after one warm-up)")
 	corpus := pflag.String("corpus", "", "subdirectory of $(go env GOROOT)/src to use as the corpus (default: all of it)")
@@ -30,6 +35,7 @@ func main() {
 	bindfs := pflag.Bool("bindfs", true, "include bindfs as a comparison when it is installed")
 	jsonOut := pflag.String("json", "", "also write the results as JSON to this file")
 	workdir := pflag.String("workdir", "", "scratch directory on the disk (default: a temporary one)")
+	cacheDir := pflag.String("cache", defaultCache(), "kept between runs: the npm package cache and the C project's source, filled on first use")
 	pflag.Parse()
 
 	dir := *workdir
@@ -53,8 +59,9 @@ func main() {
 			fileNames = append(fileNames, w)
 		}
 	}
+	env := &benchEnv{repo: mustCwd(), gocache: filepath.Join(dir, "gocache"), cache: *cacheDir}
+	fileNames = setupWorkloads(env, fileNames)
 	if len(fileNames) > 0 {
-		env := &benchEnv{repo: mustCwd(), gocache: filepath.Join(dir, "gocache")}
 		var err error
 		if env.corpusTar, env.corpusFiles, err = prepareCorpus(dir, *corpus); err != nil {
 			fail(err)
@@ -103,7 +110,7 @@ func main() {
 	}
 	for _, w := range *workloads {
 		switch w {
-		case "untar", "rm", "git", "build", "stream", "edit":
+		case "untar", "rm", "git", "build", "stream", "edit", "search", "npm", "make":
 		case "ledger":
 			fmt.Fprintf(os.Stderr, "ledger: generating %d records…\n", *records)
 			r, err := runLedger(bin, *records, dir)
@@ -123,6 +130,34 @@ func main() {
 			fail(err)
 		}
 	}
+}
+
+// setupWorkloads runs each named workload's setup and returns the names
+// of those that can run; the others are skipped with their reason.
+func setupWorkloads(env *benchEnv, names []string) []string {
+	var run []string
+	for _, w := range workloads() {
+		if !slices.Contains(names, w.name) {
+			continue
+		}
+		if w.setup != nil {
+			if err := w.setup(env); err != nil {
+				fmt.Fprintf(os.Stderr, "bench: skipping %s: %v\n", w.name, err)
+				continue
+			}
+		}
+		run = append(run, w.name)
+	}
+	return run
+}
+
+// defaultCache is where downloads are kept between runs: the user's
+// cache directory, or the temporary directory.
+func defaultCache() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "intentfs-bench")
+	}
+	return filepath.Join(os.TempDir(), "intentfs-bench-cache")
 }
 
 func mustCwd() string {

@@ -12,7 +12,10 @@ import (
 // workload is one measured task. prepare fills the source before it is
 // mounted (untimed); phases run in the mount and are timed one by one.
 type workload struct {
-	name    string
+	name string
+	// setup, if set, finds or fills what the workload needs from outside
+	// the repository, once per harness run; an error skips the workload.
+	setup   func(env *benchEnv) error
 	prepare func(env *benchEnv, src string) error
 	phases  []phase
 	// expect is the least number of ledger records of these events an
@@ -33,6 +36,9 @@ type benchEnv struct {
 	gitFiles    int
 	repo        string // this repository, for the build workload
 	gocache     string
+	cache       string // kept between harness runs: package caches, downloads
+	npmCache    string // npm's cache, filled once (see setupNpm)
+	cTarball    string // the C project's source (see setupMake)
 }
 
 func sh(dir, script string, env ...string) error {
@@ -89,6 +95,15 @@ func workloads() []workload {
 		{name: "edit", prepare: func(e *benchEnv, src string) error { return sh(src, "tar -xf "+e.gitTar) },
 			phases: []phase{{"edit", edits}},
 			expect: func(e *benchEnv) ([]string, int) { return []string{"rename"}, 2000 }},
+		{name: "search", setup: setupSearch, prepare: func(e *benchEnv, src string) error { return untar(e, src) },
+			phases: searchPhases()},
+		{name: "npm", setup: setupNpm, prepare: func(e *benchEnv, src string) error { return copyProject(e, src) },
+			phases: npmPhases(),
+			// 257 packages, each at least a package.json.
+			expect: func(e *benchEnv) ([]string, int) { return []string{"create"}, 257 }},
+		{name: "make", setup: setupMake, prepare: prepareMake, phases: makePhases(),
+			// Lua's objects, its library and two programs.
+			expect: func(e *benchEnv) ([]string, int) { return []string{"create"}, 30 }},
 	}
 }
 
