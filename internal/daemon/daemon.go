@@ -211,7 +211,11 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	cleanup = append(cleanup, func() { d.root.Close() })
 	ctlDir.RunAsDaemon(d.root.AsDaemon)
 
-	opts := mountOptions(cfg)
+	watch := d.watchSource()
+	if watch != nil {
+		cleanup = append(cleanup, func() { watch.Close() })
+	}
+	opts := mountOptions(cfg, watch != nil)
 	d.ops = fsnode.CountOps(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
 	if d.server, err = fuse.NewServer(d.ops, cfg.Mountpoint, &opts.MountOptions); err != nil {
 		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
@@ -238,6 +242,9 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	stop := make(chan struct{})
 	ctx := stopContext(stop)
 	go d.engine.Watch(ctx)
+	if watch != nil {
+		go d.runSourceWatch(ctx, watch)
+	}
 	go d.flushMapEvery(ctx, mapFlushInterval)
 	go d.summarizeDenialsEvery(ctx)
 	d.stopW = func() { close(stop) }
@@ -245,19 +252,24 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	return d, nil
 }
 
-func mountOptions(cfg Config) *fs.Options {
-	// Entries, attributes and "no such file" answers are cached for a
-	// second: every change made through the mount invalidates them, and a
-	// change made directly in the source shows within that second. Caching
-	// the negative answers matters: tools probe for files that are not
-	// there (git looks for .gitignore in every directory, compilers search
-	// include paths), and each probe would otherwise be a round trip.
-	second := time.Second
+func mountOptions(cfg Config, watched bool) *fs.Options {
+	// Entries and attributes are cached for long when the source is
+	// watched (see srcwatch.go), else for a second: every change made
+	// through the mount invalidates them, and a change made directly in
+	// the source shows when the watcher sees it, or within that second.
+	// Caching the negative answers matters too: tools probe for files
+	// that are not there (git looks for .gitignore in every directory,
+	// compilers search include paths), and each probe would otherwise be
+	// a round trip.
+	cache, negative := shortCache, shortCache
+	if watched {
+		cache = longCache
+	}
 	root := os.Geteuid() == 0
 	return &fs.Options{
-		EntryTimeout:    &second,
-		AttrTimeout:     &second,
-		NegativeTimeout: &second,
+		EntryTimeout:    &cache,
+		AttrTimeout:     &cache,
+		NegativeTimeout: &negative,
 		NullPermissions: true,
 		MountOptions: fuse.MountOptions{
 			// As root, the mount serves every user, and the kernel checks

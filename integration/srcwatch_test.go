@@ -1,0 +1,166 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// lookups counts the requests that would show the kernel did not keep
+// what it knew.
+func (e *env) lookups() uint64 {
+	ops := e.d.Status().Ops
+	return ops["LOOKUP"] + ops["GETATTR"]
+}
+
+// TestWatchedSourceCachesLongAndStaysFresh: with the source watched, the
+// kernel keeps entries and attributes past the old one-second timeout
+// (no LOOKUP or GETATTR for a file it knows), and still shows each kind
+// of change made directly in the source, or by intentfs's own ledger,
+// within moments: with an hour's timeout, only the watcher can make
+// these pass.
+func TestWatchedSourceCachesLongAndStaysFresh(t *testing.T) {
+	e := mount(t, scopePolicy, "INT-002", map[string]string{
+		"dir/a.txt": "a\n", "dir/gone.txt": "x\n", "dir/mode.txt": "m\n", "old/f.txt": "f\n"})
+	mnt := func(p string) string { return filepath.Join(e.mnt, p) }
+	src := func(p string) string { return filepath.Join(e.src, p) }
+	stat := func(p string) (os.FileInfo, error) { return os.Lstat(mnt(p)) }
+	for _, p := range []string{"dir/a.txt", "dir/gone.txt", "dir/mode.txt", "old/f.txt"} {
+		if _, err := stat(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Cached for long: past the old timeout, no request at all. (The
+	// sleep is the point: it outlasts what the kernel kept before.)
+	before := e.lookups()
+	time.Sleep(1200 * time.Millisecond)
+	for _, p := range []string{"dir/a.txt", "dir/gone.txt", "dir/mode.txt", "old/f.txt"} {
+		if _, err := stat(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.lookups() - before; got != 0 {
+		t.Fatalf("the kernel asked again %d times for entries it knew 1.2s ago: the cache is not long", got)
+	}
+
+	within := func(what string, cond func() bool) {
+		t.Helper()
+		start := time.Now()
+		for !cond() {
+			if time.Since(start) > 3*time.Second {
+				t.Fatalf("%s: not visible through the mount after 3s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Logf("%s: visible after %v", what, time.Since(start).Round(time.Millisecond))
+	}
+	// Content and size.
+	if err := os.WriteFile(src("dir/a.txt"), []byte("changed in the source\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	within("a write in the source", func() bool {
+		b, err := os.ReadFile(mnt("dir/a.txt"))
+		return err == nil && string(b) == "changed in the source\n"
+	})
+	// Attributes.
+	if err := os.Chmod(src("dir/mode.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	within("a chmod in the source", func() bool {
+		fi, err := stat("dir/mode.txt")
+		return err == nil && fi.Mode().Perm() == 0o600
+	})
+	// A removal.
+	if err := os.Remove(src("dir/gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	within("a removal in the source", func() bool {
+		_, err := stat("dir/gone.txt")
+		return os.IsNotExist(err)
+	})
+	// A directory moved: the new name shows, the old one goes, and a
+	// file created in it afterwards shows too.
+	if err := os.Rename(src("old"), src("new")); err != nil {
+		t.Fatal(err)
+	}
+	within("a directory moved in the source", func() bool {
+		_, errOld := stat("old/f.txt")
+		_, errNew := stat("new/f.txt")
+		return os.IsNotExist(errOld) && errNew == nil
+	})
+	writeFile(t, src("new/g.txt"), "g\n")
+	within("a file created in a moved directory", func() bool {
+		_, err := stat("new/g.txt")
+		return err == nil
+	})
+	// A file replaced by another under the same name (what an editor or
+	// a revert does): the new inode and content.
+	writeFile(t, src("dir/tmp"), "replaced\n")
+	if err := os.Rename(src("dir/tmp"), src("dir/a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	within("a file replaced in the source", func() bool {
+		b, err := os.ReadFile(mnt("dir/a.txt"))
+		return err == nil && string(b) == "replaced\n"
+	})
+
+	// intentfs's own writes in the source: the ledger grows with each
+	// recorded change, and its size through the mount follows.
+	ledgerRel := ledger.FileName
+	fi, err := stat(ledgerRel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mustSh("echo more >> dir/mode.txt")
+	if err := e.d.FlushLedger(); err != nil {
+		t.Fatal(err)
+	}
+	var want syscall.Stat_t
+	if err := syscall.Stat(src(ledgerRel), &want); err != nil {
+		t.Fatal(err)
+	}
+	if want.Size == fi.Size() {
+		t.Fatal("the change through the mount left no record")
+	}
+	within("the ledger's growth", func() bool {
+		fi, err := stat(ledgerRel)
+		return err == nil && fi.Size() == want.Size
+	})
+}
+
+// TestControlFilesAreNeverCachedStale: a control file's size follows
+// its content at once, whatever the mount's attribute timeout: the
+// denials file is empty, a denial adds a line, and stat says so.
+func TestControlFilesAreNeverCachedStale(t *testing.T) {
+	e := mount(t, scopePolicy, "INT-001", map[string]string{"README.md": "r\n"})
+	denials := filepath.Join(e.mnt, ".intentfs", "denials")
+	size := func() int64 {
+		fi, err := os.Stat(denials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	if got := size(); got != 0 {
+		t.Fatalf("denials: %d bytes before any denial", got)
+	}
+	e.mustDeny("echo x > README.md")
+	// Stat before reading: a read would make the kernel ask again anyway
+	// (it invalidates the atime it knows).
+	got := size()
+	b, err := os.ReadFile(denials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 {
+		t.Fatal("the denial is not in .intentfs/denials")
+	}
+	if got != int64(len(b)) {
+		t.Fatalf("denials: stat said %d bytes right after a denial, the file holds %d", got, len(b))
+	}
+}
