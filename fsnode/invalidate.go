@@ -45,15 +45,15 @@ func (n *Node) SourceChanged(evs []srcwatch.Event) {
 		case srcwatch.Entry:
 			n.entryChanged(ev.Dir, ev.Name)
 		case srcwatch.Content, srcwatch.Attr:
-			ino := n.knownInode(joinRel(ev.Dir, ev.Name))
-			if ino == nil {
-				continue
-			}
 			off := int64(-1) // attributes only
 			if ev.Kind == srcwatch.Content {
 				off = 0 // and every cached page
 			}
-			ino.NotifyContent(off, 0)
+			if ino := n.knownInode(joinRel(ev.Dir, ev.Name)); ino != nil {
+				ino.NotifyContent(off, 0)
+			} else if ino := n.linkedInode(ev.Dir, ev.Name); ino != nil {
+				ino.NotifyContent(off, 0)
+			}
 		}
 	}
 }
@@ -127,4 +127,46 @@ func (n *Node) invalidateAll(dir *fs.Inode) {
 		}
 		dir.NotifyEntry(name)
 	}
+}
+
+// maxLinkSearch bounds the inodes visited looking for another name of a
+// hard-linked file.
+const maxLinkSearch = 1 << 16
+
+// linkedInode finds the inode the kernel knows for a file it does not
+// know by this name: a file with several hard links is one inode in the
+// mount, and the kernel may have met it under another name. It returns
+// nil for a file with one link, or when the search finds nothing within
+// its bound.
+func (n *Node) linkedInode(dir, name string) *fs.Inode {
+	var st syscall.Stat_t
+	dirfd, err := openDir(n.root.rootFd, dir)
+	if err != nil {
+		return nil
+	}
+	err = fstatat(dirfd, name, &st)
+	syscall.Close(dirfd)
+	if err != nil || st.Nlink < 2 || st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		return nil
+	}
+	want := n.root.idFromStat(&st).Ino
+	visited := 0
+	var walk func(d *fs.Inode) *fs.Inode
+	walk = func(d *fs.Inode) *fs.Inode {
+		for _, child := range d.Children() {
+			if visited++; visited > maxLinkSearch {
+				return nil
+			}
+			if child.StableAttr().Ino == want {
+				return child
+			}
+			if child.IsDir() && child.Operations() != n.root.control {
+				if found := walk(child); found != nil {
+					return found
+				}
+			}
+		}
+		return nil
+	}
+	return walk(n.Root())
 }

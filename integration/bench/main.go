@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"maps"
 	"path/filepath"
 	"slices"
 
@@ -28,11 +29,12 @@ func main() {
 	workloads := pflag.StringSlice("workloads", []string{"untar", "rm", "git", "build", "stream", "edit", "search", "npm", "make", "ledger"},
 		"workloads to run: untar, rm, git, build, stream, edit, search, npm, make, ledger")
 	records := pflag.Int("ledger-records", 1_000_000, "records in the generated ledger")
-	reps := pflag.Int("reps", 5, "repetitions of each file-tree workload per mode (after one warm-up)")
+	reps := pflag.Int("reps", 5, "repetitions of each file-tree workload per mode (after one warm-up); 0: only the warm-up, for request counts")
 	corpus := pflag.String("corpus", "", "subdirectory of $(go env GOROOT)/src to use as the corpus (default: all of it)")
 	gitCorpus := pflag.String("git-corpus", "net", "subdirectory of $(go env GOROOT)/src for the git and edit workloads")
 	storage := pflag.StringSlice("storage", []string{"tmpfs", "disk"}, "where sources live: tmpfs (/dev/shm) and/or disk (--workdir)")
 	bindfs := pflag.Bool("bindfs", true, "include bindfs as a comparison when it is installed")
+	modeNames := pflag.StringSlice("modes", []string{"native", "loopback", "intentfs"}, "ways of reaching the files to compare (with --reps 0 --modes intentfs: request counts alone, quickly)")
 	jsonOut := pflag.String("json", "", "also write the results as JSON to this file")
 	workdir := pflag.String("workdir", "", "scratch directory on the disk (default: a temporary one)")
 	cacheDir := pflag.String("cache", defaultCache(), "kept between runs: the npm package cache and the C project's source, filled on first use")
@@ -69,7 +71,10 @@ func main() {
 		if env.gitTar, env.gitFiles, err = prepareCorpus(dir, *gitCorpus); err != nil {
 			fail(err)
 		}
-		modes := []mode{modeNative, modeLoopback, modeIntentfs}
+		var modes []mode
+		for _, m := range *modeNames {
+			modes = append(modes, mode(m))
+		}
 		if _, err := exec.LookPath("bindfs"); err == nil && *bindfs {
 			modes = append(modes, modeBindfs)
 		}
@@ -93,9 +98,13 @@ func main() {
 		if len(res) > 0 {
 			fmt.Print(report(res))
 			results["file_workloads"] = res
+		}
+		// With --reps 0 only the warm-up runs: the request counts, which
+		// do not depend on the machine's load, are still reported.
+		if len(opsLog) > 0 {
 			results["intentfs_fuse_requests"] = opsLog
-			for w, ops := range opsLog {
-				fmt.Printf("intentfs FUSE requests, %s: %v\n", w, ops)
+			for _, w := range slices.Sorted(maps.Keys(opsLog)) {
+				fmt.Printf("intentfs FUSE requests, %s: %v\n", w, opsLog[w])
 			}
 			if ops, ok := opsLog["stream"]; ok {
 				// Passthrough is checked, not assumed: the data of 1 GiB

@@ -198,9 +198,12 @@ func (w *Watcher) appendEvents(evs []Event, mask uint64, pid int, info []byte) [
 		if name == "." {
 			name = "" // an event on the directory itself
 		}
-		switch {
-		case mask&(unix.FAN_CREATE|unix.FAN_DELETE|unix.FAN_MOVED_FROM|unix.FAN_MOVED_TO) != 0:
+		// The kernel merges events on one name that are still queued:
+		// a create and the writes after it are one event of both kinds.
+		if mask&(unix.FAN_CREATE|unix.FAN_DELETE|unix.FAN_MOVED_FROM|unix.FAN_MOVED_TO) != 0 {
 			evs = append(evs, Event{Kind: Entry, Dir: dir, Name: name, Pid: pid})
+		}
+		switch {
 		case mask&unix.FAN_MODIFY != 0:
 			evs = append(evs, Event{Kind: Content, Dir: dir, Name: name, Pid: pid})
 		case mask&unix.FAN_ATTRIB != 0:
