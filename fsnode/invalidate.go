@@ -4,11 +4,20 @@ import (
 	"errors"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 
 	"github.com/intentfs/intentfs/internal/srcwatch"
 )
+
+// rootAttrTimeout is how long the kernel keeps the mount point's own
+// attributes, whatever the mount's timeout: a stat of the mount point
+// then reaches the daemon at least that often, so a mount whose daemon
+// died says ENOTCONN there within it (what mountpoint(1), intentfs
+// status and users check), while files the kernel knows keep answering
+// from its cache.
+const rootAttrTimeout = time.Second
 
 // SourceChanged brings what the kernel caches of the mount (entries,
 // attributes, listings, file pages) in line with changes seen in the

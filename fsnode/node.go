@@ -225,6 +225,9 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		return errno
 	}
 	out.FromStat(&st)
+	if n.IsRoot() {
+		out.SetTimeout(rootAttrTimeout)
+	}
 	return 0
 }
 

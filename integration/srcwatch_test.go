@@ -44,7 +44,9 @@ func TestWatchedSourceCachesLongAndStaysFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := e.lookups() - before; got != 0 {
+	// At most one request: the mount point's own attributes, which the
+	// kernel keeps for a second (see fsnode.rootAttrTimeout).
+	if got := e.lookups() - before; got > 1 {
 		t.Fatalf("the kernel asked again %d times for entries it knew 1.2s ago: the cache is not long", got)
 	}
 

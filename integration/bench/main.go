@@ -12,9 +12,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
-	"maps"
 	"path/filepath"
 	"slices"
 
