@@ -85,20 +85,26 @@ type Counters struct {
 
 // Status is what `intentfs status` and .intentfs/status report.
 type Status struct {
-	Mountpoint   string             `json:"mountpoint"`
-	Source       string             `json:"source"`
-	Pid          int                `json:"pid"`
-	Version      string             `json:"version"`
-	StartedAt    time.Time          `json:"started_at"`
-	ActiveIntent string             `json:"active_intent"`
-	IntentName   string             `json:"intent_name,omitempty"`
-	IntentStatus string             `json:"intent_status,omitempty"`
-	FailOpen     bool               `json:"fail_open"`
-	Passthrough  bool               `json:"passthrough"`
-	LedgerPath   string             `json:"ledger_path"`
-	Ledger       ledger.WriterStats `json:"ledger"`
-	Policy       policy.EngineState `json:"policy"`
-	Counters     Counters           `json:"counters"`
+	Mountpoint   string    `json:"mountpoint"`
+	Source       string    `json:"source"`
+	Pid          int       `json:"pid"`
+	Version      string    `json:"version"`
+	StartedAt    time.Time `json:"started_at"`
+	ActiveIntent string    `json:"active_intent"`
+	IntentName   string    `json:"intent_name,omitempty"`
+	IntentStatus string    `json:"intent_status,omitempty"`
+	FailOpen     bool      `json:"fail_open"`
+	Passthrough  bool      `json:"passthrough"`
+	// SourceWatched: changes made directly in the source are seen at
+	// once, so the kernel may keep entries and attributes for
+	// CacheSeconds; without the watch, such a change shows within
+	// CacheSeconds.
+	SourceWatched bool               `json:"source_watched"`
+	CacheSeconds  float64            `json:"cache_timeout_seconds"`
+	LedgerPath    string             `json:"ledger_path"`
+	Ledger        ledger.WriterStats `json:"ledger"`
+	Policy        policy.EngineState `json:"policy"`
+	Counters      Counters           `json:"counters"`
 	// Ops counts FUSE requests by opcode.
 	Ops           map[string]uint64 `json:"fuse_requests"`
 	RecentDenials []Denial          `json:"recent_denials"`

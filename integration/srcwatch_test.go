@@ -26,6 +26,9 @@ func (e *env) lookups() uint64 {
 func TestWatchedSourceCachesLongAndStaysFresh(t *testing.T) {
 	e := mount(t, scopePolicy, "INT-002", map[string]string{
 		"dir/a.txt": "a\n", "dir/gone.txt": "x\n", "dir/mode.txt": "m\n", "old/f.txt": "f\n"})
+	if st := e.d.Status(); !st.SourceWatched || st.CacheSeconds != 3600 {
+		t.Fatalf("status: source_watched %v, cache_timeout_seconds %v; want a watched source cached for an hour", st.SourceWatched, st.CacheSeconds)
+	}
 	mnt := func(p string) string { return filepath.Join(e.mnt, p) }
 	src := func(p string) string { return filepath.Join(e.src, p) }
 	stat := func(p string) (os.FileInfo, error) { return os.Lstat(mnt(p)) }

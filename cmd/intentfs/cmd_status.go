@@ -111,6 +111,12 @@ func printStatus(a *app, st *control.Status) {
 		fmt.Fprintf(w, "            LEDGER WRITE ERROR: %s\n", st.Ledger.LastWriteErr)
 	}
 	fmt.Fprintf(w, "passthrough: %v\n", st.Passthrough)
+	cache := time.Duration(st.CacheSeconds * float64(time.Second))
+	if st.SourceWatched {
+		fmt.Fprintf(w, "source watch: on (a change made directly in the source shows at once; the kernel caches entries for %v)\n", cache)
+	} else {
+		fmt.Fprintf(w, "source watch: off (a change made directly in the source shows within %v; see the mount's log for why)\n", cache)
+	}
 	c := st.Counters
 	fmt.Fprintf(w, "counters:   %d allowed, %d denied, %d recorded, %d bytes hashed (%d cache hits)\n", c.Allowed, c.Denied, c.Recorded, c.BytesHashed, c.HashCacheHits)
 	if len(st.Ops) > 0 {

@@ -97,6 +97,9 @@ type Daemon struct {
 	session  *workspace.Session
 	started  time.Time
 	stopW    func()
+	// cacheTimeout is how long the kernel keeps entries and attributes:
+	// long when the source is watched (see srcwatch.go).
+	cacheTimeout time.Duration
 
 	active   atomic.Pointer[string]
 	declared atomic.Pointer[ledger.MutationClass]
@@ -216,6 +219,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		cleanup = append(cleanup, func() { watch.Close() })
 	}
 	opts := mountOptions(cfg, watch != nil)
+	d.cacheTimeout = *opts.EntryTimeout
 	d.ops = fsnode.CountOps(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
 	if d.server, err = fuse.NewServer(d.ops, cfg.Mountpoint, &opts.MountOptions); err != nil {
 		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)

@@ -262,7 +262,7 @@ func (d *Daemon) Status() control.Status {
 		StartedAt: d.started, ActiveIntent: d.ActiveIntent(), FailOpen: d.cfg.FailOpen,
 		Passthrough: d.server != nil && d.passthrough(), LedgerPath: d.LedgerPath(), Ledger: d.writer.Stats(),
 		Policy: d.engine.State(), RecentDenials: d.denials.list(), OpenWriters: d.openWriters(),
-		Sessions: d.sessions.List(),
+		Sessions: d.sessions.List(), SourceWatched: d.cacheTimeout == longCache, CacheSeconds: d.cacheTimeout.Seconds(),
 	}
 	if in := d.engine.Snapshot().Intents.Get(st.ActiveIntent); in != nil {
 		st.IntentName, st.IntentStatus = in.Name, string(in.Status)
