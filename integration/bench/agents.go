@@ -35,15 +35,6 @@ func (e errSkip) Error() string { return e.reason }
 
 func skip(format string, args ...any) error { return errSkip{fmt.Sprintf(format, args...)} }
 
-// isSkip reports whether err says to skip a workload, and why.
-func isSkip(err error) (string, bool) {
-	var s errSkip
-	if errors.As(err, &s) {
-		return s.reason, true
-	}
-	return "", false
-}
-
 // setupSearch needs only grep.
 func setupSearch(env *benchEnv) error {
 	if _, err := exec.LookPath("grep"); err != nil {
