@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -282,6 +283,10 @@ func isReceiver(p *ledger.Process) bool {
 type update struct {
 	ref      string // "refs/heads/main", "HEAD"
 	old, new string
+	// oldRef, when old is not known, is the ref whose current commit is
+	// old: the rev-list that lists the new commits resolves it (as
+	// rev-parse would), so it costs no git process of its own.
+	oldRef string
 }
 
 // refUpdate judges a rename onto a ref.
@@ -315,13 +320,11 @@ func (g *Gate) refUpdate(ctx context.Context, w fsnode.GitChange, gitDir, inner 
 		if kind == headRef {
 			ref = "HEAD"
 		}
-		old := ""
+		u := update{ref: ref, new: v.oid, oldRef: ref}
 		if strings.HasPrefix(inner, "worktrees/") {
-			ref = inner
-		} else if o, err := st.git.Line(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}"); err == nil && gitexec.ValidOID(o) {
-			old = o
+			u.ref, u.oldRef = inner, ""
 		}
-		ups = append(ups, update{ref: ref, old: old, new: v.oid})
+		ups = append(ups, u)
 	case packedRefs:
 		nb, ok := parsePackedBranches(content)
 		if !ok {
@@ -361,27 +364,38 @@ func (g *Gate) refUpdate(ctx context.Context, w fsnode.GitChange, gitDir, inner 
 // judge lists the commits made in the mount that the updates bring onto
 // branches and not judged before, and checks them.
 func (g *Gate) judge(ctx context.Context, st *repoState, ups []update) (*gitcheck.Report, []string, error) {
-	var in strings.Builder
 	for _, u := range ups {
 		if !gitexec.ValidOID(u.new) {
 			return nil, nil, fmt.Errorf("%q is not a commit id", u.new)
 		}
-		fmt.Fprintf(&in, "%s\n", u.new)
-		if u.old != "" {
-			fmt.Fprintf(&in, "^%s\n", u.old)
-		}
 	}
 	g.mu.Lock()
-	for _, t := range st.startTips {
-		fmt.Fprintf(&in, "^%s\n", t)
-	}
-	for _, t := range st.acceptedTips {
-		fmt.Fprintf(&in, "^%s\n", t)
-	}
+	known := append(append([]string(nil), st.startTips...), st.acceptedTips...)
 	g.mu.Unlock()
+	input := func(withRefs bool) []byte {
+		var in strings.Builder
+		for _, u := range ups {
+			fmt.Fprintf(&in, "%s\n", u.new)
+			switch {
+			case u.old != "":
+				fmt.Fprintf(&in, "^%s\n", u.old)
+			case u.oldRef != "" && withRefs:
+				fmt.Fprintf(&in, "^%s\n", u.oldRef)
+			}
+		}
+		for _, t := range known {
+			fmt.Fprintf(&in, "^%s\n", t)
+		}
+		return []byte(in.String())
+	}
 	// --parents: which of them are merges is known without asking git
 	// again.
-	out, err := st.git.OutputInput(ctx, []byte(in.String()), "rev-list", "--parents", "--stdin")
+	out, err := st.git.OutputInput(ctx, input(true), "rev-list", "--parents", "--stdin")
+	if err != nil && slices.ContainsFunc(ups, func(u update) bool { return u.oldRef != "" }) {
+		// The branch does not exist yet (its first commit, or an unborn
+		// HEAD): nothing to exclude.
+		out, err = st.git.OutputInput(ctx, input(false), "rev-list", "--parents", "--stdin")
+	}
 	if err != nil {
 		return nil, nil, err
 	}
