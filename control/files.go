@@ -220,6 +220,7 @@ func (d *Dir) readStatus(caller *fuse.Caller) []byte {
 			if s.Live && s.ID == id {
 				st.Session = &s
 				st.ActiveIntent = s.Intent
+				st.IntentName, st.IntentStatus = d.backend.IntentInfo(s.Intent)
 				break
 			}
 		}

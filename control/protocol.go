@@ -56,6 +56,8 @@ type Backend interface {
 	StartSession(spec session.Spec, by *ledger.Process) (session.Info, error)
 	// Sessions lists the live sessions, then the recently ended ones.
 	Sessions() []session.Info
+	// IntentInfo returns intent id's name and status ("" if unknown).
+	IntentInfo(id string) (name, status string)
 	// SessionOf returns the id of the live session by's process belongs
 	// to, "" for none.
 	SessionOf(by *ledger.Process) string

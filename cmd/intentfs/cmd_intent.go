@@ -18,6 +18,7 @@ import (
 	"github.com/intentfs/intentfs/internal/policyedit"
 	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/runner"
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/internal/workflow"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/policy"
@@ -352,7 +353,7 @@ func runComplete(a *app, args []string) error {
 		return err
 	}
 	defer cleanup()
-	command, err := checkCommand(entry, id, flagString(a, "user"), ws.source)
+	command, err := checkCommand(entry, id, checkUser(entry, id, flagString(a, "user")), ws.source)
 	if err != nil {
 		return err
 	}
@@ -377,8 +378,10 @@ func runComplete(a *app, args []string) error {
 			fmt.Fprintf(a.stdout, "  PASS  %s  [%s, %.1fs]\n", r.Text, r.Check, r.Seconds)
 		default:
 			fmt.Fprintf(a.stdout, "  FAIL  %s  [%s, exit %d]\n", r.Text, r.Check, r.ExitCode)
+			// The output is the agent's code's: escaped, so it cannot
+			// move the cursor, rewrite a PASS line or reach the clipboard.
 			for _, l := range strings.Split(strings.TrimRight(r.Output, "\n"), "\n") {
-				fmt.Fprintf(a.stdout, "        | %s\n", l)
+				fmt.Fprintf(a.stdout, "        | %s\n", textsafe.Escape(l))
 			}
 		}
 	}
@@ -404,6 +407,25 @@ func sendComplete(m checkMount, r workflow.Request) error {
 	}
 	_, err := call(m.Entry, control.Request{Op: "intent", IntentOp: &r})
 	return err
+}
+
+// checkUser is whom the checks run as: --user if given; else the user of
+// the agent session that holds the intent (the checks are its code); else
+// "" (runner.ResolveUser's default).
+func checkUser(m checkMount, id, user string) string {
+	if user != "" || m.direct != nil {
+		return user
+	}
+	resp, err := call(m.Entry, control.Request{Op: "sessions"})
+	if err != nil {
+		return ""
+	}
+	for _, s := range resp.Sessions {
+		if s.Live && !s.Check && s.Intent == id {
+			return strconv.FormatUint(uint64(s.Uid), 10)
+		}
+	}
+	return ""
 }
 
 // checkCommand returns how each check runs: as root, in a session of the

@@ -82,6 +82,10 @@ func runRun(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := runner.CheckAncestors(e.Source, u); err != nil {
+		fmt.Fprintf(a.stderr, "intentfs run: %v\n", err)
+		return exitCode(exitRunFailed)
+	}
 	dir := e.Mountpoint
 	if cwd, err := os.Getwd(); err == nil && (cwd == e.Mountpoint || strings.HasPrefix(cwd, e.Mountpoint+"/")) {
 		dir = cwd

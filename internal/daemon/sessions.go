@@ -113,6 +113,14 @@ func (d *Daemon) sessionEnded(s *session.Session) {
 		Reason: fmt.Sprintf("ran %s; %d changes, %d denials", time.Since(info.Started).Round(time.Millisecond), info.Changes, info.Denials)})
 }
 
+// IntentInfo returns intent id's name and status.
+func (d *Daemon) IntentInfo(id string) (name, status string) {
+	if in := d.engine.Snapshot().Intents.Get(id); in != nil {
+		return in.Name, string(in.Status)
+	}
+	return "", ""
+}
+
 // Sessions lists the live sessions, then the recently ended ones.
 func (d *Daemon) Sessions() []session.Info { return d.sessions.List() }
 

@@ -105,6 +105,12 @@ func runCommand(cfg Config, env []string) int {
 		attr.Setpgid, attr.Foreground, attr.Ctty = true, true, 0
 	}
 	cmd.SysProcAttr = attr
+	// Nothing but 0-2 reaches the command, whatever this process was
+	// handed (its own pipes to intentfs run are closed by now).
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		fmt.Fprintf(os.Stderr, "intentfs run: closing descriptors: %v\n", err)
+		return exitCannotRun
+	}
 	pid, err := startNoNewPrivs(cmd)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "intentfs run: starting %s: %v\n", cfg.Argv[0], err)

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Options start a session.
@@ -37,6 +39,12 @@ func Launch(o Options) (int, error) {
 	if self == "" {
 		self = "/proc/self/exe"
 	}
+	// Descriptors this process inherited without close-on-exec (from a
+	// careless parent) would reach the session's first process and, from
+	// there, the agent: one on the source would lead past every cover.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return exitCannotRun, fmt.Errorf("closing inherited descriptors: %w", err)
+	}
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
 		return exitCannotRun, err
@@ -59,13 +67,35 @@ func Launch(o Options) (int, error) {
 		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
 		// If intentfs run is killed, so is the session.
 		Pdeathsig: syscall.SIGKILL,
+		// A session of its own, so the agent has no way to the caller's
+		// controlling terminal (see terminal).
+		Setsid: true,
+	}
+	var term *terminal
+	if isTerminal(0) {
+		if term, err = openTerminal(); err != nil {
+			return exitCannotRun, err
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = term.slave, term.slave, term.slave
+		cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, 0
 	}
 	// Signals are passed on from before the start, so none is lost.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded()...)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
+		if term != nil {
+			term.slave.Close()
+			term.finish()
+		}
 		return exitCannotRun, fmt.Errorf("starting the session: %w", err)
+	}
+	if term != nil {
+		term.slave.Close()
+		if err := term.start(os.Stdin, os.Stdout); err != nil {
+			_ = cmd.Process.Kill()
+		}
+		defer term.finish()
 	}
 	cfgR.Close()
 	repW.Close()
@@ -113,6 +143,10 @@ func Launch(o Options) (int, error) {
 	for {
 		select {
 		case s := <-sigs:
+			if s == syscall.SIGWINCH && term != nil {
+				term.resize() // the session's terminal tells its own group
+				continue
+			}
 			_ = cmd.Process.Signal(s)
 		case err := <-done:
 			return exitStatus(cmd, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,9 +26,11 @@ const maxHidePasses = 8
 // `unshare -Urm; umount` fails, and a non-recursive bind of a directory
 // with locked mounts below it is refused.
 func seal(cfg Config) error {
-	// Nothing done here may reach the mounts of the parent namespace;
-	// its unmounts still reach this one (the mount's own end, say).
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+	// Nothing done here may reach the mounts of the parent namespace, and
+	// nothing mounted there later (a bind of the source, say) reaches
+	// this one. (The mount's own end reaches the session through
+	// intentfs unmount, which ends its sessions first.)
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the session's mounts private: %w", err)
 	}
 	var src unix.Stat_t
@@ -73,11 +76,22 @@ func seal(cfg Config) error {
 		return err
 	}
 	for _, e := range after {
-		if e.FSType == "proc" && e.Point != "/proc" && !within(e.Point, "/proc") {
+		switch {
+		case e.FSType == "proc" && e.Point != "/proc" && !within(e.Point, "/proc"):
 			if err := hide(e.Point); err != nil {
 				return fmt.Errorf("covering the procfs at %s: %w", e.Point, err)
 			}
+		case isFUSE(e.FSType) && e.Point != cfg.Mountpoint && !within(e.Point, cfg.Mountpoint):
+			// Another FUSE filesystem may mirror the source (bindfs, a
+			// uid-mapping mount) under a device of its own, where the
+			// search below cannot tell: none is left reachable.
+			if err := hide(e.Point); err != nil {
+				return fmt.Errorf("covering the FUSE mount at %s, which may mirror the source: %w", e.Point, err)
+			}
 		}
+	}
+	if err := privateScratch(cfg.Uid, cfg.Mountpoint); err != nil {
+		return err
 	}
 	return hideExposures(before, major, minor, srcInFS, &src)
 }
@@ -107,6 +121,64 @@ func hideExposures(entries []mountEntry, major, minor uint32, srcInFS string, sr
 			return fmt.Errorf("the source is also reachable at %s, which could not be covered: %w", found, err)
 		}
 	}
+}
+
+func isFUSE(fstype string) bool {
+	return fstype == "fuse" || fstype == "fuseblk" || strings.HasPrefix(fstype, "fuse.")
+}
+
+// privateScratch gives the session empty /tmp, /var/tmp and /dev/shm of
+// its own and hides the user's runtime directory: the places where the
+// processes of the agent's uid outside the session keep their sockets
+// and pipes (tmux, dbus, ssh-agent, an editor's server), through which
+// the agent could have them act outside its session.
+func privateScratch(uid uint32, mountpoint string) error {
+	for _, dir := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
+			continue
+		}
+		// The workspace mount may itself be below it: keep a handle on
+		// it and put it back at its path on the new, empty one.
+		keep := -1
+		if within(mountpoint, dir) {
+			fd, err := unix.Open(mountpoint, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("holding the mount %s: %w", mountpoint, err)
+			}
+			keep = fd
+		}
+		err := unix.Mount("intentfs-scratch", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+		if err == nil && keep >= 0 {
+			err = remount(keep, mountpoint)
+		}
+		if keep >= 0 {
+			unix.Close(keep)
+		}
+		if err != nil {
+			return fmt.Errorf("giving the session a private %s: %w", dir, err)
+		}
+	}
+	for _, dir := range []string{fmt.Sprintf("/run/user/%d", uid)} {
+		if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
+			continue
+		}
+		if err := hide(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remount binds the mount held by fd at path, making the directories
+// above it (root's, 0755) on the fresh scratch filesystem.
+func remount(fd int, path string) error {
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return err
+	}
+	for d := path; d != "/" && d != "."; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755) // under a umask, MkdirAll's modes may be less
+	}
+	return unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), path, "", unix.MS_BIND|unix.MS_REC, "")
 }
 
 // hide covers dir with an empty, read-only tmpfs that nobody may enter.

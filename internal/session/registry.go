@@ -259,6 +259,10 @@ func (r *Registry) Claim(s *Session, intent string, shared bool) error {
 	if s.spec.Check {
 		return nil
 	}
+	if s.Ended() {
+		// Its end has released what it held; it may not take more.
+		return fmt.Errorf("session %s has ended", s.id)
+	}
 	if intent != "" && !shared {
 		if h := r.claims[intent]; h != nil && h != s && !h.Ended() {
 			sp := h.spec
