@@ -52,11 +52,32 @@ func mountForSessions(t *testing.T, intent string) *env {
 	t.Helper()
 	seed := map[string]string{"README.md": "human readme\n", "src/a.txt": "a\n", "docs/index.md": "docs\n",
 		"shared/doc.txt": "v1\n", "notes/n.txt": "n1\n"}
-	return mountPrepared(t, sessionPolicy, intent, seed, func(src string) {
+	requireFUSE(t)
+	return mountAt(t, sourceOutsideTmp(t), sessionPolicy, intent, seed, func(src string) {
 		if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", agentUID, agentGID), src).CombinedOutput(); err != nil {
 			t.Fatalf("chown: %v\n%s", err, out)
 		}
 	})
+}
+
+// sourceOutsideTmp makes a source directory outside /tmp: a session has a
+// /tmp of its own, where a source under the host's /tmp simply is not, and
+// the covers that hide the source would go untested.
+func sourceOutsideTmp(t *testing.T) string {
+	t.Helper()
+	base, err := os.MkdirTemp("/var/lib", "intentfs-test-")
+	if err != nil {
+		t.Fatalf("a source outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(base, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return src
 }
 
 // session returns `intentfs run` against e as the agent user, with args
