@@ -66,6 +66,9 @@ type Config struct {
 	// MaxCachedDirs bounds the directory descriptors the mount keeps open
 	// between calls (0: a quarter of the daemon's descriptor limit).
 	MaxCachedDirs int
+	// Transport is how the kernel's requests reach the daemon:
+	// TransportAuto, TransportURing or TransportDev ("": DefaultTransport).
+	Transport string
 	// AgentFiles names the instruction files at the workspace root in
 	// which intentfs keeps a section with the agent guide and the recent
 	// lessons: "auto" (CLAUDE.md and AGENTS.md where present, else
@@ -88,8 +91,10 @@ type Daemon struct {
 	writer *ledger.Writer
 	procs  *procinfo.Cache
 	root   *fsnode.Node
-	server *fuse.Server
-	ops    *fsnode.OpCounter
+	server server
+	// transport is how requests arrive: TransportURing or TransportDev.
+	transport string
+	ops       *fsnode.OpCounter
 	// sessions are the agent sessions (intentfs run) of the mount.
 	sessions *session.Registry
 	ctl      *control.Server
@@ -221,12 +226,8 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	opts := mountOptions(cfg, watch != nil)
 	d.cacheTimeout = *opts.EntryTimeout
 	d.ops = fsnode.CountOps(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
-	if d.server, err = fuse.NewServer(d.ops, cfg.Mountpoint, &opts.MountOptions); err != nil {
-		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
-	}
-	go d.server.Serve()
-	if err = d.server.WaitMount(); err != nil {
-		return nil, fmt.Errorf("mounting %s: %w", cfg.Mountpoint, err)
+	if d.server, d.transport, err = mountTransport(cfg.Transport, cfg.Mountpoint, d.ops, &opts.MountOptions, cfg.Log); err != nil {
+		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.server.Unmount() })
 
@@ -252,7 +253,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	go d.flushMapEvery(ctx, mapFlushInterval)
 	go d.summarizeDenialsEvery(ctx)
 	d.stopW = func() { close(stop) }
-	d.log.Info("mounted", "source", cfg.Source, "mountpoint", cfg.Mountpoint, "passthrough", d.passthrough())
+	d.log.Info("mounted", "source", cfg.Source, "mountpoint", cfg.Mountpoint, "passthrough", d.passthrough(), "transport", d.transport)
 	return d, nil
 }
 

@@ -1,0 +1,185 @@
+package fuseuring
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/internal/uring"
+)
+
+// queue is one of the kernel's per-CPU queues and the entries serving it.
+type queue struct {
+	s   *Server
+	qid uint16
+	max int
+
+	mu            sync.Mutex
+	entries, idle int
+}
+
+// add registers one more entry and returns once the kernel has it.
+func (q *queue) add() error {
+	q.mu.Lock()
+	q.entries++
+	q.idle++
+	q.mu.Unlock()
+	return q.start()
+}
+
+// start starts the entry add or busy counted, and returns once the kernel
+// has it; if it has not, the entry is uncounted.
+func (q *queue) start() error {
+	registered := make(chan error, 1)
+	q.s.loops.Add(1)
+	go q.serve(registered)
+	if err := <-registered; err != nil {
+		q.mu.Lock()
+		q.entries--
+		q.idle--
+		q.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// busy notes that an entry took a request; if none is left idle, the
+// queue grows, so a request that blocks does not hold up the others.
+func (q *queue) busy() {
+	q.mu.Lock()
+	q.idle--
+	grow := q.idle == 0 && q.entries < q.max
+	if grow {
+		q.entries++
+		q.idle++
+	}
+	q.mu.Unlock()
+	if grow {
+		go func() {
+			if err := q.start(); err != nil && !connectionGone(err) {
+				q.s.log.Warn("adding a FUSE ring entry failed", "queue", q.qid, "err", err)
+			}
+		}()
+	}
+}
+
+func (q *queue) free() {
+	q.mu.Lock()
+	q.idle++
+	q.mu.Unlock()
+}
+
+// connectionGone tells the errors of a connection that ended (unmount,
+// abort, a daemon being killed) from real failures.
+func connectionGone(err error) bool {
+	return errors.Is(err, unix.ENOTCONN) || errors.Is(err, unix.ECONNABORTED) || errors.Is(err, unix.ECANCELED) || errors.Is(err, unix.ENODEV)
+}
+
+// entry is one registered ring entry: its buffers and its own ring.
+type entry struct {
+	mem     []byte // header, then payload, page-aligned, outside the Go heap
+	hdr     []byte
+	payload []byte
+	iov     [2]unix.Iovec
+	ring    *uring.Ring
+	fd      int // /dev/fuse
+}
+
+// serve registers an entry, reports the outcome on registered, and then
+// answers the requests the kernel puts in it until the connection ends.
+//
+// The goroutine keeps its OS thread: the kernel copies each request in
+// the context of the thread that submitted the entry's command, and a
+// ring with SetupSingleIssuer accepts commands from one thread only. The
+// thread ends with the goroutine.
+func (q *queue) serve(registered chan<- error) {
+	defer q.s.loops.Done()
+	runtime.LockOSThread()
+	e, err := q.newEntry()
+	if err != nil {
+		registered <- err
+		return
+	}
+	defer e.close()
+	if err := e.submit(cmdRegister, 0, q.qid, 0); err != nil {
+		registered <- err
+		return
+	}
+	if c, ok := e.ring.Peek(); ok { // refused at once
+		registered <- fmt.Errorf("FUSE_IO_URING_CMD_REGISTER: %w", unix.Errno(-c.Res))
+		return
+	}
+	registered <- nil
+	for {
+		c, err := e.ring.Wait()
+		if err != nil {
+			q.s.log.Error("waiting on a FUSE ring entry failed; the entry stops", "queue", q.qid, "err", err)
+			return
+		}
+		if c.Res < 0 {
+			if err := unix.Errno(-c.Res); !connectionGone(err) {
+				q.s.log.Error("a FUSE ring entry failed; it stops", "queue", q.qid, "err", err)
+			}
+			return
+		}
+		q.busy()
+		commitID := q.s.answer(e.hdr, e.payload)
+		q.free()
+		// Commit the reply and wait for the next request, in one call.
+		if err := e.submit(cmdCommitAndFetch, commitID, q.qid, 1); err != nil {
+			q.s.log.Error("committing a FUSE reply failed; the entry stops", "queue", q.qid, "err", err)
+			return
+		}
+	}
+}
+
+func (q *queue) newEntry() (*entry, error) {
+	ring, err := uring.New(4, uring.SetupSQE128|uring.SetupSingleIssuer|uring.SetupDeferTaskrun)
+	if err != nil {
+		// Before Linux 6.1; the entry works without.
+		if ring, err = uring.New(4, uring.SetupSQE128); err != nil {
+			return nil, err
+		}
+	}
+	page := unix.Getpagesize()
+	hdrLen := (headerSize + page - 1) / page * page
+	mem, err := unix.Mmap(-1, 0, hdrLen+q.s.payload, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		ring.Close()
+		return nil, fmt.Errorf("allocating a FUSE ring entry: %w", err)
+	}
+	e := &entry{mem: mem, hdr: mem[:headerSize], payload: mem[hdrLen:], ring: ring, fd: q.s.fd}
+	e.iov[0] = unix.Iovec{Base: &e.hdr[0]}
+	e.iov[0].SetLen(len(e.hdr))
+	e.iov[1] = unix.Iovec{Base: &e.payload[0]}
+	e.iov[1].SetLen(len(e.payload))
+	return e, nil
+}
+
+// submit queues a FUSE ring command for this entry and submits it,
+// waiting for wait completions.
+func (e *entry) submit(cmd uint32, commitID uint64, qid uint16, wait uint32) error {
+	sqe, err := e.ring.Next()
+	if err != nil {
+		return err
+	}
+	sqe.Opcode = uring.OpURingCmd
+	sqe.Fd = int32(e.fd)
+	sqe.Off = uint64(cmd)
+	if cmd == cmdRegister {
+		sqe.Addr = uint64(uintptr(unsafe.Pointer(&e.iov[0])))
+		sqe.Len = uint32(len(e.iov))
+	}
+	cmdReq(e.ring.Cmd(sqe), commitID, qid)
+	_, err = e.ring.Submit(wait)
+	return err
+}
+
+func (e *entry) close() {
+	e.ring.Close()
+	_ = unix.Munmap(e.mem)
+}
