@@ -97,6 +97,9 @@ type Status struct {
 	IntentStatus string    `json:"intent_status,omitempty"`
 	FailOpen     bool      `json:"fail_open"`
 	Passthrough  bool      `json:"passthrough"`
+	// Transport is how the kernel's FUSE requests reach the daemon:
+	// "uring" (FUSE over io_uring) or "dev" (/dev/fuse).
+	Transport string `json:"transport"`
 	// SourceWatched: changes made directly in the source are seen at
 	// once, so the kernel may keep entries and attributes for
 	// CacheSeconds; without the watch, such a change shows within

@@ -104,6 +104,10 @@ func mountAt(t *testing.T, src, policyYAML, intent string, seed map[string]strin
 	return &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d, reg: reg}
 }
 
+// testTransport is the transport the suite runs on: INTENTFS_TRANSPORT
+// ("": the daemon's default). .ci/run runs the suite once per transport.
+func testTransport() string { return os.Getenv("INTENTFS_TRANSPORT") }
+
 // startDaemon serves src at mnt from the test process, with intent
 // selected, and unmounts in t.Cleanup, forcibly if the daemon cannot.
 func startDaemon(t *testing.T, src, mnt, intent string) *daemon.Daemon {
@@ -115,9 +119,12 @@ func startDaemon(t *testing.T, src, mnt, intent string) *daemon.Daemon {
 func startDaemonIn(t *testing.T, src, mnt, intent, reg string) *daemon.Daemon {
 	t.Helper()
 	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test", Debug: os.Getenv("INTENTFS_TEST_DEBUG") == "1",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: reg}})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: reg}, Transport: testTransport()})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
+	}
+	if want := testTransport(); want != "" && want != daemon.TransportAuto && d.Status().Transport != want {
+		t.Fatalf("mounted over %q, but INTENTFS_TRANSPORT asks for %q", d.Status().Transport, want)
 	}
 	done := make(chan struct{})
 	go func() { d.Wait(); d.Close(); close(done) }()

@@ -130,7 +130,7 @@ func TestStartFailingAfterTheMountUndoesIt(t *testing.T) {
 	src, mnt := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(src, policy.IntentsFile), scopePolicy)
 	cfg := daemon.Config{Source: src, Mountpoint: mnt, Version: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Registry: registry.Registry{Dir: "/dev/null/registry"}}
+		Registry: registry.Registry{Dir: "/dev/null/registry"}, Transport: testTransport()}
 	d, err := daemon.Start(cfg)
 	if err == nil || d != nil || !strings.Contains(err.Error(), "/dev/null/registry") {
 		t.Fatalf("Start = %v, %v; want the registry's error", d, err)

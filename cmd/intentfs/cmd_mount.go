@@ -42,10 +42,19 @@ mount that ends in a clean unmount is removed.
 Run as root, the mount serves every user, and the kernel checks each
 caller's permissions against the source's (allow_other, default_permissions).
 
+--transport chooses how the kernel's requests reach the daemon: "dev" reads
+and writes /dev/fuse; "uring" uses FUSE over io_uring (Linux 6.14+, as root,
+once switched on: echo Y > /sys/module/fuse/parameters/enable_uring), with
+one queue per CPU and a reply and the next request in one system call;
+"auto" uses io_uring where the kernel offers it and it is switched on, else
+/dev/fuse. The default is $INTENTFS_TRANSPORT, else dev. "intentfs status"
+shows the transport in use.
+
 Examples:
   intentfs mount ./repo /workspace
   intentfs mount ./repo /workspace --intent INT-001
-  intentfs mount ./repo /workspace --foreground     # in containers; Ctrl-C unmounts`,
+  intentfs mount ./repo /workspace --foreground     # in containers; Ctrl-C unmounts
+  intentfs mount ./repo /workspace --transport uring`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("intent", "", "select this intent at start")
 			fs.Bool("foreground", false, "stay attached; unmount cleanly on SIGINT/SIGTERM")
@@ -55,6 +64,7 @@ Examples:
 			fs.Int64("keep-max-bytes", 64<<20, "keep pre-images of files up to this size; above it only hashes (0: keep none, no undo)")
 			fs.String("lessons-file", orchestration.DefaultLessonsFile, "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 			fs.String("agent-files", "auto", `workspace-root files in which intentfs keeps a marked section with the agent guide and recent lessons: "auto" (CLAUDE.md and AGENTS.md where present, else a new CLAUDE.md), "none", or names such as "CLAUDE.md,AGENTS.md"`)
+			fs.String("transport", defaultTransport(), `how FUSE requests reach the daemon: "auto", "uring" (FUSE over io_uring) or "dev" (/dev/fuse)`)
 			fs.Bool("nonempty", false, "mount over a MOUNTPOINT that has files of its own (hidden while mounted)")
 		},
 		run: runMount,
@@ -71,6 +81,9 @@ func runMount(a *app, args []string) error {
 	failOpen, _ := a.fs.GetBool("fail-open")
 	debug, _ := a.fs.GetBool("debug")
 
+	if _, err := daemon.ParseTransport(flagString(a, "transport")); err != nil {
+		return usagef("--transport: %v", err)
+	}
 	// Check the policy here too, so its errors reach the user's terminal
 	// even when the daemon would start in the background.
 	if _, _, err := policy.LoadIntents(filepath.Join(source, policy.IntentsFile)); err != nil {
@@ -90,6 +103,7 @@ func runMount(a *app, args []string) error {
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file"),
 		AgentFiles: flagString(a, "agent-files")}
 	cfg.AllowNonEmpty, _ = a.fs.GetBool("nonempty")
+	cfg.Transport, _ = daemon.ParseTransport(flagString(a, "transport")) // checked above
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
 	if cfg.KeepMaxBytes <= 0 {
@@ -268,4 +282,15 @@ func logSince(path string, start int64, n int, skip string) string {
 		lines[i] = "  " + escapeTerminal(l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// transportEnv overrides the default transport of `intentfs mount` (the
+// test suite runs once per transport with it).
+const transportEnv = "INTENTFS_TRANSPORT"
+
+func defaultTransport() string {
+	if t := os.Getenv(transportEnv); t != "" {
+		return t
+	}
+	return daemon.DefaultTransport
 }

@@ -111,6 +111,7 @@ func printStatus(a *app, st *control.Status) {
 		fmt.Fprintf(w, "            LEDGER WRITE ERROR: %s\n", st.Ledger.LastWriteErr)
 	}
 	fmt.Fprintf(w, "passthrough: %v\n", st.Passthrough)
+	fmt.Fprintf(w, "transport:  %s\n", transportName(st.Transport))
 	cache := time.Duration(st.CacheSeconds * float64(time.Second))
 	if st.SourceWatched {
 		fmt.Fprintf(w, "source watch: on (a change made directly in the source shows at once; the kernel caches entries for %v)\n", cache)
@@ -157,4 +158,15 @@ func printStatus(a *app, st *control.Status) {
 		esc := textsafe.Escape
 		fmt.Fprintf(w, "  %s  %-10s %-30s %-14s %s\n    %s\n", d.Time.Local().Format("15:04:05"), esc(d.Op), esc(d.Path), esc(d.Code), esc(comm), esc(d.Reason))
 	}
+}
+
+// transportName says what a status's transport is.
+func transportName(t string) string {
+	switch t {
+	case "uring":
+		return "uring (FUSE over io_uring)"
+	case "dev":
+		return "dev (/dev/fuse)"
+	}
+	return textsafe.Escape(t)
 }

@@ -260,7 +260,7 @@ func (d *Daemon) Status() control.Status {
 	st := control.Status{
 		Mountpoint: d.cfg.Mountpoint, Source: d.cfg.Source, Pid: os.Getpid(), Version: d.cfg.Version,
 		StartedAt: d.started, ActiveIntent: d.ActiveIntent(), FailOpen: d.cfg.FailOpen,
-		Passthrough: d.server != nil && d.passthrough(), LedgerPath: d.LedgerPath(), Ledger: d.writer.Stats(),
+		Passthrough: d.server != nil && d.passthrough(), Transport: d.transport, LedgerPath: d.LedgerPath(), Ledger: d.writer.Stats(),
 		Policy: d.engine.State(), RecentDenials: d.denials.list(), OpenWriters: d.openWriters(),
 		Sessions: d.sessions.List(), SourceWatched: d.cacheTimeout == longCache, CacheSeconds: d.cacheTimeout.Seconds(),
 	}

@@ -3,7 +3,6 @@ package daemon
 import (
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -51,12 +50,9 @@ func mountTransport(want, mountpoint string, rawFS fuse.RawFileSystem, opts *fus
 	}
 	if want == TransportAuto {
 		want = TransportDev
-		switch why := fuseuring.Available(); {
-		case os.Geteuid() != 0:
-			log.Debug("serving /dev/fuse: io_uring needs root")
-		case why != nil:
+		if why := fuseuring.Available(); why != nil {
 			log.Debug("serving /dev/fuse", "why", why)
-		default:
+		} else {
 			want = TransportURing
 		}
 	}

@@ -43,19 +43,17 @@ type Server struct {
 
 	queues  []*queue
 	ring    bool // the ring carries requests
+	user    bool // mounted by fusermount3, which unmounts too
 	loops   sync.WaitGroup
 	done    chan struct{}
 	unmount sync.Mutex
 }
 
-// Mount mounts fs at mountpoint and serves it over io_uring. It needs
-// root (the mount is made directly, to keep the descriptor) and a kernel
-// where Available is nil; opts are the options the mount would have with
-// go-fuse's own transport.
+// Mount mounts fs at mountpoint and serves it over io_uring, on a kernel
+// where Available is nil. opts are the options the mount would have with
+// go-fuse's own transport. As root it mounts directly; as a user, through
+// fusermount3.
 func Mount(mountpoint string, fs fuse.RawFileSystem, opts *fuse.MountOptions, o Options) (_ *Server, err error) {
-	if os.Geteuid() != 0 {
-		return nil, errors.New("FUSE over io_uring needs the daemon to run as root (it mounts directly)")
-	}
 	if err := Available(); err != nil {
 		return nil, err
 	}
@@ -94,12 +92,22 @@ func Mount(mountpoint string, fs fuse.RawFileSystem, opts *fuse.MountOptions, o 
 		payload: payloadSize(mo.MaxWrite, maxPages, page)}
 	s.devBuf = s.payload + 4096
 
-	if s.fd, err = mountDirect(mountpoint, &mo, mo.MaxWrite); err != nil {
+	s.user = os.Geteuid() != 0
+	if s.user {
+		s.fd, err = mountFusermount(mountpoint, &mo, mo.MaxWrite)
+	} else {
+		s.fd, err = mountDirect(mountpoint, &mo, mo.MaxWrite)
+	}
+	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			_ = unix.Unmount(mountpoint, unix.MNT_DETACH)
+			if s.user {
+				_ = unmountFusermount(mountpoint)
+			} else {
+				_ = unix.Unmount(mountpoint, unix.MNT_DETACH)
+			}
 			unix.Close(s.fd)
 		}
 	}()
@@ -209,7 +217,11 @@ func (s *Server) Unmount() error {
 	var err error
 	delay := time.Duration(0)
 	for range 5 {
-		if err = unix.Unmount(s.mountpoint, 0); err == nil || errors.Is(err, unix.EINVAL) {
+		if s.user {
+			if err = unmountFusermount(s.mountpoint); err == nil {
+				break
+			}
+		} else if err = unix.Unmount(s.mountpoint, 0); err == nil || errors.Is(err, unix.EINVAL) {
 			// EINVAL: not mounted any more (someone else unmounted).
 			break
 		}
