@@ -34,7 +34,7 @@ func main() {
 	gitCorpus := pflag.String("git-corpus", "net", "subdirectory of $(go env GOROOT)/src for the git and edit workloads")
 	storage := pflag.StringSlice("storage", []string{"tmpfs", "disk"}, "where sources live: tmpfs (/dev/shm) and/or disk (--workdir)")
 	bindfs := pflag.Bool("bindfs", true, "include bindfs as a comparison when it is installed")
-	modeNames := pflag.StringSlice("modes", []string{"native", "loopback", "intentfs"}, "ways of reaching the files to compare (with --reps 0 --modes intentfs: request counts alone, quickly)")
+	modeNames := pflag.StringSlice("modes", []string{"native", "loopback", "intentfs"}, "ways of reaching the files to compare: native, loopback, intentfs, intentfs-uring (intentfs over FUSE over io_uring), bindfs (with --reps 0 --modes intentfs: request counts alone, quickly)")
 	jsonOut := pflag.String("json", "", "also write the results as JSON to this file")
 	workdir := pflag.String("workdir", "", "scratch directory on the disk (default: a temporary one)")
 	cacheDir := pflag.String("cache", defaultCache(), "kept between runs: the npm package cache and the C project's source, filled on first use")
@@ -97,6 +97,9 @@ func main() {
 		res, err := runFileWorkloads(env, fileNames, modes, storages, *reps, bin, self)
 		if len(res) > 0 {
 			fmt.Print(report(res))
+			if t := transportRatios(res); t != "" {
+				fmt.Print("\nintentfs over io_uring ÷ over /dev/fuse (medians):\n" + t)
+			}
 			results["file_workloads"] = res
 		}
 		// With --reps 0 only the warm-up runs: the request counts, which
@@ -106,11 +109,13 @@ func main() {
 			for _, w := range slices.Sorted(maps.Keys(opsLog)) {
 				fmt.Printf("intentfs FUSE requests, %s: %v\n", w, opsLog[w])
 			}
-			if ops, ok := opsLog["stream"]; ok {
-				// Passthrough is checked, not assumed: the data of 1 GiB
-				// written and read must not have reached the daemon.
-				fmt.Printf("kernel passthrough during stream: %v (READ requests %d, WRITE requests %d)\n",
-					ops["READ"] == 0 && ops["WRITE"] == 0, ops["READ"], ops["WRITE"])
+			for _, key := range []string{"stream", "stream/uring"} {
+				if ops, ok := opsLog[key]; ok {
+					// Passthrough is checked, not assumed: the data of 1 GiB
+					// written and read must not have reached the daemon.
+					fmt.Printf("kernel passthrough during %s: %v (READ requests %d, WRITE requests %d)\n",
+						key, ops["READ"] == 0 && ops["WRITE"] == 0, ops["READ"], ops["WRITE"])
+				}
 			}
 		}
 		if err != nil {

@@ -24,7 +24,9 @@ const (
 	modeNative   mode = "native"
 	modeLoopback mode = "loopback"
 	modeIntentfs mode = "intentfs"
-	modeBindfs   mode = "bindfs"
+	// modeIntentfsURing is intentfs served over io_uring (--transport uring).
+	modeIntentfsURing mode = "intentfs-uring"
+	modeBindfs        mode = "bindfs"
 )
 
 // mounted is a mount under test.
@@ -58,6 +60,9 @@ func serveLoopback(src, mnt string) {
 	server.Wait()
 }
 
+// isIntentfs reports whether m is an intentfs mount, over either transport.
+func isIntentfs(m mode) bool { return m == modeIntentfs || m == modeIntentfsURing }
+
 // mount makes the mode's view of src at mnt.
 func mount(m mode, bin, self, src, mnt string) (*mounted, error) {
 	switch m {
@@ -79,8 +84,12 @@ func mount(m mode, bin, self, src, mnt string) (*mounted, error) {
 			cmd.Process.Signal(syscall.SIGTERM)
 			return cmd.Wait()
 		}}, nil
-	case modeIntentfs:
-		cmd := exec.Command(bin, "mount", "--foreground", "--intent", "INT-001", src, mnt)
+	case modeIntentfs, modeIntentfsURing:
+		transport := "dev"
+		if m == modeIntentfsURing {
+			transport = "uring"
+		}
+		cmd := exec.Command(bin, "mount", "--foreground", "--intent", "INT-001", "--transport", transport, src, mnt)
 		cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+filepath.Join(filepath.Dir(mnt), "run"))
 		if p := os.Getenv("BENCH_PROFILE_DIR"); p != "" {
 			stamp := time.Now().UnixNano()

@@ -76,7 +76,7 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 		}
 		out = append(out, sample{Seconds: d.Seconds()})
 	}
-	if m == modeIntentfs && opsLog != nil {
+	if isIntentfs(m) && opsLog != nil {
 		cmd := exec.Command(bin, "status", "--json", "--mount", mnt)
 		cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+filepath.Join(root, "run"))
 		if out, err := cmd.Output(); err == nil {
@@ -84,7 +84,7 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 				Ops map[string]uint64 `json:"fuse_requests"`
 			}
 			if json.Unmarshal(out, &st) == nil {
-				opsLog[w.name] = st.Ops
+				opsLog[opsKey(w.name, m)] = st.Ops
 			}
 		}
 	}
@@ -98,7 +98,7 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 	if runErr != nil {
 		return nil, runErr
 	}
-	if m == modeIntentfs && w.expect != nil {
+	if isIntentfs(m) && w.expect != nil {
 		events, want := w.expect(env)
 		n := 0
 		ledger.Query(workspace.At(src).LedgerPath(), ledger.Filter{}, func(r *ledger.Record) error {
@@ -124,6 +124,46 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// opsKey names a workload's request counts: the workload, and for the
+// io_uring transport the workload with "/uring".
+func opsKey(workload string, m mode) string {
+	if m == modeIntentfsURing {
+		return workload + "/uring"
+	}
+	return workload
+}
+
+// transportRatios prints, per storage and phase, intentfs over io_uring
+// divided by intentfs over /dev/fuse (medians), when both ran.
+func transportRatios(results []*result) string {
+	idx := map[string]*result{}
+	for _, r := range results {
+		idx[r.Storage+"/"+r.Phase+"/"+string(r.Mode)] = r
+	}
+	med := func(r *result) float64 {
+		var xs []float64
+		for _, s := range r.Samples {
+			xs = append(xs, s.Seconds)
+		}
+		return median(xs)
+	}
+	var b strings.Builder
+	for _, r := range results {
+		if r.Mode != modeIntentfsURing {
+			continue
+		}
+		dev := idx[r.Storage+"/"+r.Phase+"/"+string(modeIntentfs)]
+		if dev == nil || med(dev) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			fmt.Fprintf(&b, "%-7s %-13s %12s %12s %14s\n", "storage", "phase", "dev s", "uring s", "uring ÷ dev")
+		}
+		fmt.Fprintf(&b, "%-7s %-13s %12.3f %12.3f %13.2f×\n", r.Storage, r.Phase, med(dev), med(r), med(r)/med(dev))
+	}
+	return b.String()
 }
 
 // report prints the table: per storage and phase, each mode's median,

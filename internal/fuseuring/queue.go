@@ -28,14 +28,15 @@ func (q *queue) add() error {
 	q.entries++
 	q.idle++
 	q.mu.Unlock()
+	q.s.loops.Add(1)
 	return q.start()
 }
 
-// start starts the entry add or busy counted, and returns once the kernel
-// has it; if it has not, the entry is uncounted.
+// start starts the entry that add or busy counted (in the queue and in
+// loops), and returns once the kernel has it; if it has not, the entry is
+// uncounted.
 func (q *queue) start() error {
 	registered := make(chan error, 1)
-	q.s.loops.Add(1)
 	go q.serve(registered)
 	if err := <-registered; err != nil {
 		q.mu.Lock()
@@ -59,6 +60,9 @@ func (q *queue) busy() {
 	}
 	q.mu.Unlock()
 	if grow {
+		// Counted now, while this entry still is: the transport cannot
+		// be seen as stopped in between.
+		q.s.loops.Add(1)
 		go func() {
 			if err := q.start(); err != nil && !connectionGone(err) {
 				q.s.log.Warn("adding a FUSE ring entry failed", "queue", q.qid, "err", err)
