@@ -21,15 +21,16 @@ const (
 // to notifications that ask for one); without it, every request does.
 func (s *Server) serveDev() {
 	defer s.loops.Done()
-	bufs := sync.Pool{New: func() any { return make([]byte, s.devBuf) }}
+	bufs := sync.Pool{New: func() any { b := make([]byte, s.devBuf); return &b }}
 	for {
-		buf := bufs.Get().([]byte)
+		bp := bufs.Get().(*[]byte)
+		buf := *bp
 		n, err := unix.Read(s.fd, buf)
 		switch {
 		case err == nil:
 		case errors.Is(err, unix.EINTR), errors.Is(err, unix.ENOENT), errors.Is(err, unix.EAGAIN):
 			// ENOENT: the request was interrupted before it was read.
-			bufs.Put(buf)
+			bufs.Put(bp)
 			continue
 		case errors.Is(err, unix.ENODEV):
 			return // unmounted or aborted
@@ -39,20 +40,20 @@ func (s *Server) serveDev() {
 		}
 		if n < inHeaderSize {
 			s.log.Error("short request on /dev/fuse", "bytes", n)
-			bufs.Put(buf)
+			bufs.Put(bp)
 			continue
 		}
 		switch binary.LittleEndian.Uint32(buf[4:]) {
 		case opForget, opBatchForget, opInterrupt:
 			s.serveDevRequest(buf[:n])
-			bufs.Put(buf)
+			bufs.Put(bp)
 		default:
 			// It may block (a lock wait): never in the reading loop.
 			s.loops.Add(1)
 			go func() {
 				defer s.loops.Done()
 				s.serveDevRequest(buf[:n])
-				bufs.Put(buf[:cap(buf)])
+				bufs.Put(bp)
 			}()
 		}
 	}
