@@ -143,6 +143,13 @@ func TestUserStory(t *testing.T) {
 	if human := c.must("status"); !strings.Contains(human, "NOTES.md") || !strings.Contains(human, "INT-001") {
 		t.Fatalf("status text:\n%s", human)
 	}
+	// The transport: the one the suite runs on, named in both forms.
+	if want := testTransport(); st.Transport != "dev" && st.Transport != "uring" || want != "" && want != "auto" && st.Transport != want {
+		t.Fatalf("status transport %q (INTENTFS_TRANSPORT=%q)", st.Transport, want)
+	}
+	if human := c.must("status"); !strings.Contains(human, "transport:  "+st.Transport+" (") {
+		t.Fatalf("status text lacks the transport %q:\n%s", st.Transport, human)
+	}
 	// Records reach the ledger by RELEASE, after close(2) returned.
 	waitFor(t, func() bool { return strings.Contains(c.must("log"), "src/main.go") }, "`intentfs log` to show src/main.go")
 	events := map[string]bool{}
