@@ -116,6 +116,9 @@ func TestFenceLedgerFailsClosed(t *testing.T) {
 	if _, ok := e.srcContent("work/refused"); ok {
 		t.Error("work/refused exists: a refused change reached the source")
 	}
+	// work/after is recorded at its RELEASE, which the kernel sends after
+	// the shell's close(2) has returned.
+	e.waitRecord("work/after", func(r *ledger.Record) bool { return r.Path() == "work/after" })
 	recs := e.records()
 	recorded := map[string]bool{}
 	var failed, recovered bool
