@@ -20,7 +20,7 @@ const (
 	TransportDev = "dev"
 
 	// DefaultTransport is what an empty Config.Transport means.
-	DefaultTransport = TransportAuto
+	DefaultTransport = TransportDev
 )
 
 // server is what the daemon needs of a mounted transport.
