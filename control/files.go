@@ -35,6 +35,8 @@ const maxControlWrite = 4096
 //	status     JSON status of the mount
 //	denials    recent denials, one line each, newest last
 //	check      read-write: write a path, read whether changing it would be allowed
+//	pending    what waits for a human (held changes, scope requests) and recent decisions
+//	request    write: ask for more scope ("paths: GLOB...\nwhy: REASON")
 //	README.md  how to work here, for agents
 type Dir struct {
 	fs.Inode
@@ -74,6 +76,8 @@ func (d *Dir) OnAdd(ctx context.Context) {
 		{name: "mutation_class", mode: 0o666, read: d.readClass, write: d.writeClass},
 		{name: "status", mode: 0o444, read: d.readStatus},
 		{name: "denials", mode: 0o444, read: d.readDenials},
+		{name: "pending", mode: 0o444, read: d.readPending},
+		{name: "request", mode: 0o222, read: func(*fuse.Caller) []byte { return nil }, write: d.writeRequest},
 		{name: "README.md", mode: 0o444, read: func(*fuse.Caller) []byte { return []byte(AgentGuide) }},
 	}
 	for _, f := range files {

@@ -6,6 +6,8 @@ package control
 import (
 	"time"
 
+	"github.com/intentfs/intentfs/internal/approvals"
+	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/workflow"
@@ -61,6 +63,27 @@ type Backend interface {
 	// SessionOf returns the id of the live session by's process belongs
 	// to, "" for none.
 	SessionOf(by *ledger.Process) string
+	// Approvals lists what waits for a human, and the recent decisions.
+	Approvals() ([]approvals.Pending, []approvals.Decision)
+	// Decide approves or denies a pending entry; by is who decided.
+	Decide(r DecideRequest, by *ledger.Process) ([]approvals.Decision, error)
+	// RequestScope files an agent's request to add paths to the intent
+	// in force for by's process.
+	RequestScope(paths []string, why string, by *ledger.Process) (uint64, error)
+	// Watch subscribes to the mount's events; cancel ends it.
+	Watch() (sub *feed.Sub, cancel func(), err error)
+}
+
+// DecideRequest is a human's decision on a pending entry.
+type DecideRequest struct {
+	ID uint64 `json:"id"`
+	// Verdict is approvals.VerdictApproved or VerdictDenied.
+	Verdict string `json:"verdict"`
+	// For also decides the same rule's further changes by the same
+	// process for that long; ForProcess for as long as it lives.
+	For        time.Duration `json:"for,omitempty"`
+	ForProcess bool          `json:"for_process,omitempty"`
+	Reason     string        `json:"reason,omitempty"`
 }
 
 // Denial is one refused change.
@@ -146,7 +169,8 @@ func (s Status) HeldBy(id string) []OpenWriter {
 
 // Request is one CLI command over the socket.
 type Request struct {
-	// Op is status, denials, select, unmount, intent, context or lesson.
+	// Op is status, denials, select, unmount, intent, context, lesson,
+	// revert, check, approvals, decide or watch.
 	Op     string `json:"op"`
 	Intent string `json:"intent,omitempty"`
 	// IntentOp is the lifecycle command of Op "intent".
@@ -162,6 +186,8 @@ type Request struct {
 	User string `json:"user,omitempty"`
 	// Session is the session of Op "session_start".
 	Session *session.Spec `json:"session,omitempty"`
+	// Decide is the decision of Op "decide".
+	Decide *DecideRequest `json:"decide,omitempty"`
 }
 
 // Response answers a Request.
@@ -177,4 +203,8 @@ type Response struct {
 	// Sessions answers "sessions"; Session answers "session_start".
 	Sessions []session.Info `json:"sessions,omitempty"`
 	Session  *session.Info  `json:"session_info,omitempty"`
+	// Pending and Decisions answer Op "approvals" (what waits, the recent
+	// decisions) and Op "decide" (the decisions made).
+	Pending   []approvals.Pending  `json:"pending,omitempty"`
+	Decisions []approvals.Decision `json:"decisions,omitempty"`
 }

@@ -153,6 +153,10 @@ func (s *Server) handle(c *net.UnixConn) {
 	if req.User != "" {
 		proc.Comm = "intentfs (" + req.User + ")"
 	}
+	if req.Op == "watch" {
+		s.watch(c, enc)
+		return
+	}
 	_ = enc.Encode(s.dispatch(req, proc))
 }
 
@@ -215,6 +219,18 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 		return Response{OK: true, Session: &info}
 	case "sessions":
 		return Response{OK: true, Sessions: s.backend.Sessions()}
+	case "approvals":
+		pending, recent := s.backend.Approvals()
+		return Response{OK: true, Pending: pending, Decisions: recent}
+	case "decide":
+		if req.Decide == nil {
+			return Response{Error: "decide: no decision given"}
+		}
+		ds, err := s.backend.Decide(*req.Decide, proc)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Decisions: ds}
 	case "unmount":
 		if err := s.backend.Unmount(); err != nil {
 			return Response{Error: err.Error()}

@@ -32,10 +32,19 @@ func (g grant) traced() bool { return g.decision.Code != policy.CodeExempt }
 // authorize puts a change to the policy. On a denial it records it and
 // returns EACCES.
 func (r *Root) authorize(ctx context.Context, req policy.Request) (g grant, errno syscall.Errno) {
+	return r.authorizeSized(ctx, req, nil)
+}
+
+// authorizeSized is authorize, then the approval hold (see hold.go);
+// size, if set, probes the size of a file the change deletes.
+func (r *Root) authorizeSized(ctx context.Context, req policy.Request, size func() (int64, bool)) (g grant, errno syscall.Errno) {
 	// Deciding and recording are the daemon's work, also in a request
 	// that runs as its caller (see CallerScope).
 	if err := r.asDaemon(ctx, func() error {
 		g, errno = r.decide(ctx, req)
+		if errno == 0 {
+			errno = r.hold(ctx, req, g, size)
+		}
 		return nil
 	}); err != nil {
 		r.log.Error("deciding as the daemon failed", "path", req.Path, "err", err)
@@ -117,7 +126,7 @@ func (n *Node) authorizeChild(ctx context.Context, name string, onControl syscal
 		return "", grant{}, syscall.ENOENT
 	}
 	req.Path = rel
-	g, errno := n.root.authorize(ctx, req)
+	g, errno := n.root.authorizeSized(ctx, req, n.childSize(name))
 	return rel, g, errno
 }
 

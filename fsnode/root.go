@@ -41,6 +41,10 @@ type Governor interface {
 	// DeclaredClass is the mutation class the agent declared for its
 	// writes ("" for none).
 	DeclaredClass() ledger.MutationClass
+	// Hold puts an allowed change to the approval rules and may wait for
+	// a human: 0 lets it proceed, EACCES refuses it (recorded), EINTR
+	// ends a wait the caller interrupted.
+	Hold(ctx context.Context, h HoldRequest) syscall.Errno
 	// LedgerErr says why changes cannot be recorded now, nil while they
 	// can; a traced change is refused while it is not nil.
 	LedgerErr() error

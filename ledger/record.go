@@ -61,6 +61,11 @@ const (
 	// (intentfs run): who runs it, as whom, under which intent.
 	EventSessionStart Event = "session_start"
 	EventSessionEnd   Event = "session_end"
+	// EventApproval records a human decision on a change an approval rule
+	// held or on a scope request (or its timeout), and the filing of a
+	// scope request: code APPROVED, DENIED, TIMED_OUT, CANCELLED or
+	// REQUESTED; the process is the one that decided or asked.
+	EventApproval Event = "approval"
 )
 
 // MutationClass is the seeds' classification of a change.

@@ -63,6 +63,8 @@ type Intent struct {
 	// OnStale says what happens when a session writes a file that changed
 	// since it read it: deny (the default) or record.
 	OnStale OnStale
+	// Approvals are the intent's own approval rules (see ApprovalRule).
+	Approvals []*ApprovalRule
 
 	// Line is where the intent starts in the policy file, for messages.
 	Line int
@@ -102,7 +104,12 @@ type Intents struct {
 	// File is the path the intents were read from, for messages.
 	File string
 	List []*Intent
-	byID map[string]*Intent
+	// Approvals are the workspace's approval rules, which cover changes
+	// under every intent.
+	Approvals []*ApprovalRule
+	byID      map[string]*Intent
+	// hasApprovals is set when any rule exists, here or in an intent.
+	hasApprovals bool
 }
 
 // Get returns the intent with the given id, or nil.

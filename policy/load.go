@@ -114,12 +114,16 @@ func (p *parser) parse(data []byte) *Intents {
 	var list *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
-		if k.Value == "active_intents" {
+		switch k.Value {
+		case "active_intents":
 			list = v
-		} else {
-			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`)", k.Value)
+		case "approvals":
+			out.Approvals = p.approvals(v, "")
+		default:
+			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents` or `approvals`)", k.Value)
 		}
 	}
+	out.hasApprovals = len(out.Approvals) > 0
 	if list == nil {
 		p.errorf(root, "missing the top-level `active_intents:` list")
 		return out
@@ -142,13 +146,16 @@ func (p *parser) parse(data []byte) *Intents {
 		}
 		out.byID[in.ID] = in
 		out.List = append(out.List, in)
+		if len(in.Approvals) > 0 {
+			out.hasApprovals = true
+		}
 	}
 	p.checkParents(out)
 	return out
 }
 
 var knownIntentKeys = []string{"id", "name", "status", "version", "owned_scope", "constraints",
-	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale"}
+	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale", "approvals"}
 
 func (p *parser) intent(n *yaml.Node) *Intent {
 	if n.Kind != yaml.MappingNode {
@@ -224,6 +231,9 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 	in.Tags = p.optList(fields, "tags")
 	if v, ok := fields["related_specs"]; ok {
 		in.RelatedSpecs = p.specs(v)
+	}
+	if v, ok := fields["approvals"]; ok {
+		in.Approvals = p.approvals(v, in.ID)
 	}
 	if v, ok := fields["parent_intent"]; ok && v.Tag != "!!null" {
 		if v.Kind != yaml.ScalarNode || !ValidID(v.Value) {

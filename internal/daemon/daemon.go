@@ -20,6 +20,8 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/approvals"
+	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/gitgate"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/procinfo"
@@ -113,10 +115,13 @@ type Daemon struct {
 	denials denialRing
 	gate    *denialGate
 	// git checks commits made in the mount; notes attaches their records.
-	git      *gitgate.Gate
-	notes    notesSync
-	selects  *selectLimiter
-	counters struct{ allowed, denied, recorded atomic.Uint64 }
+	git   *gitgate.Gate
+	notes notesSync
+	// approvals holds changes for a human; feed shows events to watchers.
+	approvals *approvals.Gate
+	feed      feed.Hub
+	selects   *selectLimiter
+	counters  struct{ allowed, denied, recorded atomic.Uint64 }
 
 	wf         *workflow.Workflow
 	lessons    *sidecar.Lessons
@@ -159,6 +164,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
 		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter()}
 	d.denials.size = 100
+	d.approvals = d.newGate()
 	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {
 		return nil, err
 	}

@@ -76,6 +76,9 @@ func (d *Daemon) Record(c ledger.Change) {
 	if d.git != nil {
 		d.git.Add(r)
 	}
+	if d.feed.Active() {
+		d.publishRecord(c)
+	}
 }
 
 // Denied records a refused change: ledger, recent-denials ring and log.
@@ -100,8 +103,12 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 		other = req.Path
 	}
 	now := time.Now()
-	d.denials.add(control.Denial{Time: now, Op: string(req.Op), Path: path, Path2: other, Intent: req.Intent,
-		Session: sessID, Code: string(dec.Code), Reason: dec.Reason, Process: p})
+	dn := control.Denial{Time: now, Op: string(req.Op), Path: path, Path2: other, Intent: req.Intent,
+		Session: sessID, Code: string(dec.Code), Reason: dec.Reason, Process: p}
+	d.denials.add(dn)
+	if d.feed.Active() {
+		d.publishDenial(dn)
+	}
 	// Repeats of a denial are counted, not recorded one by one (see
 	// denialgate.go): a refused loop must not fill the disk.
 	if !d.gate.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, path, dec.Reason, p, sess), p, sess, now) {

@@ -20,6 +20,7 @@ package procinfo
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 
@@ -295,4 +296,17 @@ func splitCmdline(b []byte) []string {
 		out[i] = string(p)
 	}
 	return out
+}
+
+// StartTime returns when process pid started (in clock ticks since boot,
+// field 22 of /proc/PID/stat): with the pid, it names one process, not a
+// later one that reuses its pid. It reports false for a process that is
+// gone.
+func StartTime(pid uint32) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	st, ok := parseStat(b)
+	return st.start, ok
 }

@@ -1,0 +1,410 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// Default bounds of what waits. A held change keeps a FUSE request, a
+// goroutine and (for an open or create) an OS thread of the daemon, and
+// the kernel keeps the caller's directory locked: an agent that could
+// hold without limit could starve the mount. Past a bound the change is
+// refused (fail closed), never held.
+const (
+	DefaultMaxPending        = 128
+	DefaultMaxPendingPerUID  = 32
+	DefaultMaxRequestsPerUID = 8
+	// maxRecent bounds the decisions kept for .intentfs/pending.
+	maxRecent = 20
+)
+
+// DefaultDenyCover is how long a denial also refuses the same rule's
+// further changes by the same process, unless the human says otherwise.
+const DefaultDenyCover = burstCover
+
+// ErrNotPending is returned for an id nobody waits on.
+var ErrNotPending = errors.New("not pending")
+
+// ErrFull is returned when a uid, or everyone, has as many entries
+// waiting as allowed.
+var ErrFull = errors.New("too many pending")
+
+// Options configure a Gate.
+type Options struct {
+	// MaxPending bounds the entries waiting at once; MaxPendingPerUID the
+	// held changes of one uid; MaxRequestsPerUID its scope requests.
+	MaxPending, MaxPendingPerUID, MaxRequestsPerUID int
+	// OnPending is told of every new entry, OnDecision of every decision
+	// (to record it); both are called without the gate's lock.
+	OnPending  func(Pending)
+	OnDecision func(Decision)
+	// StartTime returns a process's start time (for decisions that cover
+	// a process for as long as it lives).
+	StartTime func(pid uint32) (uint64, bool)
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+}
+
+// Gate holds changes for approval and keeps scope requests.
+type Gate struct {
+	opts      Options
+	now       func() time.Time
+	startTime startTimeOf
+
+	mu      sync.Mutex
+	next    uint64
+	entries map[uint64]*entry
+	perUID  map[uint32]int
+	rates   map[string]*window
+	grants  []grant
+	recent  []Decision
+}
+
+type entry struct {
+	p    Pending
+	uid  uint32
+	pid  uint32
+	rule string
+	// done receives the decision of a held change (buffered: the decider
+	// never waits for the holder).
+	done chan Decision
+}
+
+// New returns a Gate.
+func New(o Options) *Gate {
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxPendingPerUID <= 0 {
+		o.MaxPendingPerUID = DefaultMaxPendingPerUID
+	}
+	if o.MaxRequestsPerUID <= 0 {
+		o.MaxRequestsPerUID = DefaultMaxRequestsPerUID
+	}
+	g := &Gate{opts: o, now: o.Now, startTime: o.StartTime, entries: map[uint64]*entry{},
+		perUID: map[uint32]int{}, rates: map[string]*window{}}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.startTime == nil {
+		g.startTime = func(uint32) (uint64, bool) { return 0, false }
+	}
+	return g
+}
+
+// Hold decides whether rules hold h, and if one does, waits until a human
+// decides, the rule's timeout passes or ctx ends (the caller was
+// interrupted). No lock is held while it waits.
+func (g *Gate) Hold(ctx context.Context, h Held, rules []*policy.ApprovalRule) Verdict {
+	var matched []*policy.ApprovalRule
+	for _, r := range rules {
+		if !r.Matches(h.Op, h.Path, h.Path2) {
+			continue
+		}
+		if r.LargerThan > 0 {
+			if h.Size == nil {
+				continue
+			}
+			// A size that cannot be read is a deletion that fails anyway
+			// (the file is gone); it is not held.
+			if size, ok := h.Size(); !ok || size <= r.LargerThan {
+				continue
+			}
+		}
+		matched = append(matched, r)
+	}
+	if len(matched) == 0 {
+		return Verdict{Proceed: true}
+	}
+	now := g.now()
+	g.mu.Lock()
+	var rule *policy.ApprovalRule
+	for _, r := range matched {
+		// Every matching rate rule counts the change, whichever holds it.
+		if r.MoreThan > 0 && g.rate(r, now).add(now) <= r.MoreThan {
+			continue
+		}
+		if rule == nil {
+			rule = r
+		}
+	}
+	if rule == nil {
+		g.mu.Unlock()
+		return Verdict{Proceed: true}
+	}
+	if gr, ok := g.covering(rule.Key(), h.Pid, now); ok {
+		g.mu.Unlock()
+		if gr.allow {
+			return Verdict{Proceed: true}
+		}
+		return Verdict{Code: CodeDenied, Reason: fmt.Sprintf("approval rule %s holds %s; %s denied it for this process (decision %d)%s: ask the person supervising you before trying again",
+			rule.Name, rule.Describe(), gr.by, gr.id, untilText(gr))}
+	}
+	if g.holdsOf(h.Uid) >= g.opts.MaxPendingPerUID || len(g.entries) >= g.opts.MaxPending {
+		g.mu.Unlock()
+		return Verdict{Code: CodeQueueFull, Reason: fmt.Sprintf("approval rule %s holds %s, but too many changes already wait for a human (at most %d per user, %d in all), so it is refused: wait for `intentfs approvals` to be worked through",
+			rule.Name, rule.Describe(), g.opts.MaxPendingPerUID, g.opts.MaxPending)}
+	}
+	g.next++
+	e := &entry{uid: h.Uid, pid: h.Pid, rule: rule.Key(), done: make(chan Decision, 1), p: Pending{
+		ID: g.next, Kind: KindHold, Op: string(h.Op), Path: h.Path, Path2: h.Path2, Intent: h.Intent, Session: h.Session,
+		Rule: rule.Name, Why: rule.Describe(), Process: h.Process, Since: now, Deadline: now.Add(rule.Timeout),
+	}}
+	g.entries[e.p.ID] = e
+	g.perUID[h.Uid]++
+	g.mu.Unlock()
+	if g.opts.OnPending != nil {
+		g.opts.OnPending(e.p)
+	}
+
+	timer := time.NewTimer(rule.Timeout)
+	defer timer.Stop()
+	select {
+	case d := <-e.done:
+		return verdictOf(d)
+	case <-ctx.Done():
+		d := Decision{Pending: e.p, Verdict: VerdictCancelled, By: "intentfs",
+			Reason: "the waiting process was interrupted (a signal) before anyone decided"}
+		if !g.finish(e, d) {
+			return verdictOf(<-e.done)
+		}
+		return Verdict{Interrupted: true, ID: e.p.ID}
+	case <-timer.C:
+		d := Decision{Pending: e.p, Verdict: VerdictTimedOut, By: "intentfs", For: burstCover,
+			Reason: fmt.Sprintf("nobody decided within %s", rule.Timeout)}
+		if !g.finish(e, d) {
+			return verdictOf(<-e.done)
+		}
+		return verdictOf(d)
+	}
+}
+
+// untilText says how long a covering denial lasts.
+func untilText(gr grant) string {
+	if gr.start != 0 {
+		return " for as long as it runs"
+	}
+	return " until " + gr.until.UTC().Format(time.RFC3339)
+}
+
+// verdictOf turns the decision on a held change into what the change gets.
+func verdictOf(d Decision) Verdict {
+	id := d.Pending.ID
+	switch d.Verdict {
+	case VerdictApproved:
+		return Verdict{Proceed: true, ID: id}
+	case VerdictCancelled:
+		return Verdict{Interrupted: true, ID: id}
+	case VerdictTimedOut:
+		return Verdict{ID: id, Code: CodeTimedOut, Reason: fmt.Sprintf("held for approval as %d by rule %s (%s), but nobody decided within %s, so it is denied; this rule's changes by the same process are refused for the next %s: ask the person supervising you to run `intentfs approve %d` next time",
+			id, d.Pending.Rule, d.Pending.Why, d.Pending.Deadline.Sub(d.Pending.Since).Round(time.Second), d.For, id)}
+	}
+	why := ""
+	if d.Reason != "" {
+		why = ": " + d.Reason
+	}
+	return Verdict{ID: id, Code: CodeDenied, Reason: fmt.Sprintf("held for approval as %d by rule %s (%s) and denied by %s%s", id, d.Pending.Rule, d.Pending.Why, d.By, why)}
+}
+
+// holdsOf counts the held changes of uid. Called with the lock held.
+func (g *Gate) holdsOf(uid uint32) int { return g.perUID[uid] }
+
+// rate returns the counter of rule r. Called with the lock held.
+func (g *Gate) rate(r *policy.ApprovalRule, now time.Time) *window {
+	w := g.rates[r.Key()]
+	if w != nil && w.slice == max(r.Within/rateBuckets, time.Millisecond) {
+		return w
+	}
+	if len(g.rates) >= maxRateWindows {
+		maps.DeleteFunc(g.rates, func(_ string, w *window) bool { return w.idle(now) })
+		if len(g.rates) >= maxRateWindows {
+			clear(g.rates)
+		}
+	}
+	w = newWindow(r.Within)
+	g.rates[r.Key()] = w
+	return w
+}
+
+// finish removes e and hands d on, unless someone else finished it first
+// (then it reports false and e.done has their decision).
+func (g *Gate) finish(e *entry, d Decision) bool {
+	g.mu.Lock()
+	if g.entries[e.p.ID] != e {
+		g.mu.Unlock()
+		return false
+	}
+	d.At = g.now()
+	g.remove(e)
+	if d.Verdict == VerdictTimedOut {
+		g.addGrant(grant{rule: e.rule, pid: e.pid, until: d.At.Add(d.For), by: "a timeout", id: e.p.ID}, d.At)
+	}
+	g.remember(d)
+	g.mu.Unlock()
+	if g.opts.OnDecision != nil {
+		g.opts.OnDecision(d)
+	}
+	return true
+}
+
+// remove takes e off the books. Called with the lock held.
+func (g *Gate) remove(e *entry) {
+	delete(g.entries, e.p.ID)
+	if e.p.Kind == KindHold {
+		if g.perUID[e.uid]--; g.perUID[e.uid] <= 0 {
+			delete(g.perUID, e.uid)
+		}
+	}
+}
+
+// remember keeps d for .intentfs/pending. Called with the lock held.
+func (g *Gate) remember(d Decision) {
+	g.recent = append(g.recent, d)
+	if len(g.recent) > maxRecent {
+		g.recent = slices.Delete(g.recent, 0, len(g.recent)-maxRecent)
+	}
+}
+
+// Decide is a human's decision on the pending entry id: approve or deny
+// (verdict VerdictApproved or VerdictDenied), made by by (byProc). For a
+// held change, cover > 0 also decides the same rule's further changes by
+// the same process for that long, and coverProcess for as long as that
+// process lives; other changes of it that wait under the rule are decided
+// with it. It returns every decision made, the named one first.
+func (g *Gate) Decide(id uint64, verdict, by string, byProc *ledger.Process, cover time.Duration, coverProcess bool, reason string) ([]Decision, error) {
+	if verdict != VerdictApproved && verdict != VerdictDenied {
+		return nil, fmt.Errorf("unknown verdict %q", verdict)
+	}
+	g.mu.Lock()
+	e := g.entries[id]
+	if e == nil {
+		g.mu.Unlock()
+		return nil, fmt.Errorf("%d is %w: it was decided, timed out, or its process ended (see intentfs approvals)", id, ErrNotPending)
+	}
+	now := g.now()
+	base := Decision{Verdict: verdict, By: by, ByProcess: byProc, Reason: reason, At: now}
+	if e.p.Kind == KindHold {
+		base.For, base.ForProcess = cover, coverProcess
+	}
+	first := base
+	first.Pending = e.p
+	out := []Decision{first}
+	g.remove(e)
+	if e.done != nil {
+		e.done <- first
+	}
+	if e.p.Kind == KindHold && (cover > 0 || coverProcess) {
+		gr := grant{rule: e.rule, pid: e.pid, until: now.Add(cover), allow: verdict == VerdictApproved, by: by, id: id}
+		if coverProcess {
+			if st, ok := g.startTime(e.pid); ok {
+				gr.start = st
+			} else {
+				gr.until = now // the process is gone: nothing left to cover
+			}
+		}
+		g.addGrant(gr, now)
+		for _, other := range g.sorted() {
+			if other.p.Kind == KindHold && other.rule == e.rule && other.pid == e.pid {
+				d := base
+				d.Pending = other.p
+				d.Reason = joinReason(reason, fmt.Sprintf("covered by the decision on %d", id))
+				g.remove(other)
+				other.done <- d
+				out = append(out, d)
+			}
+		}
+	}
+	for _, d := range out {
+		g.remember(d)
+	}
+	g.mu.Unlock()
+	if g.opts.OnDecision != nil {
+		for _, d := range out {
+			g.opts.OnDecision(d)
+		}
+	}
+	return out, nil
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " (" + b + ")"
+}
+
+// sorted lists the entries by id. Called with the lock held.
+func (g *Gate) sorted() []*entry {
+	out := slices.Collect(maps.Values(g.entries))
+	slices.SortFunc(out, func(a, b *entry) int {
+		switch {
+		case a.p.ID < b.p.ID:
+			return -1
+		case a.p.ID > b.p.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Request files a scope request of uid and returns its id. Requests wait
+// without holding anything, but are bounded like holds.
+func (g *Gate) Request(uid uint32, p Pending) (uint64, error) {
+	g.mu.Lock()
+	n := 0
+	for _, e := range g.entries {
+		if e.p.Kind == KindScopeRequest && e.uid == uid {
+			n++
+		}
+	}
+	if n >= g.opts.MaxRequestsPerUID || len(g.entries) >= g.opts.MaxPending {
+		g.mu.Unlock()
+		return 0, fmt.Errorf("%w: at most %d scope requests per user and %d entries in all wait at once; wait for a decision (see .intentfs/pending)",
+			ErrFull, g.opts.MaxRequestsPerUID, g.opts.MaxPending)
+	}
+	g.next++
+	p.ID, p.Kind, p.Since = g.next, KindScopeRequest, g.now()
+	g.entries[p.ID] = &entry{p: p, uid: uid}
+	g.mu.Unlock()
+	if g.opts.OnPending != nil {
+		g.opts.OnPending(p)
+	}
+	return p.ID, nil
+}
+
+// Get returns the pending entry id.
+func (g *Gate) Get(id uint64) (Pending, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.entries[id]; e != nil {
+		return e.p, true
+	}
+	return Pending{}, false
+}
+
+// List returns what waits, oldest first.
+func (g *Gate) List() []Pending {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []Pending
+	for _, e := range g.sorted() {
+		out = append(out, e.p)
+	}
+	return out
+}
+
+// Recent returns the last decisions, oldest first.
+func (g *Gate) Recent() []Decision {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.recent)
+}

@@ -1,0 +1,219 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/approvals"
+	"github.com/intentfs/intentfs/internal/feed"
+	"github.com/intentfs/intentfs/internal/procinfo"
+	"github.com/intentfs/intentfs/internal/textsafe"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// newGate returns the approval gate of the mount, which records every
+// decision and shows what waits to watchers.
+func (d *Daemon) newGate() *approvals.Gate {
+	return approvals.New(approvals.Options{
+		OnPending:  d.onPending,
+		OnDecision: d.onDecision,
+		StartTime:  procinfo.StartTime,
+	})
+}
+
+// Hold puts an allowed change to the approval rules of the policy in
+// force; a change one of them holds waits here for a human.
+func (d *Daemon) Hold(ctx context.Context, h fsnode.HoldRequest) syscall.Errno {
+	rules := d.engine.Snapshot().ApprovalRulesFor(h.Request.Intent)
+	if len(rules) == 0 {
+		return 0
+	}
+	req := h.Request
+	v := d.approvals.Hold(ctx, approvals.Held{Op: req.Op, Path: req.Path, Path2: req.Path2, Intent: req.Intent,
+		Session: sessionID(h.Session), Process: h.Process, Uid: req.Caller.Uid, Pid: req.Caller.Pid, Size: h.Size}, rules)
+	switch {
+	case v.Proceed:
+		return 0
+	case v.Interrupted:
+		return syscall.EINTR
+	}
+	d.Denied(req, policy.Decision{Code: v.Code, Reason: v.Reason, Validation: policy.ValidationFail, Path: req.Path}, h.Process, h.Session)
+	return syscall.EACCES
+}
+
+// sessionID names a session in what waits and what watchers see.
+func sessionID(s *ledger.Session) string {
+	if s == nil {
+		return ""
+	}
+	return s.ID
+}
+
+// onPending shows a new entry to watchers.
+func (d *Daemon) onPending(p approvals.Pending) {
+	d.log.Info("waiting for a human", "id", p.ID, "kind", p.Kind, "op", p.Op, "path", p.Path, "rule", p.Rule)
+	if !d.feed.Active() {
+		return
+	}
+	ev := feed.Event{Kind: feed.KindHeld, ID: p.ID, Op: p.Op, Path: p.Path, Path2: p.Path2, Intent: p.Intent,
+		Session: p.Session, Reason: p.Why, Time: p.Since}
+	if p.Kind == approvals.KindScopeRequest {
+		ev.Op, ev.Path = "scope_request", strings.Join(p.Paths, " ")
+	}
+	setProcess(&ev, p.Process)
+	d.feed.Publish(ev)
+}
+
+// onDecision records a decision and shows it to watchers.
+func (d *Daemon) onDecision(dec approvals.Decision) {
+	p := dec.Pending
+	op, path := p.Op, p.Path
+	if p.Kind == approvals.KindScopeRequest {
+		op, path = "scope_request", ""
+	}
+	d.log.Info("decided", "id", p.ID, "verdict", dec.Verdict, "by", dec.By, "op", op, "path", path)
+	reason := decisionReason(dec)
+	d.Record(ledger.Change{Event: ledger.EventApproval, Path: path, FromPath: p.Path2, Intent: p.Intent, Op: op,
+		Code: strings.ToUpper(dec.Verdict), Reason: reason, Process: dec.ByProcess, Time: dec.At})
+	if d.feed.Active() {
+		ev := feed.Event{Kind: feed.KindDecided, Event: string(ledger.EventApproval), ID: p.ID, Verdict: dec.Verdict, By: dec.By,
+			Op: op, Path: path, Path2: p.Path2, Intent: p.Intent, Session: p.Session, Reason: reason, Time: dec.At}
+		setProcess(&ev, dec.ByProcess)
+		d.feed.Publish(ev)
+	}
+}
+
+// decisionReason says in the ledger what was decided, by whom and why.
+func decisionReason(dec approvals.Decision) string {
+	p := dec.Pending
+	var b strings.Builder
+	if p.Kind == approvals.KindScopeRequest {
+		fmt.Fprintf(&b, "scope request %d for %s (%s)", p.ID, strings.Join(p.Paths, ", "), p.Why)
+	} else {
+		fmt.Fprintf(&b, "held change %d (rule %s: %s)", p.ID, p.Rule, p.Why)
+	}
+	fmt.Fprintf(&b, " %s by %s after %s", strings.ReplaceAll(dec.Verdict, "_", " "), dec.By, dec.At.Sub(p.Since).Round(time.Millisecond))
+	if dec.Verdict == approvals.VerdictTimedOut {
+		b.Reset()
+		fmt.Fprintf(&b, "held change %d (rule %s: %s) timed out after %s", p.ID, p.Rule, p.Why, dec.At.Sub(p.Since).Round(time.Second))
+	}
+	switch {
+	case dec.ForProcess:
+		b.WriteString(", covering the rule's changes by that process for as long as it runs")
+	case dec.For > 0:
+		fmt.Fprintf(&b, ", covering the rule's changes by that process for %s", dec.For)
+	}
+	if p.Process != nil {
+		fmt.Fprintf(&b, "; the waiting process was pid %d (%s)", p.Process.Pid, textsafe.Escape(p.Process.Comm))
+	}
+	if p.Session != "" {
+		fmt.Fprintf(&b, " in session %s", p.Session)
+	}
+	if dec.Reason != "" {
+		b.WriteString(": " + dec.Reason)
+	}
+	return b.String()
+}
+
+// Approvals lists what waits for a human and the recent decisions.
+func (d *Daemon) Approvals() ([]approvals.Pending, []approvals.Decision) {
+	return d.approvals.List(), d.approvals.Recent()
+}
+
+// Decide carries out a human's decision. Approving a scope request adds
+// its paths to the intent's owned_scope in the policy file first; if that
+// fails, the request stays pending and the error says why.
+func (d *Daemon) Decide(r control.DecideRequest, by *ledger.Process) ([]approvals.Decision, error) {
+	who := deciderName(by)
+	p, ok := d.approvals.Get(r.ID)
+	if !ok {
+		return nil, fmt.Errorf("%d is not pending: it was decided, timed out, or its process ended (see intentfs approvals)", r.ID)
+	}
+	if p.Kind == approvals.KindScopeRequest && r.Verdict == approvals.VerdictApproved {
+		if r.For != 0 || r.ForProcess {
+			return nil, errors.New("--for and --process apply to held changes, not to scope requests")
+		}
+		if err := d.wf.Scope(p.Intent, p.Paths, nil, by); err != nil {
+			return nil, fmt.Errorf("adding %s to the owned_scope of %s: %w", strings.Join(p.Paths, ", "), p.Intent, err)
+		}
+	}
+	return d.approvals.Decide(r.ID, r.Verdict, who, by, r.For, r.ForProcess, r.Reason)
+}
+
+// deciderName names a person deciding through the CLI.
+func deciderName(by *ledger.Process) string {
+	if by == nil {
+		return "intentfs"
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(by.Comm, "intentfs ("), ")")
+	if name == "" || name == by.Comm {
+		name = fmt.Sprintf("uid %d", by.Uid)
+	}
+	return fmt.Sprintf("%s (uid %d)", textsafe.Escape(name), by.Uid)
+}
+
+// RequestScope files an agent's request for more scope under its intent.
+func (d *Daemon) RequestScope(paths []string, why string, by *ledger.Process) (uint64, error) {
+	intent := d.intentFor(by)
+	if intent == "" {
+		return 0, errors.New("no intent is active: select one before asking for more scope")
+	}
+	if d.engine.Snapshot().Intents.Get(intent) == nil {
+		return 0, fmt.Errorf("the active intent %s is not defined in the policy", intent)
+	}
+	p := approvals.Pending{Intent: intent, Session: d.SessionOf(by), Paths: paths, Why: why, Process: by}
+	id, err := d.approvals.Request(by.Uid, p)
+	if err != nil {
+		if errors.Is(err, approvals.ErrFull) {
+			return 0, fmt.Errorf("%w: %w", err, syscall.EBUSY)
+		}
+		return 0, err
+	}
+	sess, _ := d.sessionOf(by)
+	var ref *ledger.Session
+	if sess != nil {
+		ref = sess.Ref()
+	}
+	d.Record(ledger.Change{Event: ledger.EventApproval, Intent: intent, Op: "scope_request", Code: "REQUESTED",
+		Reason: fmt.Sprintf("scope request %d for %s: %s", id, strings.Join(paths, ", "), why), Process: by, Session: ref})
+	return id, nil
+}
+
+// Watch subscribes to the mount's events.
+func (d *Daemon) Watch() (*feed.Sub, func(), error) { return d.feed.Subscribe() }
+
+// publishRecord shows a recorded change or governance event to watchers.
+func (d *Daemon) publishRecord(c ledger.Change) {
+	kind := feed.KindChange
+	switch {
+	case c.Event == ledger.EventApproval:
+		return // shown by onPending and onDecision, with the entry's id
+	case ledger.ClassOf(c.Event) == "":
+		kind = feed.KindGovernance
+	}
+	ev := feed.Event{Kind: kind, Event: string(c.Event), Op: c.Op, Path: c.Path, Path2: c.FromPath, Intent: c.Intent,
+		Session: sessionID(c.Session), Code: c.Code, Reason: c.Reason, Time: c.Time}
+	setProcess(&ev, c.Process)
+	d.feed.Publish(ev)
+}
+
+// publishDenial shows a refused change to watchers.
+func (d *Daemon) publishDenial(dn control.Denial) {
+	ev := feed.Event{Kind: feed.KindDenied, Event: string(ledger.EventDenied), Op: dn.Op, Path: dn.Path, Path2: dn.Path2,
+		Intent: dn.Intent, Session: dn.Session, Code: dn.Code, Reason: dn.Reason, Time: dn.Time}
+	setProcess(&ev, dn.Process)
+	d.feed.Publish(ev)
+}
+
+func setProcess(ev *feed.Event, p *ledger.Process) {
+	if p != nil {
+		ev.Pid, ev.Uid, ev.Comm = p.Pid, p.Uid, p.Comm
+	}
+}
