@@ -26,8 +26,10 @@ func (f *fakeMount) Context() (string, error) { return "<intent_context/>", nil 
 func (f *fakeMount) Status() (*control.Status, error) {
 	return &control.Status{RecentDenials: f.denials}, nil
 }
-func (f *fakeMount) Lesson(string) error    { return nil }
-func (f *fakeMount) Guide() (string, error) { return "guide", nil }
+func (f *fakeMount) Lesson(string) error                 { return nil }
+func (f *fakeMount) Guide() (string, error)              { return "guide", nil }
+func (f *fakeMount) RequestScope([]string, string) error { return nil }
+func (f *fakeMount) Pending() (string, error)            { return "nothing waits for a human\n", nil }
 func (f *fakeMount) Check(rel, op string) (*control.CheckResult, error) {
 	f.asked = append(f.asked, op+" "+rel)
 	r := &control.CheckResult{Path: rel, Op: op, ActiveIntent: "INT-001", CoveredBy: []control.IntentRef{}}

@@ -47,6 +47,11 @@ type Mount interface {
 	Lesson(text string) error
 	// Guide returns the agent guide.
 	Guide() (string, error)
+	// RequestScope asks the human to add paths (globs) to the active
+	// intent's owned_scope, saying why.
+	RequestScope(paths []string, why string) error
+	// Pending lists what waits for a human and the recent decisions.
+	Pending() (string, error)
 }
 
 // FileMount reaches a mount through its .intentfs/ files.
@@ -192,3 +197,20 @@ func (m FileMount) Lesson(text string) error {
 
 // Guide returns .intentfs/README.md.
 func (m FileMount) Guide() (string, error) { return m.read("README.md") }
+
+// RequestScope writes a scope request to .intentfs/request.
+func (m FileMount) RequestScope(paths []string, why string) error {
+	err := m.write("request", "paths: "+strings.Join(paths, " ")+"\nwhy: "+why+"\n")
+	if err != nil && errors.Is(err, syscall.EINVAL) {
+		if reason := m.lastControlDenial("request"); reason != "" {
+			return errors.New(reason)
+		}
+	}
+	if errors.Is(err, syscall.EBUSY) {
+		return errors.New("too many of your scope requests wait already: wait for a decision (see .intentfs/pending)")
+	}
+	return err
+}
+
+// Pending reads .intentfs/pending.
+func (m FileMount) Pending() (string, error) { return m.read("pending") }

@@ -50,6 +50,13 @@ func New(m agentapi.Mount, version string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "record_lesson",
 		Description: "Records a lesson learned under the active intent, for the next agent: it is kept in .orchestration/CLAUDE.md and shown in the workspace's CLAUDE.md / AGENTS.md. One or two sentences; at most 4 KiB."},
 		h.recordLesson)
+	mcp.AddTool(s, &mcp.Tool{Name: "request_scope",
+		Description: "Asks the human supervising you to add paths (globs relative to the workspace root, such as docs/** or src/cache.go) to the active intent's owned_scope, saying why. " +
+			"Nothing changes until they approve it (intentfs approve ID); call pending to see whether it was decided. At most 16 paths; why at most 1 KiB, one line."},
+		h.requestScope)
+	mcp.AddTool(s, &mcp.Tool{Name: "pending", Annotations: readOnly,
+		Description: "Lists what waits for a human in this workspace -- your changes held by an approval rule (your system call is waiting) and your scope requests -- and the recent decisions on them."},
+		h.pending)
 	s.AddResource(&mcp.Resource{URI: GuideURI, Name: "agent-guide", Title: "Working in an intentfs workspace", MIMEType: "text/markdown",
 		Description: "How an agent works in an intentfs workspace (the mount's .intentfs/README.md)."}, h.guide)
 	return s
@@ -184,6 +191,38 @@ func (h handlers) recordLesson(ctx context.Context, _ *mcp.CallToolRequest, in L
 		return nil, nil, err
 	}
 	return text("Lesson recorded."), nil, nil
+}
+
+// ScopeArgs is the input of request_scope.
+type ScopeArgs struct {
+	Paths []string `json:"paths" jsonschema:"the globs to add to the owned_scope, relative to the workspace root"`
+	Why   string   `json:"why" jsonschema:"why you need them, in one line"`
+}
+
+func (h handlers) requestScope(ctx context.Context, _ *mcp.CallToolRequest, in ScopeArgs) (*mcp.CallToolResult, any, error) {
+	if len(in.Paths) == 0 || strings.TrimSpace(in.Why) == "" {
+		return nil, nil, errors.New("give the paths you need and why")
+	}
+	for _, p := range in.Paths {
+		if p == "" || strings.ContainsAny(p, " \t\n") {
+			return nil, nil, fmt.Errorf("path %q: a glob without spaces", p)
+		}
+	}
+	if strings.ContainsAny(in.Why, "\n\r") {
+		return nil, nil, errors.New("why must be one line")
+	}
+	if err := h.m.RequestScope(in.Paths, in.Why); err != nil {
+		return nil, nil, err
+	}
+	return text("Scope request filed for " + strings.Join(in.Paths, ", ") + ". A human decides it; until then changes outside the scope are still refused. Call pending to follow it."), nil, nil
+}
+
+func (h handlers) pending(ctx context.Context, _ *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, any, error) {
+	s, err := h.m.Pending()
+	if err != nil {
+		return nil, nil, err
+	}
+	return text(s), nil, nil
 }
 
 func (h handlers) guide(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {

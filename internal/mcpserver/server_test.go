@@ -14,8 +14,9 @@ import (
 
 // fakeMount is a mount with INT-001 (src/**) active and INT-002 (docs/**).
 type fakeMount struct {
-	active  string
-	lessons []string
+	active   string
+	lessons  []string
+	requests []string
 }
 
 func (f *fakeMount) Root() string { return "/ws" }
@@ -48,6 +49,13 @@ func (f *fakeMount) Check(rel, op string) (*control.CheckResult, error) {
 }
 func (f *fakeMount) Lesson(text string) error { f.lessons = append(f.lessons, text); return nil }
 func (f *fakeMount) Guide() (string, error)   { return control.AgentGuide, nil }
+func (f *fakeMount) RequestScope(paths []string, why string) error {
+	f.requests = append(f.requests, strings.Join(paths, ",")+": "+why)
+	return nil
+}
+func (f *fakeMount) Pending() (string, error) {
+	return "3 scope_request intent=INT-001 paths=docs/** waiting=2s: docs\n", nil
+}
 
 func connect(t *testing.T, fm *fakeMount) *mcp.ClientSession {
 	t.Helper()
@@ -92,7 +100,7 @@ func TestToolsAndGuide(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"check_path", "explain_denials", "get_context", "list_intents", "record_lesson", "select_intent"}; !slices.Equal(names, want) {
+	if want := []string{"check_path", "explain_denials", "get_context", "list_intents", "pending", "record_lesson", "request_scope", "select_intent"}; !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
 	}
 	cases := []struct {
@@ -112,6 +120,10 @@ func TestToolsAndGuide(t *testing.T) {
 		{tool: "explain_denials", want: "docs/a.md is outside"},
 		{tool: "record_lesson", args: map[string]any{"text": "run make test"}, want: "Lesson recorded"},
 		{tool: "record_lesson", args: map[string]any{"text": "  "}, isError: true, want: "needs some text"},
+		{tool: "request_scope", args: map[string]any{"paths": []string{"docs/**"}, "why": "the API page"}, want: "Scope request filed for docs/**"},
+		{tool: "request_scope", args: map[string]any{"paths": []string{"a b"}, "why": "x"}, isError: true, want: "without spaces"},
+		{tool: "request_scope", args: map[string]any{"paths": []string{"docs/**"}, "why": "a\nb"}, isError: true, want: "one line"},
+		{tool: "pending", want: "scope_request intent=INT-001"},
 	}
 	for _, c := range cases {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
@@ -122,6 +134,9 @@ func TestToolsAndGuide(t *testing.T) {
 		if res.IsError != c.isError || !strings.Contains(textOf(res), c.want) {
 			t.Errorf("%s %v: isError=%v %q, want isError=%v and %q", c.tool, c.args, res.IsError, textOf(res), c.isError, c.want)
 		}
+	}
+	if len(fm.requests) != 1 || fm.requests[0] != "docs/**: the API page" {
+		t.Errorf("scope requests %q", fm.requests)
 	}
 	if len(fm.lessons) != 1 || fm.active != "INT-002" {
 		t.Errorf("lessons %v active %q", fm.lessons, fm.active)

@@ -1,0 +1,237 @@
+package approvals
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// rulesOf parses approval rules from a policy's top-level approvals list.
+func rulesOf(t *testing.T, yaml string) []*policy.ApprovalRule {
+	t.Helper()
+	in, _, err := policy.ParseIntents("p.yaml", []byte("approvals:\n"+yaml+"active_intents:\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (&policy.Snapshot{Intents: in}).ApprovalRulesFor("")
+}
+
+// recorder collects what the gate reports.
+type recorder struct {
+	mu        sync.Mutex
+	pending   []Pending
+	decisions []Decision
+}
+
+func (r *recorder) options() Options {
+	return Options{
+		OnPending:  func(p Pending) { r.mu.Lock(); r.pending = append(r.pending, p); r.mu.Unlock() },
+		OnDecision: func(d Decision) { r.mu.Lock(); r.decisions = append(r.decisions, d); r.mu.Unlock() },
+	}
+}
+
+// waitEntries waits until n entries wait in g.
+func waitEntries(t *testing.T, g *Gate, n int) []Pending {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if l := g.List(); len(l) == n {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries wait, want %d", len(g.List()), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func unlink(pid uint32) Held {
+	return Held{Op: policy.OpUnlink, Path: "src/f", Uid: 1000, Pid: pid, Process: &ledger.Process{Pid: pid, Uid: 1000, Comm: "rm"}}
+}
+
+func TestRateRuleHoldsTheChangeOverTheCount(t *testing.T) {
+	rules := rulesOf(t, "  - {name: mass, ops: [delete], more_than: 3, within: 10s}\n")
+	g := New(Options{})
+	for i := range 3 {
+		if v := g.Hold(context.Background(), unlink(1), rules); !v.Proceed {
+			t.Fatalf("deletion %d was not let through: %+v", i+1, v)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Verdict)
+	go func() { done <- g.Hold(ctx, unlink(1), rules) }()
+	p := waitEntries(t, g, 1)[0]
+	if p.Rule != "mass" || p.Op != "unlink" || p.Kind != KindHold {
+		t.Fatalf("pending %+v", p)
+	}
+	cancel()
+	if v := <-done; !v.Interrupted {
+		t.Fatalf("an interrupted hold got %+v", v)
+	}
+	if n := len(g.List()); n != 0 {
+		t.Fatalf("%d entries left after an interrupt", n)
+	}
+	if r := g.Recent(); len(r) != 1 || r[0].Verdict != VerdictCancelled {
+		t.Fatalf("recent = %+v", r)
+	}
+}
+
+func TestRateWindowForgets(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	rules := rulesOf(t, "  - {name: mass, ops: [delete], more_than: 2, within: 10s}\n")
+	g := New(Options{Now: func() time.Time { return now }})
+	for range 2 {
+		if v := g.Hold(context.Background(), unlink(1), rules); !v.Proceed {
+			t.Fatal("held within the count")
+		}
+	}
+	now = now.Add(11 * time.Second)
+	if v := g.Hold(context.Background(), unlink(1), rules); !v.Proceed {
+		t.Fatal("a deletion after the window was held")
+	}
+}
+
+func TestDecisionsAndWhatTheyCover(t *testing.T) {
+	rules := rulesOf(t, "  - {name: every, ops: [delete], timeout: 1m}\n")
+	rec := &recorder{}
+	g := New(rec.options())
+	decider := &ledger.Process{Pid: 9, Uid: 0, Comm: "intentfs (alice)"}
+	hold := func(pid uint32) chan Verdict {
+		ch := make(chan Verdict, 1)
+		go func() { ch <- g.Hold(context.Background(), unlink(pid), rules) }()
+		return ch
+	}
+
+	// A plain approval lets one change through; the next is held again.
+	v1 := hold(1)
+	p := waitEntries(t, g, 1)[0]
+	if ds, err := g.Decide(p.ID, VerdictApproved, "alice", decider, 0, false, ""); err != nil || len(ds) != 1 {
+		t.Fatalf("Decide: %v %+v", err, ds)
+	}
+	if v := <-v1; !v.Proceed {
+		t.Fatalf("approved change got %+v", v)
+	}
+	v2 := hold(1)
+	p = waitEntries(t, g, 1)[0]
+
+	// An approval --for covers the rest of the process's burst, the
+	// changes of it already waiting included, and no other process's.
+	v3 := hold(1)
+	waitEntries(t, g, 2)
+	ds, err := g.Decide(p.ID, VerdictApproved, "alice", decider, time.Minute, false, "")
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("Decide --for: %v %+v", err, ds)
+	}
+	if a, b := <-v2, <-v3; !a.Proceed || !b.Proceed {
+		t.Fatalf("covered changes got %+v %+v", a, b)
+	}
+	if v := g.Hold(context.Background(), unlink(1), rules); !v.Proceed {
+		t.Fatal("a change within --for was held")
+	}
+	v4 := hold(2)
+	p = waitEntries(t, g, 1)[0]
+
+	// A denial refuses with its reason, and covers the burst.
+	if _, err := g.Decide(p.ID, VerdictDenied, "alice", decider, time.Minute, false, "keep them"); err != nil {
+		t.Fatal(err)
+	}
+	if v := <-v4; v.Proceed || v.Code != CodeDenied || !strings.Contains(v.Reason, "denied by alice: keep them") {
+		t.Fatalf("denied change got %+v", v)
+	}
+	if v := g.Hold(context.Background(), unlink(2), rules); v.Proceed || v.Code != CodeDenied || !strings.Contains(v.Reason, "alice denied it for this process") {
+		t.Fatalf("a change within the denial's cover got %+v", v)
+	}
+	if _, err := g.Decide(p.ID, VerdictApproved, "alice", decider, 0, false, ""); err == nil || !strings.Contains(err.Error(), "not pending") {
+		t.Fatalf("deciding twice: %v", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.decisions) != 4 || rec.decisions[3].Verdict != VerdictDenied || rec.decisions[3].ByProcess != decider {
+		t.Fatalf("decisions reported: %+v", rec.decisions)
+	}
+}
+
+func TestTimeoutDenies(t *testing.T) {
+	rules := rulesOf(t, "  - {name: every, ops: [delete], timeout: 1s}\n")
+	g := New(Options{})
+	start := time.Now()
+	v := g.Hold(context.Background(), unlink(1), rules)
+	if v.Proceed || v.Code != CodeTimedOut || !strings.Contains(v.Reason, "nobody decided within 1s") {
+		t.Fatalf("timed-out change got %+v", v)
+	}
+	if time.Since(start) < time.Second {
+		t.Fatal("the hold ended before its timeout")
+	}
+	// The rest of the burst is refused at once.
+	if v := g.Hold(context.Background(), unlink(1), rules); v.Code != CodeDenied || !strings.Contains(v.Reason, "a timeout denied it") {
+		t.Fatalf("after a timeout: %+v", v)
+	}
+}
+
+func TestCapsFailClosed(t *testing.T) {
+	rules := rulesOf(t, "  - {name: every, ops: [delete], timeout: 1m}\n")
+	g := New(Options{MaxPending: 3, MaxPendingPerUID: 2, MaxRequestsPerUID: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for pid := range uint32(2) {
+		wg.Add(1)
+		go func() { defer wg.Done(); g.Hold(ctx, unlink(pid+1), rules) }()
+	}
+	waitEntries(t, g, 2)
+	if v := g.Hold(ctx, unlink(3), rules); v.Code != CodeQueueFull {
+		t.Fatalf("a uid's third hold got %+v", v)
+	}
+	other := unlink(4)
+	other.Uid = 1001
+	wg.Add(1)
+	go func() { defer wg.Done(); g.Hold(ctx, other, rules) }()
+	waitEntries(t, g, 3)
+	other.Uid, other.Pid = 1002, 5
+	if v := g.Hold(ctx, other, rules); v.Code != CodeQueueFull {
+		t.Fatalf("a hold past the total got %+v", v)
+	}
+	if _, err := g.Request(1003, Pending{Intent: "INT-001", Paths: []string{"x"}, Why: "w"}); err == nil {
+		t.Fatal("a request past the total was filed")
+	}
+	cancel()
+	wg.Wait()
+	if _, err := g.Request(1003, Pending{Intent: "INT-001", Paths: []string{"x"}, Why: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Request(1003, Pending{Intent: "INT-001", Paths: []string{"y"}, Why: "w"}); err == nil {
+		t.Fatal("a uid's second request was filed")
+	}
+}
+
+func TestLargerThanAsksForTheSize(t *testing.T) {
+	rules := rulesOf(t, "  - {name: big, ops: [delete], larger_than: 1KiB, timeout: 1s}\n")
+	g := New(Options{})
+	small := unlink(1)
+	small.Size = func() (int64, bool) { return 1024, true }
+	if v := g.Hold(context.Background(), small, rules); !v.Proceed {
+		t.Fatal("a 1 KiB deletion was held by a rule on larger than 1 KiB")
+	}
+	big := unlink(1)
+	big.Size = func() (int64, bool) { return 1025, true }
+	if v := g.Hold(context.Background(), big, rules); v.Code != CodeTimedOut {
+		t.Fatalf("a larger deletion got %+v", v)
+	}
+}
+
+func TestRateMemoryIsBounded(t *testing.T) {
+	g := New(Options{})
+	for i := range maxRateWindows + 10 {
+		rules := rulesOf(t, "  - {name: r"+strconv.Itoa(i)+", ops: [delete], more_than: 5, within: 1s}\n")
+		g.Hold(context.Background(), unlink(1), rules)
+	}
+	if n := len(g.rates); n > maxRateWindows {
+		t.Fatalf("%d rate windows kept", n)
+	}
+}
