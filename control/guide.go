@@ -23,8 +23,10 @@ that made it.
 4. Work only inside the scope. A change outside it fails with
    "Permission denied" (EACCES). That is a policy decision, not a bug:
    read why with   tail .intentfs/denials   and then stay in scope, or
-   ask the human to widen the scope or create another intent. Do not try to
-   work around it (other paths, links, renames): those are checked too.
+   ask the human for more scope:
+       printf 'paths: docs/** src/cache.go\nwhy: REASON\n' > .intentfs/request
+   Do not try to work around it (other paths, links, renames): those are
+   checked too.
 5. Record what you learned for the next agent:
                          echo "what you learned" > .intentfs/lesson
    (it goes under "Lessons Learned" in .orchestration/CLAUDE.md, and the
@@ -33,6 +35,11 @@ that made it.
                          exec 3<>.intentfs/check; printf 'PATH' >&3; cat <&3
    (a dry run: whether the change would be allowed, and which intent
    covers the path; nothing is recorded)
+
+7. Some changes (mass deletions, say) wait for a human to approve them:
+   your command then blocks as on a slow disk. See what waits, and how
+   your requests were decided, with   cat .intentfs/pending
+   A denial or a timeout fails with "Permission denied" and its reason.
 
 If you were started with intentfs run, you work in a session: your intent
 is your session's own ("Operation not permitted" on .intentfs/active means
