@@ -35,7 +35,6 @@ that made it.
                          exec 3<>.intentfs/check; printf 'PATH' >&3; cat <&3
    (a dry run: whether the change would be allowed, and which intent
    covers the path; nothing is recorded)
-
 7. Some changes (mass deletions, say) wait for a human to approve them:
    your command then blocks as on a slow disk. See what waits, and how
    your requests were decided, with   cat .intentfs/pending
