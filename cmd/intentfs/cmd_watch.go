@@ -26,7 +26,7 @@ func watchCmd() *command {
 		help: `Shows what happens in a mount as it happens. On a terminal: a screen
 that keeps itself current, with what waits for a human at the top (approve
 or deny by id from another terminal), the counts of allowed, denied and
-held changes per session (per uid until sessions are in use), and the
+held changes per session (per uid outside sessions), and the
 most recent events. Otherwise (or with --json): one JSON object per line
 for other tools: change, denied, held, decided, governance, and once a
 second pending (the list of what waits). A watcher that reads too slowly
