@@ -139,6 +139,9 @@ type Status struct {
 	// OpenWriters are the files open for writing through the mount, with
 	// the intent each handle's changes are recorded under.
 	OpenWriters []OpenWriter `json:"open_writers,omitempty"`
+	// Waiting counts the held changes and scope requests that wait for a
+	// human (intentfs approvals lists them).
+	Waiting int `json:"waiting_for_approval"`
 	// Sessions are the live agent sessions, then the recently ended.
 	Sessions []session.Info `json:"sessions,omitempty"`
 	// Session, when a session's process reads .intentfs/status, is that

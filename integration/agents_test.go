@@ -396,7 +396,7 @@ func TestMCPInspector(t *testing.T) {
 	if err := json.Unmarshal([]byte(run("--method", "tools/list")), &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Tools) != 6 {
+	if len(list.Tools) != 8 {
 		t.Errorf("tools: %+v", list.Tools)
 	}
 	var call struct {

@@ -137,6 +137,9 @@ func TestApprovalRmRf(t *testing.T) {
 	if err != nil || string(other) != "kept\nnew\n" {
 		t.Fatalf("reads and writes elsewhere while a change is held: %v %q", err, other)
 	}
+	if st := c.must("status", "--mount", ws); !strings.Contains(st, "waiting:    1 for a human") {
+		t.Fatalf("status does not say a change waits:\n%s", st)
+	}
 	listed := c.must("approvals", "--mount", ws)
 	if !strings.Contains(listed, fmt.Sprint(p.ID)) || !strings.Contains(listed, p.Path) || !strings.Contains(listed, "mass-delete") {
 		t.Fatalf("approvals:\n%s", listed)

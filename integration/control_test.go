@@ -24,7 +24,7 @@ func TestControlDirIsHiddenButOpenable(t *testing.T) {
 		t.Fatalf("ls .intentfs = %q", out)
 	}
 	// Listed like any directory: "." and "..", then the files, sorted.
-	want := ". .. README.md active check context denials intents lesson mutation_class status"
+	want := ". .. README.md active check context denials intents lesson mutation_class pending request status"
 	if out := e.mustSh("ls -a1 .intentfs | LC_ALL=C sort | tr '\\n' ' '"); strings.TrimSpace(out) != want {
 		t.Fatalf("ls -a .intentfs = %q, want %q", out, want)
 	}

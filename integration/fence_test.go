@@ -547,7 +547,7 @@ func statusWithin(e *env, d time.Duration) (string, bool) {
 // for the whole mount: nobody can remove or rename it or its files.
 func TestFenceControlDir(t *testing.T) {
 	e := mountFence(t, scopePolicy, "INT-002", map[string]string{"a.txt": "a\n"}, nil)
-	const want = "README.md active check context denials intents lesson mutation_class status"
+	const want = "README.md active check context denials intents lesson mutation_class pending request status"
 	list := func() string {
 		return strings.TrimSpace(strings.ReplaceAll(e.mustSh("ls .intentfs | LC_ALL=C sort"), "\n", " "))
 	}

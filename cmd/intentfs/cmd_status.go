@@ -141,6 +141,9 @@ func printStatus(a *app, st *control.Status) {
 		}
 		fmt.Fprintf(w, "fuse:       %d requests (%s)\n", total, strings.Join(parts, ", "))
 	}
+	if st.Waiting > 0 {
+		fmt.Fprintf(w, "waiting:    %d for a human: intentfs approvals, then intentfs approve ID or deny ID\n", st.Waiting)
+	}
 	if len(st.Sessions) > 0 {
 		fmt.Fprintf(w, "sessions:\n")
 		printSessions(w, st.Sessions)
