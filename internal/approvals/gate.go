@@ -136,17 +136,23 @@ func (g *Gate) Hold(ctx context.Context, h Held, rules []*policy.ApprovalRule) V
 			rule = r
 		}
 	}
+	// A denial that covers the rest of a burst refuses every change the
+	// rule covers, whether or not the rate would hold it now: the rest
+	// of a refused rm -rf stays refused after its window has passed.
+	for _, r := range matched {
+		if gr, ok := g.covering(r.Key(), h.Pid, now); ok && !gr.allow {
+			g.mu.Unlock()
+			return Verdict{Code: CodeDenied, Reason: fmt.Sprintf("approval rule %s holds %s; %s denied it for this process (decision %d)%s: ask the person supervising you before trying again",
+				r.Name, r.Describe(), gr.by, gr.id, untilText(gr))}
+		}
+	}
 	if rule == nil {
 		g.mu.Unlock()
 		return Verdict{Proceed: true}
 	}
-	if gr, ok := g.covering(rule.Key(), h.Pid, now); ok {
+	if gr, ok := g.covering(rule.Key(), h.Pid, now); ok && gr.allow {
 		g.mu.Unlock()
-		if gr.allow {
-			return Verdict{Proceed: true}
-		}
-		return Verdict{Code: CodeDenied, Reason: fmt.Sprintf("approval rule %s holds %s; %s denied it for this process (decision %d)%s: ask the person supervising you before trying again",
-			rule.Name, rule.Describe(), gr.by, gr.id, untilText(gr))}
+		return Verdict{Proceed: true}
 	}
 	if g.holdsOf(h.Uid) >= g.opts.MaxPendingPerUID || len(g.entries) >= g.opts.MaxPending {
 		g.mu.Unlock()

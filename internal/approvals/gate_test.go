@@ -174,6 +174,39 @@ func TestTimeoutDenies(t *testing.T) {
 	}
 }
 
+// TestDenialCoversTheBurstPastItsWindow: once denied, the rest of the
+// process's burst is refused even when its rate window has emptied (a
+// human who took longer than the window to decide).
+func TestDenialCoversTheBurstPastItsWindow(t *testing.T) {
+	now := time.Unix(2_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	rules := rulesOf(t, "  - {name: mass, ops: [delete], more_than: 1, within: 1s, timeout: 1h}\n")
+	g := New(Options{Now: clock})
+	if v := g.Hold(context.Background(), unlink(1), rules); !v.Proceed {
+		t.Fatal("the first deletion was held")
+	}
+	done := make(chan Verdict, 1)
+	go func() { done <- g.Hold(context.Background(), unlink(1), rules) }()
+	p := waitEntries(t, g, 1)[0]
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	if _, err := g.Decide(p.ID, VerdictDenied, "alice", nil, 5*time.Minute, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if v := g.Hold(context.Background(), unlink(1), rules); v.Code != CodeDenied {
+		t.Fatalf("the first deletion after the denial, in an empty window, got %+v", v)
+	}
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	if v := g.Hold(context.Background(), unlink(2), rules); !v.Proceed {
+		t.Fatalf("another process's first deletion got %+v", v)
+	}
+}
+
 func TestCapsFailClosed(t *testing.T) {
 	rules := rulesOf(t, "  - {name: every, ops: [delete], timeout: 1m}\n")
 	g := New(Options{MaxPending: 3, MaxPendingPerUID: 2, MaxRequestsPerUID: 1})
