@@ -33,6 +33,12 @@ import (
 // a few re-reads of /proc.
 const maxEntries = 4096
 
+// minSweep is the size at which the cache first drops the processes that
+// have exited. A build or a shell loop runs thousands of short processes
+// whose pids are not reused for a long time: without the sweep each would
+// hold its two descriptors until the cache filled.
+const minSweep = 64
+
 // image identifies one program run by one process: a new pid, a reused
 // pid (start time) or an exec (comm, exe, code and stack addresses) each
 // make a different key.
@@ -70,11 +76,36 @@ type Cache struct {
 	mu      sync.Mutex
 	entries map[image]*ledger.Process
 	byPid   map[uint32]*live
+	// sweepAt is the size of byPid at which exited processes are next
+	// dropped: twice the live ones left by the last sweep, so a sweep's
+	// cost is spread over as many insertions as it examines.
+	sweepAt int
 }
 
 // NewCache returns a cache reading /proc.
 func NewCache() *Cache {
-	return &Cache{procRoot: "/proc", entries: map[image]*ledger.Process{}, byPid: map[uint32]*live{}}
+	return &Cache{procRoot: "/proc", entries: map[image]*ledger.Process{}, byPid: map[uint32]*live{}, sweepAt: minSweep}
+}
+
+// sweep drops the processes that have exited, with one poll(2) over all
+// their pidfds. c.mu is held.
+func (c *Cache) sweep() {
+	pids := make([]uint32, 0, len(c.byPid))
+	fds := make([]unix.PollFd, 0, len(c.byPid))
+	for pid, l := range c.byPid {
+		pids = append(pids, pid)
+		fds = append(fds, unix.PollFd{Fd: int32(l.pidfd), Events: unix.POLLIN})
+	}
+	if _, err := unix.Poll(fds, 0); err != nil {
+		return
+	}
+	for i, f := range fds {
+		if f.Revents != 0 {
+			c.byPid[pids[i]].close()
+			delete(c.byPid, pids[i])
+		}
+	}
+	c.sweepAt = max(minSweep, 2*len(c.byPid))
 }
 
 // pidfdThread asks pidfd_open for a thread's own pidfd (Linux 6.9+): FUSE
@@ -162,6 +193,9 @@ func (c *Cache) remember(pid uint32, pidfd int, k image, p *ledger.Process) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.byPid) >= c.sweepAt {
+		c.sweep()
+	}
 	if len(c.byPid) >= maxEntries {
 		for _, l := range c.byPid {
 			l.close()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -139,5 +141,54 @@ func TestCacheNoticesExitAndReuse(t *testing.T) {
 	cmd.Wait()
 	if gone := c.Lookup(pid, 0, 0); gone == first || gone.Comm != "" {
 		t.Fatalf("an exited process was still served from the cache: %+v", gone)
+	}
+}
+
+// A cache that has seen many short processes holds descriptors only for
+// those still running: exited ones are swept out, not kept until the
+// cache fills.
+func TestCacheDropsExitedProcesses(t *testing.T) {
+	c := NewCache()
+	c.sweepAt = 4
+	start := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "30")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		if p := c.Lookup(uint32(cmd.Process.Pid), 0, 0); p.Comm != "sleep" {
+			t.Fatalf("comm %q", p.Comm)
+		}
+		return cmd
+	}
+	var exited []*live
+	for range 3 {
+		cmd := start()
+		exited = append(exited, c.byPid[uint32(cmd.Process.Pid)])
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	running := start()
+	if n := len(c.byPid); n != 4 {
+		t.Fatalf("the cache holds %d processes before the sweep, want 4", n)
+	}
+	start() // the fifth insertion finds the cache at its sweep mark
+	if n := len(c.byPid); n != 2 {
+		t.Errorf("after the sweep the cache holds %d processes, want the 2 still running", n)
+	}
+	if _, ok := c.byPid[uint32(running.Process.Pid)]; !ok {
+		t.Errorf("the sweep dropped a running process")
+	}
+	// Nothing opened a descriptor since the sweep, so the exited
+	// processes' numbers are not reused yet: they must be closed.
+	for _, l := range exited {
+		for _, fd := range []int{l.pidfd, l.procDir} {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {
+				t.Errorf("descriptor %d of an exited process is still open (%v)", fd, err)
+			}
+		}
+	}
+	if c.sweepAt != minSweep {
+		t.Errorf("next sweep at %d, want %d", c.sweepAt, minSweep)
 	}
 }

@@ -21,6 +21,12 @@ const maxNSDepth = 33
 // maxPlaced bounds the placement cache; when full it starts over.
 const maxPlaced = 4096
 
+// minSweep is the size at which the placement cache first drops the
+// processes that have exited. An agent's build or shell loop runs
+// thousands of short processes whose pids are not reused for a long
+// time: without the sweep each would hold a pidfd until the cache filled.
+const minSweep = 64
+
 // pidfdThread asks pidfd_open for a thread's own pidfd (Linux 6.9+): FUSE
 // reports the calling thread's id.
 const pidfdThread = unix.O_EXCL
@@ -47,6 +53,10 @@ type placer struct {
 
 	mu    sync.Mutex
 	byPid map[uint32]placed
+	// sweepAt is the size of byPid at which exited processes are next
+	// dropped: twice the live ones left by the last sweep, so a sweep's
+	// cost is spread over as many insertions as it examines.
+	sweepAt int
 }
 
 func newPlacer(procRoot string) (*placer, error) {
@@ -54,7 +64,28 @@ func newPlacer(procRoot string) (*placer, error) {
 	if err := unix.Stat(procRoot+"/self/ns/pid", &st); err != nil {
 		return nil, fmt.Errorf("reading the daemon's pid namespace: %w", err)
 	}
-	return &placer{procRoot: procRoot, selfNS: st.Ino, byPid: map[uint32]placed{}}, nil
+	return &placer{procRoot: procRoot, selfNS: st.Ino, byPid: map[uint32]placed{}, sweepAt: minSweep}, nil
+}
+
+// sweep drops the processes that have exited, with one poll(2) over all
+// their pidfds. p.mu is held.
+func (p *placer) sweep() {
+	pids := make([]uint32, 0, len(p.byPid))
+	fds := make([]unix.PollFd, 0, len(p.byPid))
+	for pid, e := range p.byPid {
+		pids = append(pids, pid)
+		fds = append(fds, unix.PollFd{Fd: int32(e.pidfd), Events: unix.POLLIN})
+	}
+	if _, err := unix.Poll(fds, 0); err != nil {
+		return
+	}
+	for i, f := range fds {
+		if f.Revents != 0 {
+			unix.Close(p.byPid[pids[i]].pidfd)
+			delete(p.byPid, pids[i])
+		}
+	}
+	p.sweepAt = max(minSweep, 2*len(p.byPid))
 }
 
 func openPidfd(pid uint32) (int, error) {
@@ -100,6 +131,9 @@ func (p *placer) place(pid uint32, byNS func(ino uint64) *Session) (*Session, er
 		return nil, err
 	}
 	p.mu.Lock()
+	if len(p.byPid) >= p.sweepAt {
+		p.sweep()
+	}
 	if len(p.byPid) >= maxPlaced {
 		for _, e := range p.byPid {
 			unix.Close(e.pidfd)
