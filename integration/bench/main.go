@@ -4,6 +4,7 @@
 // medians and ratios. See the README's Performance section.
 //
 //	go run ./integration/bench [--workloads untar,rm,...] [--reps 5] [--json FILE]
+//	sudo go run ./integration/bench --soak 2m     # the soak alone (soak.go)
 //
 // search, npm and make need grep, npm and a C toolchain; npm's package
 // cache and the C project's source are fetched once into --cache.
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -27,7 +29,8 @@ func main() {
 		return
 	}
 	workloads := pflag.StringSlice("workloads", []string{"untar", "rm", "git", "build", "stream", "edit", "search", "npm", "make", "ledger"},
-		"workloads to run: untar, rm, git, build, stream, edit, search, npm, make, ledger")
+		"workloads to run: untar, rm, git, build, stream, edit, search, npm, make, ledger, soak")
+	soakFor := pflag.Duration("soak", 2*time.Minute, "how long the soak runs: four intentfs run sessions working in parallel (with --workloads soak; given alone, runs the soak alone)")
 	records := pflag.Int("ledger-records", 1_000_000, "records in the generated ledger")
 	reps := pflag.Int("reps", 5, "repetitions of each file-tree workload per mode (after one warm-up); 0: only the warm-up, for request counts")
 	corpus := pflag.String("corpus", "", "subdirectory of $(go env GOROOT)/src to use as the corpus (default: all of it)")
@@ -39,6 +42,9 @@ func main() {
 	workdir := pflag.String("workdir", "", "scratch directory on the disk (default: a temporary one)")
 	cacheDir := pflag.String("cache", defaultCache(), "kept between runs: the npm package cache and the C project's source, filled on first use")
 	pflag.Parse()
+	if pflag.CommandLine.Changed("soak") && !pflag.CommandLine.Changed("workloads") {
+		*workloads = []string{"soak"}
+	}
 
 	dir := *workdir
 	if dir == "" {
@@ -57,7 +63,7 @@ func main() {
 	self, _ := os.Executable()
 	var fileNames []string
 	for _, w := range *workloads {
-		if w != "ledger" {
+		if w != "ledger" && w != "soak" {
 			fileNames = append(fileNames, w)
 		}
 	}
@@ -134,6 +140,14 @@ func main() {
 			results["ledger"] = r
 			fmt.Printf("ledger: %d records (%.0f MB): %.0f appends/s; log --intent (table): %.2fs; log --intent --json (all %d matches): %.2fs; verify: %.2fs (ok=%v, %d files hashed)\n",
 				r.Records, float64(r.LedgerBytes)/1e6, r.AppendsPerSec, r.LogTableSec, r.LogMatches, r.LogQuerySec, r.VerifySec, r.VerifyOK, r.TrackedFiles)
+		case "soak":
+			r, err := runSoak(bin, *soakFor)
+			if r != nil {
+				results["soak"] = r
+			}
+			if err != nil {
+				fail(err)
+			}
 		default:
 			fail(fmt.Errorf("unknown workload %q", w))
 		}
