@@ -65,13 +65,13 @@ type soakSession struct {
 	// Found in the ledger: session_start and session_end records, change
 	// records, denials (a summary record counts the denials it stands
 	// for), and change records outside the session's scope (must be 0).
-	Starts        int    `json:"ledger_session_starts"`
-	Ends          int    `json:"ledger_session_ends"`
-	Changes       int    `json:"ledger_changes"`
-	Denials       int    `json:"ledger_denials"`
-	OutsideScope  int    `json:"ledger_changes_outside_scope"`
-	OutputTail    string `json:"-"`
-	dir, exitNote string
+	Starts       int    `json:"ledger_session_starts"`
+	Ends         int    `json:"ledger_session_ends"`
+	Changes      int    `json:"ledger_changes"`
+	Denials      int    `json:"ledger_denials"`
+	OutsideScope int    `json:"ledger_changes_outside_scope"`
+	OutputTail   string `json:"-"`
+	dir          string
 }
 
 // soakResult is the soak's report.
