@@ -230,7 +230,10 @@ func runSoakSessions(ctx context.Context, bin, mnt, run string, d time.Duration,
 			s.OutputTail = out.String()
 			s.parseResult()
 			if err != nil {
-				errs[i-1] = fmt.Errorf("session %s: %v (%v)", s.Name, err, context.Cause(ctx))
+				errs[i-1] = fmt.Errorf("session %s: %w", s.Name, err)
+				if ctx.Err() != nil {
+					errs[i-1] = fmt.Errorf("%w (ended: %v)", errs[i-1], context.Cause(ctx))
+				}
 				if out := tail(s.OutputTail, 10); out != "" {
 					errs[i-1] = fmt.Errorf("%w\n%s", errs[i-1], out)
 				}
