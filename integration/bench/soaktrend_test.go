@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -81,5 +82,43 @@ func TestSampleIntervalAndWarmUp(t *testing.T) {
 		if got := warmUp(tt.d); got != tt.warm {
 			t.Errorf("warmUp(%s) = %s, want %s", tt.d, got, tt.warm)
 		}
+	}
+}
+
+// Each of the soak's checks fails the soak when what it checks is wrong.
+func TestSoakJudge(t *testing.T) {
+	good := func() *soakResult {
+		return &soakResult{VerifyOK: true, RSSMB: trend{Verdict: "flat"}, FDs: trend{Verdict: "flat"},
+			Sessions: []*soakSession{{Name: "soak-1", ID: "abc", dir: "agent1", Iterations: 5, Refused: 3,
+				Starts: 1, Ends: 1, Changes: 100, Denials: 4, DaemonChanges: 100, DaemonDenials: 4}}}
+	}
+	tests := []struct {
+		name   string
+		change func(r *soakResult)
+		want   string // in a problem; "" for none
+	}{
+		{"all well", func(*soakResult) {}, ""},
+		{"RSS grew", func(r *soakResult) { r.RSSMB.Verdict = "growing" }, "RSS grew"},
+		{"descriptors grew", func(r *soakResult) { r.FDs.Verdict = "growing" }, "descriptors grew"},
+		{"no iteration", func(r *soakResult) { r.Sessions[0].Iterations = 0 }, "completed no iteration"},
+		{"a leak", func(r *soakResult) { r.Sessions[0].Leaks = 1 }, "outside its scope 1 times"},
+		{"not listed", func(r *soakResult) { r.Sessions[0].ID = "" }, "does not list it"},
+		{"no end", func(r *soakResult) { r.Sessions[0].Ends = 0 }, "0 session_end"},
+		{"two starts", func(r *soakResult) { r.Sessions[0].Starts = 2 }, "2 session_start"},
+		{"no change", func(r *soakResult) { r.Sessions[0].Changes, r.Sessions[0].DaemonChanges = 0, 0 }, "no change of it"},
+		{"a change outside", func(r *soakResult) { r.Sessions[0].OutsideScope = 1 }, "outside agent1/"},
+		{"a lost record", func(r *soakResult) { r.Sessions[0].Changes = 99 }, "the daemon counted 100"},
+		{"a lost denial", func(r *soakResult) { r.Sessions[0].Denials, r.Sessions[0].DaemonDenials = 2, 2 }, "refused 3 times"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := good()
+			tt.change(r)
+			r.judge()
+			got := strings.Join(r.Problems, "; ")
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("problems %q, want one containing %q", got, tt.want)
+			}
+		})
 	}
 }
