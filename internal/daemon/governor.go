@@ -71,11 +71,19 @@ func (d *Daemon) Record(c ledger.Change) {
 		// Content git wrote that already existed is not authorship.
 		c.RestoredFrom = d.git.Restored(context.Background(), c.Path, c.PostHash, c.Process)
 	}
-	r := ledger.NewRecord(c, d.cfg.Version)
-	d.writer.Append(r)
 	if d.git != nil {
-		d.git.Add(r)
+		// The gate indexes the record as written: after the writer's
+		// goroutine has completed it (a removal's pre_hash is computed
+		// there), in that goroutine, so nothing reads it while it changes.
+		git, finish := d.git, c.Finish
+		c.Finish = func(r *ledger.Record) {
+			if finish != nil {
+				finish(r)
+			}
+			git.Add(r)
+		}
 	}
+	d.writer.Append(ledger.NewRecord(c, d.cfg.Version))
 	if d.feed.Active() {
 		d.publishRecord(c)
 	}
