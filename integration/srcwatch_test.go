@@ -143,6 +143,9 @@ func TestWatchedSourceCachesLongAndStaysFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.mustSh("echo more >> dir/a.txt")
+	// The write is recorded at RELEASE, which the kernel sends after
+	// close(2) has returned to the shell: wait for the record.
+	e.waitRecord("the write through the mount", event(ledger.EventWrite, "dir/a.txt"))
 	if err := e.d.FlushLedger(); err != nil {
 		t.Fatal(err)
 	}
