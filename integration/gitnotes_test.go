@@ -192,3 +192,57 @@ func lineWith(text string, parts ...string) bool {
 	}
 	return false
 }
+
+// TestNotesOfCommitsMadeInTheMount: a commit made in the mount gets its
+// note, with its own commit record, without a notes sync; rebasing it on
+// upstream work in the mount keeps the note on the rebased commit, gives
+// that commit its own commit record, and blames none of the upstream work
+// on the agent.
+func TestNotesOfCommitsMadeInTheMount(t *testing.T) {
+	c, e, origin, _ := gateRepo(t)
+	src, mnt := e.src, e.mnt
+	noteOf := func(commit string) string {
+		out, err := gitTry(src, "git notes --ref=intentfs show "+commit)
+		if err != nil {
+			return ""
+		}
+		return out
+	}
+	hasCommitRecord := func(commit string) bool {
+		return strings.Contains(noteOf(commit), `"commit":"`+commit+`"`)
+	}
+	gitAs(t, mnt, "printf 'package api\\n\\nfunc A() {}\\n' > src/a.go && git add src/a.go && git commit -qm 'the a'")
+	first := gitAs(t, src, "git rev-parse HEAD")
+	waitFor(t, func() bool { return hasCommitRecord(first) }, "the note of the commit, with its commit record")
+	if !strings.Contains(noteOf(first), `"path":"src/a.go"`) {
+		t.Fatalf("the note lacks the write:\n%s", noteOf(first))
+	}
+
+	// A human pushes upstream work; the agent rebases on it in the mount.
+	up := filepath.Join(filepath.Dir(src), "up")
+	gitAs(t, filepath.Dir(src), "git clone -q "+origin+" up")
+	gitAs(t, up, "printf 'package api\\n\\n// upstream\\nfunc util() {}\\n' > src/util.go && git commit -qam upstream && git push -q origin main")
+	out := gitAs(t, mnt, "git pull -q --rebase origin main && git log --format='%h %s' -3")
+	t.Logf("git pull --rebase in the mount:\n%s", out)
+	rebased := gitAs(t, src, "git rev-parse HEAD")
+	upstream := gitAs(t, src, "git rev-parse origin/main")
+	if rebased == first || gitAs(t, src, "git rev-parse HEAD~1") != upstream {
+		t.Fatalf("not rebased: HEAD %s, HEAD~1 is not %s", rebased, upstream)
+	}
+	if !strings.Contains(noteOf(rebased), `"path":"src/a.go"`) {
+		t.Fatalf("the rebased commit lost the note:\n%s", noteOf(rebased))
+	}
+	waitFor(t, func() bool { return hasCommitRecord(rebased) }, "the rebased commit's own commit record in its note")
+	out = c.must("check", "--source", src, "origin/main..HEAD")
+	t.Logf("intentfs check after the rebase:\n%s", out)
+	if !strings.HasPrefix(out, "OK") || !strings.Contains(out, "1 commit(s)") {
+		t.Fatalf("check after the rebase:\n%s", out)
+	}
+	blame := c.must("blame", "--source", src, "src/util.go")
+	if strings.Contains(blame, "INT-001") {
+		t.Fatalf("the rebase's checkout of upstream work is credited to the agent:\n%s", blame)
+	}
+	if out := c.must("verify", "--notes", "--source", src); !strings.HasPrefix(lastLine(out), "OK") {
+		t.Fatalf("verify --notes:\n%s", out)
+	}
+}

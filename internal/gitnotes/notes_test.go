@@ -136,6 +136,42 @@ func TestSyncAttachesRecordsToTheirCommitsAndKeepsPending(t *testing.T) {
 	}
 }
 
+// A commit made in the mount gets a commit record after the changes it
+// holds; that record goes in the commit's own note, not the next one's.
+func TestSyncAttachesACommitsOwnCommitRecord(t *testing.T) {
+	root, origin := setup(t)
+	gittest.Git(t, root, "clone", "-q", origin, "a")
+	a := newClone(t, filepath.Join(root, "a"))
+	c1 := a.work("INT-001", "one", map[string]string{"src/one.go": "package one\n"})
+	w, err := ledger.OpenWriter(a.ledgerPath(), ledger.WriterOptions{Source: a.dir, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: "README.md", Intent: "INT-001", Reason: "outside"}, "test"))
+	w.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventCommit, Path: ".git/refs/heads/main", Intent: "INT-001", Commit: c1}, "test"))
+	w.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventSelect, Intent: "INT-002"}, "test"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res := a.sync()
+	// c1: header, select, create, the denial and its commit record; the
+	// later select waits for the next commit.
+	if res.Commits[c1] != 5 || res.Pending != 1 {
+		t.Fatalf("sync = %+v", res)
+	}
+	note := noteLines(t, a.dir, c1)
+	if !strings.Contains(note, `"event":"commit"`) || !strings.Contains(note, `"commit":"`+c1+`"`) || strings.Contains(note, "INT-002") {
+		t.Fatalf("note of c1:\n%s", note)
+	}
+	// A commit record of a commit HEAD does not reach attaches nothing.
+	w, _ = ledger.OpenWriter(a.ledgerPath(), ledger.WriterOptions{Source: a.dir, Version: "test"})
+	w.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventCommit, Path: ".git/refs/heads/side", Intent: "INT-002", Commit: strings.Repeat("ab", 20)}, "test"))
+	w.Close()
+	if res := a.sync(); res.Attached != 0 || res.Pending != 2 {
+		t.Fatalf("second sync = %+v", res)
+	}
+}
+
 func TestAmendAndRebaseKeepTheNotes(t *testing.T) {
 	root, origin := setup(t)
 	gittest.Git(t, root, "clone", "-q", origin, "a")

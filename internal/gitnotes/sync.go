@@ -46,8 +46,10 @@ const sinceSlack = 24 * time.Hour
 // with the committed content, or its deletion), so records that change no
 // committed path (selections, transitions, denials, and writes later
 // overwritten) ride with the next commit, and the records attached are
-// always a prefix of the chain. Records after the last committed change
-// stay pending until a later commit or sync.
+// always a prefix of the chain. A commit made in the mount also gets its
+// own commit record (and what came before it), so its note says it passed
+// the gate. Records after the last committed change stay pending until a
+// later commit or sync.
 func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string) (*SyncResult, error) {
 	res := &SyncResult{Commits: map[string]int{}}
 	if err := EnsureRewriteConfig(ctx, repo); err != nil {
@@ -80,8 +82,14 @@ func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string) (*
 		return res, nil
 	}
 	ix := gitcheck.NewIndex()
-	for _, p := range pending {
+	// A commit's own commit record (made when the gate let the branch
+	// move to it) belongs in its note, with the changes it holds.
+	commitRecord := map[string]int{}
+	for i, p := range pending {
 		ix.Add(p.rec)
+		if g := p.rec.Gov(); g.Event == ledger.EventCommit && g.Commit != "" {
+			commitRecord[g.Commit] = i
+		}
 	}
 	opts := []string{}
 	if t, err := time.Parse(time.RFC3339Nano, pending[0].rec.Timestamp); err == nil {
@@ -104,6 +112,9 @@ func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string) (*
 	var plan []attach
 	err = repo.Commits(ctx, gitexec.Query{Opts: opts, Revs: []string{"HEAD"}}, func(c *gitexec.Commit) error {
 		last := -1
+		if i, ok := commitRecord[c.ID]; ok {
+			last = i
+		}
 		for _, ch := range c.Changes {
 			rel, ok := strings.CutPrefix(ch.Path, prefix)
 			if !ok {
