@@ -60,6 +60,9 @@ type notesSync struct {
 	mu      sync.Mutex
 	running bool
 	again   bool
+	// cursor is where the last sync stopped; only the goroutine running
+	// the sync touches it.
+	cursor gitnotes.Cursor
 }
 
 // attachNotes attaches the records of the commits just made to them as
@@ -116,7 +119,7 @@ func (d *Daemon) syncNotes() {
 		d.log.Warn("attaching notes", "err", err)
 		return
 	}
-	res, err := gitnotes.Sync(ctx, repo, d.LedgerPath(), "")
+	res, err := gitnotes.SyncFrom(ctx, repo, d.LedgerPath(), "", &d.notes.cursor)
 	if err != nil {
 		d.log.Warn("attaching notes failed; intentfs notes sync attaches them later", "err", err)
 		return

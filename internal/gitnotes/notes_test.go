@@ -172,6 +172,53 @@ func TestSyncAttachesACommitsOwnCommitRecord(t *testing.T) {
 	}
 }
 
+// A Cursor reads only what the ledger gained, and starts over when the
+// notes ref moved under it; either way the notes end up as a full Sync
+// leaves them.
+func TestSyncFromACursor(t *testing.T) {
+	root, origin := setup(t)
+	gittest.Git(t, root, "clone", "-q", origin, "a")
+	a := newClone(t, filepath.Join(root, "a"))
+	ctx := context.Background()
+	var cur Cursor
+	syncCur := func() *SyncResult {
+		t.Helper()
+		res, err := SyncFrom(ctx, a.repo, a.ledgerPath(), "", &cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	c1 := a.work("INT-001", "one", map[string]string{"src/one.go": "package one\n"})
+	if res := syncCur(); res.Commits[c1] != 3 || res.AlreadyNoted != 0 {
+		t.Fatalf("first sync = %+v", res)
+	}
+	resumeAt := cur.pos
+	if resumeAt.IsZero() || resumeAt.Line != 4 {
+		t.Fatalf("the cursor is at %+v, want line 4", resumeAt)
+	}
+	c2 := a.work("INT-001", "two", map[string]string{"src/two.go": "package two\n"})
+	if res := syncCur(); res.Commits[c2] != 2 || res.AlreadyNoted != 3 || res.Attached != 2 || res.Pending != 0 {
+		t.Fatalf("resumed sync = %+v", res)
+	}
+	if !strings.Contains(noteLines(t, a.dir, c2), "src/two.go") || strings.Contains(noteLines(t, a.dir, c2), "src/one.go") {
+		t.Fatalf("note of c2:\n%s", noteLines(t, a.dir, c2))
+	}
+	// Someone else removes c2's note: the ref moved, so the cursor's sync
+	// reads everything and attaches c2's records again.
+	gittest.Git(t, a.dir, "notes", "--ref="+Ref, "remove", c2)
+	if res := syncCur(); res.Commits[c2] != 2 || res.AlreadyNoted != 3 {
+		t.Fatalf("sync after the notes moved = %+v", res)
+	}
+	// A fresh, full Sync finds every record noted once.
+	if res := a.sync(); res.Attached != 0 || res.AlreadyNoted != 5 || res.Pending != 0 {
+		t.Fatalf("full sync = %+v", res)
+	}
+	if set := a.notes(); len(set.Lines) != 5 || len(set.Conflicts) != 0 {
+		t.Fatalf("notes: %d lines, %d conflicts", len(set.Lines), len(set.Conflicts))
+	}
+}
+
 func TestAmendAndRebaseKeepTheNotes(t *testing.T) {
 	root, origin := setup(t)
 	gittest.Git(t, root, "clone", "-q", origin, "a")

@@ -32,6 +32,21 @@ type SyncResult struct {
 type pendingLine struct {
 	raw []byte
 	rec *ledger.Record
+	pos ledger.Position
+}
+
+// Cursor lets a long-lived caller (the daemon, which syncs after every
+// commit made in the mount) read only what the ledger gained since its
+// last Sync, instead of the whole ledger and every note: a ledger of a
+// million records takes tens of seconds to read in full. It holds the
+// position of the first record no note has yet, and the notes ref as that
+// Sync left it; when the ref has moved since (a notes fetch, an amend or
+// rebase copying notes, a sync from the command line), the next Sync reads
+// everything again. The zero Cursor starts with a full Sync.
+type Cursor struct {
+	pos      ledger.Position
+	notesTip string
+	noted    int
 }
 
 // Since bounds how far back Sync looks for the commits of a record: a
@@ -51,35 +66,36 @@ const sinceSlack = 24 * time.Hour
 // the gate. Records after the last committed change stay pending until a
 // later commit or sync.
 func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string) (*SyncResult, error) {
+	return SyncFrom(ctx, repo, ledgerPath, prefix, &Cursor{})
+}
+
+// SyncFrom is Sync resuming at cur, which it moves on.
+func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string, cur *Cursor) (*SyncResult, error) {
 	res := &SyncResult{Commits: map[string]int{}}
 	if err := EnsureRewriteConfig(ctx, repo); err != nil {
 		return nil, err
 	}
-	noted, err := Read(ctx, repo)
+	tip, err := refTip(ctx, repo, Ref)
 	if err != nil {
 		return nil, err
 	}
-	var pending []pendingLine
-	err = ledger.ScanRaw(ledgerPath, func(file string, line int, raw []byte) error {
-		if len(raw) == 0 {
-			return nil
+	pending, end, err := pendingLines(ctx, repo, ledgerPath, cur, tip, res)
+	if err != nil {
+		return nil, err
+	}
+	// moveCursor leaves cur at the first of pending not attached.
+	moveCursor := func(attached int) error {
+		cur.pos = end
+		if attached < len(pending) {
+			cur.pos = pending[attached].pos
 		}
-		var r ledger.Record
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("%s:%d: not a ledger record: %w", file, line, err)
-		}
-		if noted.Has(r.ID) {
-			res.AlreadyNoted++
-			return nil
-		}
-		pending = append(pending, pendingLine{raw: append([]byte(nil), raw...), rec: &r})
-		return nil
-	})
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("reading the ledger: %w", err)
+		cur.noted = res.AlreadyNoted + attached
+		t, err := refTip(ctx, repo, Ref)
+		cur.notesTip = t
+		return err
 	}
 	if len(pending) == 0 {
-		return res, nil
+		return res, moveCursor(0)
 	}
 	ix := gitcheck.NewIndex()
 	// A commit's own commit record (made when the gate let the branch
@@ -97,7 +113,7 @@ func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string) (*
 	}
 	if _, err := repo.Output(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
 		res.Pending = len(pending)
-		return res, nil // no commit yet
+		return res, moveCursor(0) // no commit yet
 	}
 	blobs, err := repo.Blobs(ctx)
 	if err != nil {
@@ -164,7 +180,68 @@ func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string) (*
 		return nil, err
 	}
 	res.Pending = len(pending) - cursor
-	return res, nil
+	return res, moveCursor(cursor)
+}
+
+// pendingLines reads the ledger's lines that no note has: from cur on
+// when the notes ref is where cur's Sync left it (everything before cur
+// is in a note, everything after it was not when that Sync ended), else
+// all of the ledger, less the records the notes hold.
+func pendingLines(ctx context.Context, repo *gitexec.Repo, ledgerPath string, cur *Cursor, tip string, res *SyncResult) ([]pendingLine, ledger.Position, error) {
+	var noted *Set
+	from := cur.pos
+	if from.IsZero() || tip != cur.notesTip {
+		from = ledger.Position{}
+		set, err := Read(ctx, repo)
+		if err != nil {
+			return nil, from, err
+		}
+		noted = set
+	} else {
+		res.AlreadyNoted = cur.noted
+	}
+	for {
+		var pending []pendingLine
+		end, found, err := ledger.ScanRawFrom(ledgerPath, from, func(file string, pos ledger.Position, raw []byte) error {
+			if len(raw) == 0 {
+				return nil
+			}
+			var r ledger.Record
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("%s:%d: not a ledger record: %w", file, pos.Line, err)
+			}
+			if noted != nil && noted.Has(r.ID) {
+				res.AlreadyNoted++
+				return nil
+			}
+			pending = append(pending, pendingLine{raw: append([]byte(nil), raw...), rec: &r, pos: pos})
+			return nil
+		})
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, from, nil
+		}
+		if err != nil {
+			return nil, from, fmt.Errorf("reading the ledger: %w", err)
+		}
+		if found {
+			return pending, end, nil
+		}
+		// The file cur named is gone: read everything.
+		set, err := Read(ctx, repo)
+		if err != nil {
+			return nil, from, err
+		}
+		noted, from, res.AlreadyNoted = set, ledger.Position{}, 0
+	}
+}
+
+// refTip is the commit a ref names, or "" when there is none.
+func refTip(ctx context.Context, repo *gitexec.Repo, ref string) (string, error) {
+	out, err := repo.Output(ctx, "for-each-ref", "--format=%(objectname)", ref)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", ref, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // appendNotes adds lines to the notes of commits, keeping what each note
