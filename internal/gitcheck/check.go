@@ -232,8 +232,8 @@ func (c *Checker) checkChange(rep *Report, blobs *gitexec.Blobs, commit string, 
 		c.add(rep, *bad, false)
 		return
 	}
-	if by != nil && by.Record.ID != "" {
-		rep.Accounted[commit] = append(rep.Accounted[commit], by.Record.ID)
+	if by != nil && by.ID != "" {
+		rep.Accounted[commit] = append(rep.Accounted[commit], by.ID)
 	}
 }
 
@@ -244,12 +244,11 @@ func (c *Checker) judge(rel string, entries []Entry, what string) (*Entry, *Find
 	var last *Finding
 	for i := range entries {
 		e := entries[i]
-		g := e.Record.Gov()
-		id := ledger.Str(g.IntentID)
+		id := e.Intent
 		switch {
-		case g.Event == ledger.EventRevert:
+		case e.Event == ledger.EventRevert:
 			return &entries[i], nil // intentfs revert, on a person's command, restoring a recorded version
-		case g.Code == string(policy.CodeExempt):
+		case e.Code == string(policy.CodeExempt):
 			// intentfs's own write in the source (its section of the
 			// agents' CLAUDE.md / AGENTS.md): nothing an agent governs
 			// records an exempt change.

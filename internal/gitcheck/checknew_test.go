@@ -96,7 +96,7 @@ func TestIndexAddWhileChecking(t *testing.T) {
 		defer wg.Done()
 		for i := range 2000 {
 			for _, e := range ix.Written("src/a.go", gittest.Sha(fmt.Sprint(i))) {
-				_ = e.Record.Gov()
+				_ = e.Intent
 			}
 			_ = ix.WroteAny("src/a.go")
 			_ = ix.Len()

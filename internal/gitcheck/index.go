@@ -6,16 +6,28 @@
 package gitcheck
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"sync"
+
+	"github.com/google/uuid"
 
 	"github.com/intentfs/intentfs/ledger"
 )
 
-// Entry is one record the index holds, with its position among the
-// records added (ledger order).
+// Entry is what the index keeps of one record, with its position among
+// the records added (ledger order): enough to judge a change and name the
+// record, a few dozen bytes rather than the whole record, because the
+// index of a long-lived mount holds every record of its ledger.
 type Entry struct {
 	Seq    int
-	Record *ledger.Record
+	ID     string
+	Event  ledger.Event
+	Intent string
+	// Code is the record's decision code (policy.CodeExempt marks
+	// intentfs's own writes).
+	Code string
 }
 
 // Index finds the records that could account for a committed change: by
@@ -27,22 +39,72 @@ type Entry struct {
 // entries are only ever appended.
 type Index struct {
 	mu       sync.RWMutex
-	content  map[string][]Entry // path + "\x00" + post_hash
+	content  map[contentKey][]Entry
 	written  map[string]int     // records with content per path
 	deleted  map[string][]Entry // path
 	symlinks map[string][]Entry // path
 	modes    map[string][]Entry // path (chmod)
-	ids      map[string]bool
-	n        int
+	ids      map[uuid.UUID]struct{}
+	otherIDs map[string]struct{} // ids that are not UUIDs (notes from elsewhere)
+	// strings holds one copy of each path, intent and code: a path
+	// written ten thousand times is kept once.
+	strings map[string]string
+	n       int
+}
+
+// contentKey is a path and a content hash: sha256 as its 32 bytes, any
+// other form as given.
+type contentKey struct {
+	path  string
+	sum   [sha256.Size]byte
+	other string
 }
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{content: map[string][]Entry{}, written: map[string]int{}, deleted: map[string][]Entry{},
-		symlinks: map[string][]Entry{}, modes: map[string][]Entry{}, ids: map[string]bool{}}
+	return &Index{content: map[contentKey][]Entry{}, written: map[string]int{}, deleted: map[string][]Entry{},
+		symlinks: map[string][]Entry{}, modes: map[string][]Entry{}, ids: map[uuid.UUID]struct{}{},
+		otherIDs: map[string]struct{}{}, strings: map[string]string{}}
 }
 
-func contentKey(path, hash string) string { return path + "\x00" + hash }
+func makeContentKey(path, hash string) contentKey {
+	k := contentKey{path: path}
+	if h, ok := strings.CutPrefix(hash, "sha256:"); ok && len(h) == 2*sha256.Size {
+		if _, err := hex.Decode(k.sum[:], []byte(h)); err == nil && strings.ToLower(h) == h {
+			return k
+		}
+	}
+	return contentKey{path: path, other: hash}
+}
+
+// intern returns the index's copy of s. Called with mu held.
+func (ix *Index) intern(s string) string {
+	if c, ok := ix.strings[s]; ok {
+		return c
+	}
+	ix.strings[s] = s
+	return s
+}
+
+// seen reports whether a record id was added before, and notes it. Called
+// with mu held.
+func (ix *Index) seen(id string) bool {
+	if id == "" {
+		return false
+	}
+	if u, err := uuid.Parse(id); err == nil && u.String() == id {
+		if _, ok := ix.ids[u]; ok {
+			return true
+		}
+		ix.ids[u] = struct{}{}
+		return false
+	}
+	if _, ok := ix.otherIDs[id]; ok {
+		return true
+	}
+	ix.otherIDs[id] = struct{}{}
+	return false
+}
 
 // Len is the number of records added.
 func (ix *Index) Len() int {
@@ -56,26 +118,24 @@ func (ix *Index) Len() int {
 func (ix *Index) Add(r *ledger.Record) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if r.ID != "" {
-		if ix.ids[r.ID] {
-			return
-		}
-		ix.ids[r.ID] = true
+	if ix.seen(r.ID) {
+		return
 	}
-	e := Entry{Seq: ix.n, Record: r}
-	ix.n++
 	g := r.Gov()
-	p := r.Path()
+	e := Entry{Seq: ix.n, ID: r.ID, Event: ledger.Event(ix.intern(string(g.Event))), Intent: ix.intern(ledger.Str(g.IntentID)), Code: ix.intern(g.Code)}
+	ix.n++
+	p := ix.intern(r.Path())
 	switch g.Event {
 	case ledger.EventCreate, ledger.EventWrite, ledger.EventTruncate, ledger.EventRename, ledger.EventRevert:
 		if post := ledger.Str(g.PostHash); post != "" && p != "" {
-			k := contentKey(p, post)
+			k := makeContentKey(p, post)
 			ix.content[k] = append(ix.content[k], e)
 			ix.written[p]++
 		}
 		if g.Event == ledger.EventRename && g.FromPath != "" {
 			// A move deletes its old name.
-			ix.deleted[g.FromPath] = append(ix.deleted[g.FromPath], e)
+			from := ix.intern(g.FromPath)
+			ix.deleted[from] = append(ix.deleted[from], e)
 		}
 		if g.Event == ledger.EventRevert && g.PostHash == nil && p != "" {
 			ix.deleted[p] = append(ix.deleted[p], e)
@@ -93,7 +153,7 @@ func (ix *Index) Add(r *ledger.Record) {
 func (ix *Index) Written(path, hash string) []Entry {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return ix.content[contentKey(path, hash)]
+	return ix.content[makeContentKey(path, hash)]
 }
 
 // WroteAny reports whether any record wrote content at path.
