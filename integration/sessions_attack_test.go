@@ -389,25 +389,7 @@ func TestSessionSourceMirroredByAnotherFilesystemIsCovered(t *testing.T) {
 // real source is reachable at the new path.
 func TestSessionSourceMovedByAnEarlierSessionStaysHidden(t *testing.T) {
 	requireFUSE(t)
-	base, err := os.MkdirTemp("", "intentfs-home-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	home := filepath.Join(base, "home")
-	src := filepath.Join(home, "work", "proj")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	seed := map[string]string{"README.md": "human readme\n", "src/a.txt": "a\n"}
-	e := mountAt(t, src, sessionPolicy, "INT-005", seed, func(string) {
-		if out, err := execCommand("chown", "-R", fmt.Sprintf("%d:%d", agentUID, agentGID), home).CombinedOutput(); err != nil {
-			t.Fatalf("chown: %v\n%s", err, out)
-		}
-	})
+	e, _, home, src := mountInAgentsHome(t)
 	moved := filepath.Join(home, "work.old", "proj")
 	out, code := e.runSession("--intent", "INT-001", "--", "sh", "-c",
 		`mv "$0/work" "$0/work.old" && mkdir -p "$0/work/proj" && echo MOVED`, home)
@@ -433,28 +415,11 @@ func TestSessionSourceMovedByAnEarlierSessionStaysHidden(t *testing.T) {
 // in any directory the agent names.
 func TestSessionCannotRedirectTheDaemonsSidecarWrites(t *testing.T) {
 	requireFUSE(t)
-	base, err := os.MkdirTemp("", "intentfs-home-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	home := filepath.Join(base, "home")
-	src := filepath.Join(home, "work", "proj")
+	e, base, home, _ := mountInAgentsHome(t)
 	victim := filepath.Join(base, "root-owned")
-	for _, d := range []string{src, victim} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chmod(base, 0o755); err != nil {
+	if err := os.MkdirAll(victim, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	seed := map[string]string{"README.md": "human readme\n", "src/a.txt": "a\n"}
-	e := mountAt(t, src, sessionPolicy, "INT-005", seed, func(string) {
-		if out, err := execCommand("chown", "-R", fmt.Sprintf("%d:%d", agentUID, agentGID), home).CombinedOutput(); err != nil {
-			t.Fatalf("chown: %v\n%s", err, out)
-		}
-	})
 	out, code := e.runSession("--intent", "INT-001", "--", "sh", "-c",
 		`(cd "$0" && mv work work.old && mkdir -p work/proj && ln -s "$1" work/proj/.orchestration && echo PLANTED)
 		 for i in 1 2 3; do echo $i > src/n$i.txt; done; echo x > README.md; cat .intentfs/context >/dev/null`, home, victim)
@@ -485,25 +450,7 @@ func TestSessionCannotRedirectTheDaemonsSidecarWrites(t *testing.T) {
 // loaded within a second: its pinned intent now owns "**".
 func TestSessionCannotSwapThePolicyByMovingTheSource(t *testing.T) {
 	requireFUSE(t)
-	base, err := os.MkdirTemp("", "intentfs-home-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	home := filepath.Join(base, "home")
-	src := filepath.Join(home, "work", "proj")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	seed := map[string]string{"README.md": "human readme\n", "src/a.txt": "a\n"}
-	e := mountAt(t, src, sessionPolicy, "INT-005", seed, func(string) {
-		if out, err := execCommand("chown", "-R", fmt.Sprintf("%d:%d", agentUID, agentGID), home).CombinedOutput(); err != nil {
-			t.Fatalf("chown: %v\n%s", err, out)
-		}
-	})
+	e, _, home, _ := mountInAgentsHome(t)
 	const forged = `active_intents:
   - id: INT-001
     name: source work
@@ -523,4 +470,32 @@ func TestSessionCannotSwapThePolicyByMovingTheSource(t *testing.T) {
 	if in := e.d.Snapshot().Intents.Get("INT-001"); in != nil && len(in.OwnedScope) == 1 && in.OwnedScope[0] == "**" {
 		t.Fatalf("the daemon's policy is the agent's: INT-001 owns **")
 	}
+}
+
+// mountInAgentsHome mounts a source at BASE/home/work/proj, where
+// everything under BASE/home belongs to the agent's user: the layout of a
+// checkout in the human's home when the agent runs as the human. BASE is
+// root's and is removed when the test ends.
+func mountInAgentsHome(t *testing.T) (e *env, base, home, src string) {
+	t.Helper()
+	base, err := os.MkdirTemp("", "intentfs-home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	home = filepath.Join(base, "home")
+	src = filepath.Join(home, "work", "proj")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seed := map[string]string{"README.md": "human readme\n", "src/a.txt": "a\n"}
+	e = mountAt(t, src, sessionPolicy, "INT-005", seed, func(string) {
+		if out, err := execCommand("chown", "-R", fmt.Sprintf("%d:%d", agentUID, agentGID), home).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v\n%s", err, out)
+		}
+	})
+	return e, base, home, src
 }
