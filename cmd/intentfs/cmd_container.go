@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/intentfs/intentfs/internal/container"
+)
+
+func containerCmd() *command {
+	return &command{
+		name: "container", summary: "the container image's entrypoint: mount /src at /workspace, run an agent", usage: "[--intent ID] [--user UID[:GID]] [-- CMD [ARGS...]]",
+		help: `The entrypoint of intentfs's container image. It mounts SOURCE (default /src,
+the checkout bind-mounted from the host) at MOUNTPOINT (default /workspace),
+runs CMD (default: a shell) there as a sealed session of the mount (as
+intentfs run does), and on exit ends the session, unmounts, flushes the
+ledger and exits with CMD's status (125: CMD never ran, with the reason).
+
+CMD runs as an unprivileged user with the uid and gid of SOURCE's owner, so
+the files it creates are the host user's; --user or the environment
+variables INTENTFS_UID and INTENTFS_GID choose others. The container gets an
+account "agent" with those ids unless one of its accounts has the uid
+already. Root is refused. In the session SOURCE, the daemon's control socket
+and its processes cannot be reached; the ledger stays in
+SOURCE/.orchestration/ on the host. Signals sent to the container (docker
+stop) are passed on to CMD.
+
+--intent ID (or INTENTFS_INTENT) pins the session to the intent; without it
+the agent selects one through .intentfs/active.
+
+Before it mounts, it checks that the container can: a missing
+"--device /dev/fuse", "--cap-add SYS_ADMIN" or an AppArmor profile that
+forbids mounts ("--security-opt apparmor=unconfined") is named, and nothing
+is written to SOURCE.
+
+Examples:
+  docker run --rm -it --device /dev/fuse --cap-add SYS_ADMIN \
+      --security-opt apparmor=unconfined -v "$PWD:/src" intentfs --intent INT-001 -- claude
+  docker run --rm -it --device /dev/fuse --cap-add SYS_ADMIN -v "$PWD:/src" \
+      -e INTENTFS_UID=1000 -e INTENTFS_GID=1000 intentfs          # a shell in /workspace
+  intentfs container --source /src --mountpoint /workspace --intent INT-001 -- make test`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.String("intent", os.Getenv("INTENTFS_INTENT"), "pin the agent's session to this intent (default $INTENTFS_INTENT)")
+			fs.String("source", "/src", "the checkout to mount (bind-mounted from the host)")
+			fs.String("mountpoint", "/workspace", "where the agent works")
+			fs.String("user", "", "the agent's UID[:GID] or account name (default: $INTENTFS_UID:$INTENTFS_GID, else the owner of --source)")
+			fs.String("name", "container", "the session's name, shown by intentfs sessions")
+			fs.String("agent-files", "auto", `as for intentfs mount: the workspace-root files (CLAUDE.md, AGENTS.md) that get the agent guide and lessons, or "none"`)
+			fs.String("transport", defaultTransport(), `as for intentfs mount: "auto", "uring" or "dev"`)
+		},
+		run:        runContainer,
+		stopAtArgs: true,
+	}
+}
+
+func runContainer(a *app, args []string) error {
+	code, err := container.Run(container.Options{
+		Source: flagString(a, "source"), Mountpoint: flagString(a, "mountpoint"),
+		Intent: flagString(a, "intent"), Name: flagString(a, "name"),
+		Identity:  container.Identity{User: flagString(a, "user"), EnvUID: os.Getenv("INTENTFS_UID"), EnvGID: os.Getenv("INTENTFS_GID")},
+		Argv:      args,
+		Transport: flagString(a, "transport"), AgentFiles: flagString(a, "agent-files"),
+		Version: version, Env: os.Environ(),
+		// The daemon's warnings only: its routine log would mix with the
+		// agent's output on the container's terminal.
+		Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		fmt.Fprintf(a.stderr, "intentfs container: %v\n", err)
+	}
+	return exitCode(code)
+}

@@ -1,0 +1,238 @@
+// Package container is the entrypoint of intentfs's container image
+// (`intentfs container`): it checks that the container was given what a
+// FUSE mount needs, mounts the source (/src, bind-mounted from the host)
+// at the workspace (/workspace), runs the agent's command there as a
+// sealed session of the mount (see internal/runner) as an unprivileged
+// user with the source owner's ids, passes signals on, and on exit ends
+// the session, unmounts, flushes the ledger and returns the command's
+// exit status. The daemon runs in this process, root in the container;
+// the agent never sees /src, the daemon's control socket or its
+// processes.
+package container
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/runner"
+	"github.com/intentfs/intentfs/internal/session"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// ExitCannotRun is the status when the command never ran: the container
+// lacks a flag, the source has no policy, the session was refused.
+// Container engines use 125 for "the runtime failed" too.
+const ExitCannotRun = 125
+
+// Options configure one run of the entrypoint.
+type Options struct {
+	// Source is the host's checkout (default /src), Mountpoint where the
+	// agent works (default /workspace).
+	Source, Mountpoint string
+	// Intent, if set, pins the agent's session to it.
+	Intent string
+	// Name names the session (intentfs sessions).
+	Name string
+	// Identity chooses the agent's uid and gid.
+	Identity Identity
+	// Argv is the command; empty runs a shell.
+	Argv []string
+	// Transport and AgentFiles are as for intentfs mount.
+	Transport, AgentFiles string
+	// Version is recorded in the ledger.
+	Version string
+	// Log receives the daemon's log.
+	Log *slog.Logger
+	// Env is the environment the command's is made from.
+	Env []string
+
+	// host replaces the container checks in tests.
+	host *host
+	// etc and home replace /etc and /home in tests.
+	etc, home string
+}
+
+// Run mounts, runs the command and unmounts. It returns the command's
+// exit status; an error means the command never ran (status
+// ExitCannotRun) or the unmount failed after it ran.
+func Run(o Options) (int, error) {
+	o = withDefaults(o)
+	// A signal before the session starts stops the start; during the
+	// session runner.Launch passes it on to the command.
+	var stopped atomic.Value
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		for s := range sigs {
+			stopped.CompareAndSwap(nil, s)
+		}
+	}()
+	interrupted := func() (int, error) {
+		if s, ok := stopped.Load().(syscall.Signal); ok {
+			return 128 + int(s), fmt.Errorf("stopped by %v before the agent's command started", s)
+		}
+		return 0, nil
+	}
+
+	if os.Geteuid() != 0 {
+		return ExitCannotRun, errors.New("the entrypoint runs as root in the container (it mounts, and then runs the agent as an unprivileged user); " +
+			"do not pass --user to docker run, set INTENTFS_UID/INTENTFS_GID instead")
+	}
+	h := realHost()
+	if o.host != nil {
+		h = *o.host
+	}
+	if err := preflight(h); err != nil {
+		return ExitCannotRun, err
+	}
+	if err := checkSource(o.Source); err != nil {
+		return ExitCannotRun, err
+	}
+	uid, gid, err := resolveIdentity(o.Identity, o.Source)
+	if err != nil {
+		return ExitCannotRun, err
+	}
+	u, err := ensureAccount(o.etc, o.home, uid, gid)
+	if err != nil {
+		return ExitCannotRun, err
+	}
+	if err := runner.CheckAncestors(o.Source, u); err != nil {
+		return ExitCannotRun, err
+	}
+	if err := os.MkdirAll(o.Mountpoint, 0o755); err != nil {
+		return ExitCannotRun, fmt.Errorf("making the mountpoint %s: %w", o.Mountpoint, err)
+	}
+	if code, err := interrupted(); err != nil {
+		return code, err
+	}
+
+	daemon.SetProcessUmask()
+	reg := registry.Registry{Dir: "/run/intentfs"}
+	d, err := daemon.Start(daemon.Config{Source: o.Source, Mountpoint: o.Mountpoint, Version: o.Version, Log: o.Log,
+		Registry: reg, OwnerUID: 0, OwnerGID: 0, Transport: o.Transport, AgentFiles: o.AgentFiles})
+	if err != nil {
+		return ExitCannotRun, fmt.Errorf("mounting %s at %s: %w", o.Source, o.Mountpoint, err)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		d.Wait()
+		closed <- d.Close()
+	}()
+	code, runErr := ExitCannotRun, error(nil)
+	if c, err := interrupted(); err != nil {
+		code, runErr = c, err
+	} else {
+		code, runErr = launch(o, d, u, reg)
+	}
+	if err := d.Unmount(); err != nil {
+		return code, errors.Join(runErr, fmt.Errorf("unmounting %s: %w", o.Mountpoint, err))
+	}
+	if err := <-closed; err != nil {
+		return code, errors.Join(runErr, fmt.Errorf("closing the ledger: %w", err))
+	}
+	return code, runErr
+}
+
+// launch runs the command as a session of d.
+func launch(o Options, d *daemon.Daemon, u runner.User, reg registry.Registry) (int, error) {
+	argv := o.Argv
+	if len(argv) == 0 {
+		argv = []string{defaultShell()}
+	}
+	mp := d.Mountpoint()
+	spec := session.Spec{Name: o.Name, User: u.Name, Uid: u.Uid, Gid: u.Gid, Intent: o.Intent, Pinned: o.Intent != ""}
+	by := &ledger.Process{Pid: uint32(os.Getpid()), Comm: "intentfs container"}
+	// /run/intentfs holds the control socket and the registry; /run/user
+	// nothing of the agent's. The source is hidden by the seal itself.
+	hide := []string{reg.Dir}
+	code, err := runner.Launch(runner.Options{
+		Config: runner.Config{Mountpoint: mp, Dir: mp, Source: d.Source(), Hide: hide,
+			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(agentEnv(o.Env), u, mp, mp), Argv: argv},
+		Register: func(pid int) (string, error) {
+			spec.RootPid = pid
+			info, err := d.StartSession(spec, by)
+			if err != nil {
+				return "", err
+			}
+			return info.ID, nil
+		},
+	})
+	if err != nil {
+		return ExitCannotRun, err
+	}
+	return code, nil
+}
+
+// agentEnv is the entrypoint's environment without what configures it.
+func agentEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		switch {
+		case hasKey(kv, "INTENTFS_UID"), hasKey(kv, "INTENTFS_GID"), hasKey(kv, "INTENTFS_INTENT"):
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func hasKey(kv, key string) bool { return strings.HasPrefix(kv, key+"=") }
+
+func defaultShell() string {
+	if _, err := os.Stat("/bin/bash"); err == nil {
+		return "/bin/bash"
+	}
+	return "/bin/sh"
+}
+
+// checkSource refuses a source that is missing or has no policy, and
+// says how to make one.
+func checkSource(source string) error {
+	st, err := os.Stat(source)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s does not exist: bind-mount the checkout there with -v \"$PWD:%s\"", source, source)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory: bind-mount the checkout there with -v \"$PWD:%s\"", source, source)
+	}
+	if _, err := os.Stat(filepath.Join(source, policy.IntentsFile)); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s has no %s: intentfs needs the intents the agent may work on. Make one in the checkout "+
+			"(as yourself, so the files are yours):\n"+
+			"  docker run --rm -v \"$PWD:/src\" --user \"$(id -u):$(id -g)\" --entrypoint intentfs IMAGE init /src\n"+
+			"then edit .orchestration/active_intents.yaml (set an intent's status to IN_PROGRESS and its owned_scope) "+
+			"and start the container again", source, policy.IntentsFile)
+	}
+	return nil
+}
+
+func withDefaults(o Options) Options {
+	if o.Source == "" {
+		o.Source = "/src"
+	}
+	if o.Mountpoint == "" {
+		o.Mountpoint = "/workspace"
+	}
+	if o.etc == "" {
+		o.etc = "/etc"
+	}
+	if o.home == "" {
+		o.home = "/home"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return o
+}
