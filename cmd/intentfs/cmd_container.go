@@ -50,6 +50,12 @@ Examples:
 			fs.String("name", "container", "the session's name, shown by intentfs sessions")
 			fs.String("agent-files", "auto", `as for intentfs mount: the workspace-root files (CLAUDE.md, AGENTS.md) that get the agent guide and lessons, or "none"`)
 			fs.String("transport", defaultTransport(), `as for intentfs mount: "auto", "uring" or "dev"`)
+			// Where the agent's account is made: the tests' own, so that
+			// they do not add one to the machine's /etc/passwd.
+			fs.String("etc", "/etc", "the directory of passwd and group")
+			fs.String("home", "/home", "the directory of home directories")
+			_ = fs.MarkHidden("etc")
+			_ = fs.MarkHidden("home")
 		},
 		run:        runContainer,
 		stopAtArgs: true,
@@ -63,10 +69,11 @@ func runContainer(a *app, args []string) error {
 		Identity:  container.Identity{User: flagString(a, "user"), EnvUID: os.Getenv("INTENTFS_UID"), EnvGID: os.Getenv("INTENTFS_GID")},
 		Argv:      args,
 		Transport: flagString(a, "transport"), AgentFiles: flagString(a, "agent-files"),
-		Version: version, Env: os.Environ(),
-		// The daemon's warnings only: its routine log would mix with the
-		// agent's output on the container's terminal.
-		Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Version: version, Env: os.Environ(), Etc: flagString(a, "etc"), Home: flagString(a, "home"),
+		// The daemon's errors only: its log, denials included, would mix
+		// with the agent's output on the container's terminal (the agent
+		// has .intentfs/denials; intentfs log shows them).
+		Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {
 		fmt.Fprintf(a.stderr, "intentfs container: %v\n", err)

@@ -56,10 +56,12 @@ type Options struct {
 	// Env is the environment the command's is made from.
 	Env []string
 
+	// Etc and Home replace /etc and /home, where the agent's account is
+	// made (tests, which must not change the machine's accounts).
+	Etc, Home string
+
 	// host replaces the container checks in tests.
 	host *host
-	// etc and home replace /etc and /home in tests.
-	etc, home string
 }
 
 // Run mounts, runs the command and unmounts. It returns the command's
@@ -103,7 +105,7 @@ func Run(o Options) (int, error) {
 	if err != nil {
 		return ExitCannotRun, err
 	}
-	u, err := ensureAccount(o.etc, o.home, uid, gid)
+	u, err := ensureAccount(o.Etc, o.Home, uid, gid)
 	if err != nil {
 		return ExitCannotRun, err
 	}
@@ -118,7 +120,9 @@ func Run(o Options) (int, error) {
 	}
 
 	daemon.SetProcessUmask()
-	reg := registry.Registry{Dir: "/run/intentfs"}
+	// /run/intentfs in a container ($INTENTFS_RUNTIME_DIR in tests), so
+	// docker exec ... intentfs status finds the mount.
+	reg := registry.DefaultRegistry()
 	d, err := daemon.Start(daemon.Config{Source: o.Source, Mountpoint: o.Mountpoint, Version: o.Version, Log: o.Log,
 		Registry: reg, OwnerUID: 0, OwnerGID: 0, Transport: o.Transport, AgentFiles: o.AgentFiles})
 	if err != nil {
@@ -155,7 +159,7 @@ func launch(o Options, d *daemon.Daemon, u runner.User, reg registry.Registry) (
 	by := &ledger.Process{Pid: uint32(os.Getpid()), Comm: "intentfs container"}
 	// /run/intentfs holds the control socket and the registry; /run/user
 	// nothing of the agent's. The source is hidden by the seal itself.
-	hide := []string{reg.Dir}
+	hide := []string{reg.Dir, "/run/intentfs"}
 	code, err := runner.Launch(runner.Options{
 		Config: runner.Config{Mountpoint: mp, Dir: mp, Source: d.Source(), Hide: hide,
 			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(agentEnv(o.Env), u, mp, mp), Argv: argv},
@@ -225,14 +229,14 @@ func withDefaults(o Options) Options {
 	if o.Mountpoint == "" {
 		o.Mountpoint = "/workspace"
 	}
-	if o.etc == "" {
-		o.etc = "/etc"
+	if o.Etc == "" {
+		o.Etc = "/etc"
 	}
-	if o.home == "" {
-		o.home = "/home"
+	if o.Home == "" {
+		o.Home = "/home"
 	}
 	if o.Log == nil {
-		o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
 	return o
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/internal/creds"
 )
 
 // nsGetParent is NS_GET_PARENT, _IO(0xb7, 0x2): a handle on the pid
@@ -50,6 +52,9 @@ type placer struct {
 	// selfNS is the daemon's pid namespace: processes in it belong to no
 	// session.
 	selfNS uint64
+	// as opens a process's namespace with the process's own ids when the
+	// daemon's are not enough (see openNS).
+	as *creds.Switcher
 
 	mu    sync.Mutex
 	byPid map[uint32]placed
@@ -64,7 +69,74 @@ func newPlacer(procRoot string) (*placer, error) {
 	if err := unix.Stat(procRoot+"/self/ns/pid", &st); err != nil {
 		return nil, fmt.Errorf("reading the daemon's pid namespace: %w", err)
 	}
-	return &placer{procRoot: procRoot, selfNS: st.Ino, byPid: map[uint32]placed{}, sweepAt: minSweep}, nil
+	as, err := creds.New()
+	if err != nil {
+		return nil, err
+	}
+	return &placer{procRoot: procRoot, selfNS: st.Ino, as: as, byPid: map[uint32]placed{}, sweepAt: minSweep}, nil
+}
+
+// openNS opens pid's pid namespace. The kernel lets a process open
+// another's namespaces if it may trace it (PTRACE_MODE_READ_FSCREDS):
+// root may with CAP_SYS_PTRACE, which a daemon in a container usually
+// lacks (Docker and podman drop it). Without it, the open is made again
+// on a thread whose filesystem ids are the process's own and that has no
+// effective capabilities, as its owner may: the process is placed as
+// long as it is dumpable, which an agent's processes are unless they
+// make themselves not, and then they are not placed and get no intent.
+func (p *placer) openNS(pid uint32) (int, error) {
+	path := fmt.Sprintf("%s/%d/ns/pid", p.procRoot, pid)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err == nil || !(errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) || !p.as.Enabled() {
+		return fd, err
+	}
+	uid, gid, idErr := effectiveIDs(p.procRoot, pid)
+	if idErr != nil || uid == 0 {
+		return -1, err
+	}
+	fd = -1
+	if rerr := p.as.Run(creds.Caller{Uid: uid, Gid: gid}, func() error {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		return nil
+	}); rerr != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return -1, rerr
+	}
+	return fd, err
+}
+
+// effectiveIDs returns pid's effective uid and gid from the Uid and Gid
+// lines of /proc/PID/status (real, effective, saved, filesystem).
+func effectiveIDs(procRoot string, pid uint32) (uid, gid uint32, err error) {
+	b, err := readSmall(fmt.Sprintf("%s/%d/status", procRoot, pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	found := 0
+	for line := range strings.SplitSeq(string(b), "\n") {
+		for key, dst := range map[string]*uint32{"Uid:": &uid, "Gid:": &gid} {
+			rest, ok := strings.CutPrefix(line, key)
+			if !ok {
+				continue
+			}
+			f := strings.Fields(rest)
+			if len(f) < 2 {
+				return 0, 0, fmt.Errorf("malformed %s line in /proc/%d/status", key, pid)
+			}
+			n, err := strconv.ParseUint(f[1], 10, 32)
+			if err != nil {
+				return 0, 0, fmt.Errorf("malformed %s line in /proc/%d/status", key, pid)
+			}
+			*dst = uint32(n)
+			found++
+		}
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("no Uid and Gid lines in /proc/%d/status", pid)
+	}
+	return uid, gid, nil
 }
 
 // sweep drops the processes that have exited, with one poll(2) over all
@@ -159,7 +231,7 @@ func (p *placer) forget(pid uint32, c placed) {
 
 // walk finds the session whose namespace is pid's or an ancestor of it.
 func (p *placer) walk(pid uint32, byNS func(uint64) *Session) (*Session, error) {
-	fd, err := unix.Open(fmt.Sprintf("%s/%d/ns/pid", p.procRoot, pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := p.openNS(pid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: pid %d: %v", ErrUnplaced, pid, err)
 	}

@@ -1,7 +1,9 @@
 package session
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -56,5 +58,30 @@ func TestPlacerDropsExitedProcesses(t *testing.T) {
 	}
 	if p.sweepAt != minSweep {
 		t.Errorf("next sweep at %d, want %d", p.sweepAt, minSweep)
+	}
+}
+
+// effectiveIDs reads the effective ids (the second column), which the
+// namespace is then opened as; a status without them places nobody.
+func TestEffectiveIDs(t *testing.T) {
+	root := t.TempDir()
+	write := func(pid, body string) {
+		if err := os.MkdirAll(filepath.Join(root, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, pid, "status"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("7", "Name:\tsh\nUid:\t1000\t1001\t1002\t1003\nGid:\t2000\t2001\t2002\t2003\nGroups:\t\n")
+	write("8", "Name:\tsh\nUid:\t1000\t1001\t1002\t1003\n")
+	write("9", "Name:\tsh\nUid:\t1000\nGid:\t2000\t2001\t2002\t2003\n")
+	if uid, gid, err := effectiveIDs(root, 7); err != nil || uid != 1001 || gid != 2001 {
+		t.Errorf("effectiveIDs = %d, %d, %v; want 1001, 2001", uid, gid, err)
+	}
+	for _, pid := range []uint32{8, 9, 10} {
+		if _, _, err := effectiveIDs(root, pid); err == nil {
+			t.Errorf("pid %d: no error for a status without both ids", pid)
+		}
 	}
 }

@@ -1,0 +1,132 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// capSysPtrace is CAP_SYS_PTRACE's bit in the capability sets.
+const capSysPtrace = 19
+
+// TestContainerEntrypointWithoutPtrace runs `intentfs container` as a
+// container engine would: root, but without CAP_SYS_PTRACE (Docker and
+// podman drop it). The agent's command runs as the source's owner in a
+// sealed session, pinned to its intent; its allowed change is recorded
+// as the session's, its denied one fails, it cannot reach the source,
+// and its exit status is the entrypoint's. Without CAP_SYS_PTRACE the
+// daemon may not open the agent's pid namespace as root: the session
+// placement must open it as the agent's owner, or every change of the
+// agent would be refused as UNPLACED_PROCESS.
+func TestContainerEntrypointWithoutPtrace(t *testing.T) {
+	requireFUSE(t)
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("needs setpriv (util-linux)")
+	}
+	bin, err := testBinary.get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	noPtrace := []string{"--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace"}
+	out, err := exec.Command("setpriv", append(noPtrace, "grep", "^CapEff:", "/proc/self/status")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("setpriv: %v\n%s", err, out)
+	}
+	caps, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(string(out), "CapEff:")), 16, 64)
+	if err != nil || caps&(1<<capSysPtrace) != 0 || caps&(1<<21) == 0 {
+		t.Fatalf("setpriv did not give CAP_SYS_ADMIN without CAP_SYS_PTRACE: %q (%v)", out, err)
+	}
+
+	src := sourceOutsideTmp(t)
+	writeFile(t, filepath.Join(src, policy.IntentsFile), sessionPolicy)
+	writeFile(t, filepath.Join(src, "README.md"), "human readme\n")
+	writeFile(t, filepath.Join(src, "src/a.txt"), "a\n")
+	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", agentUID, agentGID), src).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v\n%s", err, out)
+	}
+	// The agent's account is made in a passwd of the test's own.
+	etc, home := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(etc, "passwd"), "root:x:0:0:root:/root:/bin/sh\n")
+	writeFile(t, filepath.Join(etc, "group"), "root:x:0:\n")
+	mnt := filepath.Join(t.TempDir(), "workspace")
+	reg := t.TempDir()
+
+	script := `set -u
+echo "uid=$(id -u) gid=$(id -g)"
+echo agent > src/agent.txt || exit 20
+if echo no > README.md; then echo "README.md was written"; exit 21; fi
+if ls ` + src + ` >/dev/null 2>&1; then echo "the source is reachable"; exit 22; fi
+if ls ` + reg + ` >/dev/null 2>&1; then echo "the registry is reachable"; exit 23; fi
+echo "active=$(cat .intentfs/active)"
+exit 7`
+	args := append(noPtrace, bin, "container", "--source", src, "--mountpoint", mnt, "--etc", etc, "--home", home,
+		"--intent", "INT-001", "--", "sh", "-c", script)
+	cmd := exec.Command("setpriv", args...)
+	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+reg)
+	cmd.Dir = "/"
+	raw, err := cmd.CombinedOutput()
+	output := string(raw)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Fatalf("intentfs container: %v, want the command's exit status 7\n%s", err, output)
+	}
+	for _, want := range []string{fmt.Sprintf("uid=%d gid=%d", agentUID, agentGID), "README.md: Permission denied", "active=INT-001"} {
+		if !strings.Contains(output, want) {
+			t.Errorf("output lacks %q:\n%s", want, output)
+		}
+	}
+	if strings.Contains(output, "UNPLACED") {
+		t.Errorf("the agent's process was not placed in its session:\n%s", output)
+	}
+	// Unmounted, and the mountpoint left as it was made.
+	if mounts, _ := os.ReadFile("/proc/self/mounts"); strings.Contains(string(mounts), " "+mnt+" ") {
+		t.Errorf("%s is still mounted", mnt)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(src, "src/agent.txt"), &st); err != nil {
+		t.Fatalf("the allowed write did not reach the source: %v", err)
+	}
+	if st.Uid != agentUID || st.Gid != agentGID {
+		t.Errorf("src/agent.txt belongs to %d:%d, want the source's owner %d:%d", st.Uid, st.Gid, agentUID, agentGID)
+	}
+	if b, _ := os.ReadFile(filepath.Join(src, "README.md")); string(b) != "human readme\n" {
+		t.Errorf("README.md changed: %q", b)
+	}
+	passwd, _ := os.ReadFile(filepath.Join(etc, "passwd"))
+	if !strings.Contains(string(passwd), fmt.Sprintf("\nagent:x:%d:%d:", agentUID, agentGID)) {
+		t.Errorf("no agent account was made:\n%s", passwd)
+	}
+
+	// The ledger, closed by the entrypoint: the write as the session's,
+	// the denial, the session's end.
+	var created, denied, ended bool
+	if err := ledger.Scan(filepath.Join(src, ".orchestration", "agent_trace.jsonl"), func(_ int, r *ledger.Record) error {
+		g := r.Gov()
+		switch {
+		case g.Event == ledger.EventCreate && r.Path() == "src/agent.txt":
+			created = g.Session != nil && g.IntentID != nil && *g.IntentID == "INT-001"
+		case g.Event == ledger.EventDenied && r.Path() == "README.md":
+			denied = true
+		case g.Event == ledger.EventSessionEnd:
+			ended = true
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !created || !denied || !ended {
+		t.Errorf("ledger: create of src/agent.txt by the session under INT-001 %v, denial of README.md %v, session_end %v", created, denied, ended)
+	}
+	if out, err := exec.Command(bin, "verify", "--source", src).CombinedOutput(); err != nil {
+		t.Errorf("intentfs verify: %v\n%s", err, out)
+	}
+}
