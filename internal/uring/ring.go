@@ -37,10 +37,15 @@ const (
 	offCQRing = 0x8000000
 	offSQEs   = 0x10000000
 
-	enterGetEvents = 1 << 0
+	enterGetEvents      = 1 << 0
+	enterRegisteredRing = 1 << 4
 
-	registerProbe = 8
-	opSupported   = 1 << 0
+	registerProbe           = 8
+	registerRingFds         = 20
+	unregisterRingFds       = 21
+	registerUseRegistered   = 1 << 31
+	opSupported             = 1 << 0
+	registeredRingAnyOffset = ^uint32(0)
 )
 
 // params is struct io_uring_params.
@@ -63,10 +68,13 @@ type cqringOffsets struct {
 
 // Ring is one io_uring instance.
 type Ring struct {
-	fd      int
-	flags   uint32
-	ringMem []byte // the SQ and CQ rings (one mapping: IORING_FEAT_SINGLE_MMAP)
-	sqeMem  []byte
+	// fd is the ring's descriptor, or after DropFd the index of the
+	// ring among the thread's registered rings.
+	fd         int
+	registered bool
+	flags      uint32
+	ringMem    []byte // the SQ and CQ rings (one mapping: IORING_FEAT_SINGLE_MMAP)
+	sqeMem     []byte
 
 	sqHead, sqTail, sqArray *uint32
 	sqMask, sqEntries       uint32
@@ -120,8 +128,42 @@ func New(entries uint32, flags uint32) (*Ring, error) {
 	return r, nil
 }
 
-// Fd is the ring's descriptor.
-func (r *Ring) Fd() int { return r.fd }
+// Fd is the ring's descriptor (-1 after DropFd).
+func (r *Ring) Fd() int {
+	if r.registered {
+		return -1
+	}
+	return r.fd
+}
+
+// DropFd registers the ring with the calling thread
+// (IORING_REGISTER_RING_FDS, Linux 5.18+) and closes its descriptor: the
+// ring then takes no place in the process's descriptor table, and only
+// this thread may use it, so the caller must keep its OS thread
+// (runtime.LockOSThread) until Close. A process serving a FUSE mount with
+// a ring per entry would otherwise spend a descriptor per entry, which
+// counts against the limit its other descriptors live under. If the
+// kernel cannot register rings, the ring keeps its descriptor and the
+// error says why.
+func (r *Ring) DropFd() error {
+	if r.registered {
+		return nil
+	}
+	// struct io_uring_rsrc_update: offset (-1: any free slot, which the
+	// kernel writes back), resv, data (the descriptor).
+	upd := struct {
+		offset, resv uint32
+		data         uint64
+	}{offset: registeredRingAnyOffset, data: uint64(r.fd)}
+	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerRingFds, uintptr(unsafe.Pointer(&upd)), 1, 0, 0); errno != 0 {
+		return fmt.Errorf("io_uring_register(RING_FDS): %w", errno)
+	}
+	if err := unix.Close(r.fd); err != nil {
+		return fmt.Errorf("io_uring: closing the registered ring's descriptor: %w", err)
+	}
+	r.fd, r.registered = int(upd.offset), true
+	return nil
+}
 
 // Close unmaps the ring and closes it. Operations still in flight are
 // cancelled by the kernel.
@@ -129,7 +171,19 @@ func (r *Ring) Close() error {
 	if r.fd < 0 {
 		return nil
 	}
-	err := errors.Join(unix.Munmap(r.sqeMem), unix.Munmap(r.ringMem), unix.Close(r.fd))
+	var closeErr error
+	if r.registered {
+		upd := struct {
+			offset, resv uint32
+			data         uint64
+		}{offset: uint32(r.fd)}
+		if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), unregisterRingFds|registerUseRegistered, uintptr(unsafe.Pointer(&upd)), 1, 0, 0); errno != 0 {
+			closeErr = fmt.Errorf("io_uring_register(UNREGISTER_RING_FDS): %w", errno)
+		}
+	} else {
+		closeErr = unix.Close(r.fd)
+	}
+	err := errors.Join(unix.Munmap(r.sqeMem), unix.Munmap(r.ringMem), closeErr)
 	r.fd = -1
 	return err
 }
@@ -141,7 +195,11 @@ func (r *Ring) Supports(op uint8) (bool, error) {
 	// struct io_uring_probe: last_op, ops_len, resv, resv2[3], then
 	// ops_len struct io_uring_probe_op {op, resv, flags u16, resv2 u32}.
 	var buf [16 + nOps*8]byte
-	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerProbe, uintptr(unsafe.Pointer(&buf[0])), nOps, 0, 0); errno != 0 {
+	op2 := uintptr(registerProbe)
+	if r.registered {
+		op2 |= registerUseRegistered
+	}
+	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op2, uintptr(unsafe.Pointer(&buf[0])), nOps, 0, 0); errno != 0 {
 		return false, fmt.Errorf("io_uring_register(PROBE): %w", errno)
 	}
 	if op > buf[0] { // last_op

@@ -2,6 +2,8 @@ package uring
 
 import (
 	"errors"
+	"os"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -188,4 +190,62 @@ func TestCloseTwice(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
+}
+
+// TestDropFd: a ring registered with its thread works without a
+// descriptor: the process's table is back to what it was, NOPs still
+// round-trip, and Close releases it.
+func TestDropFd(t *testing.T) {
+	runtime.LockOSThread() // the registered ring belongs to this thread
+	defer runtime.UnlockOSThread()
+	before := countFds(t)
+	r, err := New(4, SetupSQE128|SetupSingleIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := countFds(t); got != before+1 {
+		t.Fatalf("a new ring: %d descriptors, want %d", got, before+1)
+	}
+	if err := r.DropFd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := countFds(t); got != before {
+		t.Fatalf("after DropFd: %d descriptors, want %d", got, before)
+	}
+	if r.Fd() != -1 {
+		t.Fatalf("Fd after DropFd = %d, want -1", r.Fd())
+	}
+	for i := range 6 { // more than the ring holds: it wraps
+		sqe, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sqe.Opcode = OpNop
+		sqe.UserData = uint64(i)
+		if _, err := r.Submit(1); err != nil {
+			t.Fatal(err)
+		}
+		c, err := r.Wait()
+		if err != nil || c.UserData != uint64(i) || c.Res != 0 {
+			t.Fatalf("NOP %d on the registered ring: %+v, %v", i, c, err)
+		}
+	}
+	if ok, err := r.Supports(OpURingCmd); err != nil || !ok {
+		t.Fatalf("Supports on the registered ring: %v, %v", ok, err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func countFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }

@@ -75,6 +75,9 @@ func (r *Ring) Submit(wait uint32) (submitted int, err error) {
 	if wait > 0 {
 		flags = enterGetEvents
 	}
+	if r.registered {
+		flags |= enterRegisteredRing
+	}
 	for {
 		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(wait), flags, 0, 0)
 		switch errno {
