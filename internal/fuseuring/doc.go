@@ -23,6 +23,9 @@
 // Each entry is served by its own goroutine on its own OS thread with its
 // own small ring: the thread that submits an entry's command is the task
 // the kernel copies the next request in, so it stays the same thread.
+// The ring is registered with that thread and its descriptor closed
+// (uring.Ring.DropFd): entries cost the daemon no descriptors, which stay
+// for what the daemon bounds by its descriptor limit.
 // Entries are added to a queue while all of its entries are busy (a
 // request that blocks, such as SETLKW, keeps its entry), up to a bound.
 package fuseuring

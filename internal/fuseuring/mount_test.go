@@ -259,3 +259,40 @@ func TestKilledDaemon(t *testing.T) {
 		}
 	}
 }
+
+// TestEntriesHoldNoDescriptors: a ring entry's io_uring is registered
+// with its thread and its descriptor closed, so however many entries the
+// queues have, the transport holds only its /dev/fuse descriptors, and
+// the daemon's descriptor limit is left to what it bounds (cached
+// directory descriptors, open handles).
+func TestEntriesHoldNoDescriptors(t *testing.T) {
+	if err := Available(); err != nil {
+		mountLoopback(t, Options{}) // skips or fails as the others do
+	}
+	before := countFds(t)
+	const perQueue = 6
+	_, _, s := mountLoopback(t, Options{EntriesPerQueue: perQueue, MaxEntriesPerQueue: perQueue})
+	entries := 0
+	for _, q := range s.queues {
+		q.mu.Lock()
+		entries += len(q.live)
+		q.mu.Unlock()
+	}
+	if entries != perQueue*len(s.queues) {
+		t.Fatalf("%d entries registered, want %d", entries, perQueue*len(s.queues))
+	}
+	// /dev/fuse and go-fuse's duplicate of it, and a spare for the
+	// runtime's own (an epoll descriptor the first time one is needed).
+	if added := countFds(t) - before; added > 3 {
+		t.Fatalf("the mount added %d descriptors for %d entries; want at most 3", added, entries)
+	}
+}
+
+func countFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}

@@ -20,6 +20,8 @@ type queue struct {
 
 	mu            sync.Mutex
 	entries, idle int
+	// live are the registered entries.
+	live map[*entry]struct{}
 }
 
 // add registers one more entry and returns once the kernel has it.
@@ -117,6 +119,14 @@ func (q *queue) serve(registered chan<- error) {
 		registered <- fmt.Errorf("FUSE_IO_URING_CMD_REGISTER: %w", unix.Errno(-c.Res))
 		return
 	}
+	q.mu.Lock()
+	q.live[e] = struct{}{}
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		delete(q.live, e)
+		q.mu.Unlock()
+	}()
 	registered <- nil
 	for {
 		c, err := e.ring.Wait()
@@ -148,6 +158,12 @@ func (q *queue) newEntry() (*entry, error) {
 		if ring, err = uring.New(4, uring.SetupSQE128); err != nil {
 			return nil, err
 		}
+	}
+	// The ring is used by this thread alone: it needs no descriptor,
+	// and one per entry would count against the daemon's limit, which
+	// also bounds its cached directory descriptors and open handles.
+	if err := ring.DropFd(); err != nil {
+		q.s.log.Debug("a FUSE ring entry keeps its io_uring descriptor", "err", err)
 	}
 	page := unix.Getpagesize()
 	hdrLen := (headerSize + page - 1) / page * page

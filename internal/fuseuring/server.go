@@ -137,7 +137,7 @@ func Mount(mountpoint string, fs fuse.RawFileSystem, opts *fuse.MountOptions, o 
 		return s, s.stopPolls()
 	}
 	for qid := range nq {
-		q := &queue{s: s, qid: uint16(qid), max: o.MaxEntriesPerQueue}
+		q := &queue{s: s, qid: uint16(qid), max: o.MaxEntriesPerQueue, live: map[*entry]struct{}{}}
 		s.queues = append(s.queues, q)
 	}
 	// The kernel holds every request until each queue has an entry.
