@@ -27,5 +27,9 @@
 // (uring.Ring.DropFd): entries cost the daemon no descriptors, which stay
 // for what the daemon bounds by its descriptor limit.
 // Entries are added to a queue while all of its entries are busy (a
-// request that blocks, such as SETLKW, keeps its entry), up to a bound.
+// request that blocks, such as SETLKW or a change held for approval,
+// keeps its entry), up to a bound. A request that arrives while every
+// entry of its queue is busy waits in the kernel until an entry commits
+// a reply; when the busy entries are all long waits, the stall watch
+// (stall.go) sends a request of its own on that queue so that one does.
 package fuseuring

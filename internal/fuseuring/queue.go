@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -20,8 +22,11 @@ type queue struct {
 
 	mu            sync.Mutex
 	entries, idle int
-	// live are the registered entries.
+	// live are the registered entries, for the stall watch.
 	live map[*entry]struct{}
+	// kicks are the kicks under way (see stall.go): when each started.
+	kicks  map[uint64]int64
+	kickID uint64
 }
 
 // add registers one more entry and returns once the kernel has it.
@@ -87,6 +92,13 @@ func connectionGone(err error) bool {
 
 // entry is one registered ring entry: its buffers and its own ring.
 type entry struct {
+	// since is when the entry took the request it is answering (Unix
+	// nanoseconds), 0 while it waits for one.
+	since atomic.Int64
+	// kicked is the since of the request the stall watch last kicked
+	// the queue for (the watch's own, under the queue's lock).
+	kicked int64
+
 	mem     []byte // header, then payload, page-aligned, outside the Go heap
 	hdr     []byte
 	payload []byte
@@ -141,7 +153,9 @@ func (q *queue) serve(registered chan<- error) {
 			return
 		}
 		q.busy()
+		e.since.Store(time.Now().UnixNano())
 		commitID := q.s.answer(e.hdr, e.payload)
+		e.since.Store(0)
 		q.free()
 		// Commit the reply and wait for the next request, in one call.
 		if err := e.submit(cmdCommitAndFetch, commitID, q.qid, 1); err != nil {

@@ -24,7 +24,11 @@ type Options struct {
 	// CPUList is the kernel's list of possible CPUs, one queue each
 	// ("": read /sys/devices/system/cpu/possible).
 	CPUList string
-	Log     *slog.Logger
+	// LongWait is how long an entry answers one request before the
+	// stall watch treats the request as a long wait and kicks its queue
+	// (0: DefaultLongWait). See stall.go.
+	LongWait time.Duration
+	Log      *slog.Logger
 }
 
 // Server is a FUSE mount served over io_uring.
@@ -137,7 +141,7 @@ func Mount(mountpoint string, fs fuse.RawFileSystem, opts *fuse.MountOptions, o 
 		return s, s.stopPolls()
 	}
 	for qid := range nq {
-		q := &queue{s: s, qid: uint16(qid), max: o.MaxEntriesPerQueue, live: map[*entry]struct{}{}}
+		q := &queue{s: s, qid: uint16(qid), max: o.MaxEntriesPerQueue, live: map[*entry]struct{}{}, kicks: map[uint64]int64{}}
 		s.queues = append(s.queues, q)
 	}
 	// The kernel holds every request until each queue has an entry.
@@ -152,6 +156,7 @@ func Mount(mountpoint string, fs fuse.RawFileSystem, opts *fuse.MountOptions, o 
 		}
 	}
 	s.ring = true
+	go s.watchStalls(o.LongWait)
 	if err := s.stopPolls(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,144 @@
+package fuseuring
+
+import (
+	"errors"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A request that waits a long time in the daemon (a change held for a
+// human's approval, a blocking lock) keeps its ring entry until it is
+// answered: the kernel ties the entry to the request, and the reply can
+// only come back in that entry's buffers. The queue grows past such
+// entries (queue.busy), but growing alone does not keep the queue moving.
+//
+// In fs/fuse/dev_uring.c a request that finds no free entry on its queue
+// waits in the queue's list, and only a COMMIT_AND_FETCH takes it from
+// there: an entry that commits a reply fetches the oldest waiting
+// request. A newly registered entry does not (fuse_uring_do_register
+// only makes it available), so it serves the requests that arrive after
+// it and leaves the waiting ones waiting. When every busy entry of a
+// queue is a long wait, nothing on that queue commits, and a request
+// that came while the queue was full waits as long as the holds do: a
+// uid that holds 32 changes for approval in a burst left other callers
+// of the same CPU blocked for the holds' whole timeout
+// (TestApprovalFloodFailsClosed).
+//
+// So the transport watches its entries. When one has been answering the
+// same request for LongWait, it makes sure its queue has a free entry
+// and sends one short request of its own on that queue's CPU (a kick: a
+// GETATTR of the mount's root, forced past the kernel's cache): a free
+// entry takes it and, committing the reply, fetches the oldest waiting
+// request, if any. Each long wait kicks once, so every request that
+// waited behind one gets an entry that commits: either it is short and
+// its own commit fetches the next, or it becomes a long wait and kicks
+// in turn. A kick can itself arrive while the queue is full (the free
+// entry it was meant for was taken, or was still registering) and wait
+// in the list like any request; a kick still unanswered after LongWait
+// is followed by another, up to maxKicks under way per queue. A queue
+// that has no free entry left and cannot grow (at MaxEntriesPerQueue)
+// still waits for a commit; that bound keeps the daemon's threads
+// bounded.
+
+// DefaultLongWait is Options.LongWait's default: far above what a
+// request answered from the page cache or a local disk takes, short
+// enough that a request caught behind long waits is not noticed.
+const DefaultLongWait = 100 * time.Millisecond
+
+// watchStalls kicks the queues whose entries wait long, until the
+// connection ends.
+func (s *Server) watchStalls(longWait time.Duration) {
+	if longWait <= 0 {
+		longWait = DefaultLongWait
+	}
+	tick := time.NewTicker(longWait / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case now := <-tick.C:
+			for _, q := range s.queues {
+				q.watch(now.UnixNano(), int64(longWait))
+			}
+		}
+	}
+}
+
+// maxKicks bounds the kicks under way on one queue: each is a thread
+// waiting for its reply.
+const maxKicks = 8
+
+// watch kicks q once for each of its entries that became a long wait
+// since it last looked, and once more if a kick has waited long itself.
+func (q *queue) watch(now, longWait int64) {
+	q.mu.Lock()
+	kicks := 0
+	for e := range q.live {
+		since := e.since.Load()
+		if since != 0 && now-since >= longWait && e.kicked != since {
+			e.kicked = since
+			kicks++
+		}
+	}
+	if kicks == 0 {
+		for _, started := range q.kicks {
+			if now-started >= longWait {
+				kicks = 1
+				break
+			}
+		}
+	}
+	kicks = min(kicks, maxKicks-len(q.kicks))
+	// A kick needs a free entry: grow if there is none (growing
+	// failed, or has not caught up) and there is room.
+	grow := kicks > 0 && q.idle <= 0 && q.entries < q.max
+	if grow {
+		q.entries++
+		q.idle++
+	}
+	ids := make([]uint64, 0, max(kicks, 0))
+	for range kicks {
+		q.kickID++
+		q.kicks[q.kickID] = now
+		ids = append(ids, q.kickID)
+	}
+	q.mu.Unlock()
+	if grow {
+		q.s.loops.Add(1)
+		if err := q.start(); err != nil && !connectionGone(err) {
+			q.s.log.Warn("adding a FUSE ring entry failed", "queue", q.qid, "err", err)
+		}
+	}
+	for _, id := range ids {
+		go q.kick(id)
+	}
+}
+
+// kick sends one GETATTR of the mount's root from a thread that runs on
+// q's CPU only, since the kernel picks a request's queue by the CPU its
+// caller runs on, and returns when it is answered (or the connection
+// ends).
+func (q *queue) kick(id uint64) {
+	defer func() {
+		q.mu.Lock()
+		delete(q.kicks, id)
+		q.mu.Unlock()
+	}()
+	// The pinned thread is not given back: it ends with the goroutine.
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(int(q.qid))
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		// An offline CPU sends no requests to its queue.
+		q.s.log.Debug("no kick for a FUSE ring queue", "queue", q.qid, "err", err)
+		return
+	}
+	var st unix.Statx_t
+	err := unix.Statx(unix.AT_FDCWD, q.s.mountpoint, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &st)
+	if err != nil && !connectionGone(err) && !errors.Is(err, unix.EINTR) {
+		q.s.log.Debug("kicking a FUSE ring queue failed", "queue", q.qid, "err", err)
+	}
+}
