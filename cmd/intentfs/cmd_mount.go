@@ -47,8 +47,8 @@ and writes /dev/fuse; "uring" uses FUSE over io_uring (Linux 6.14+, as root,
 once switched on: echo Y > /sys/module/fuse/parameters/enable_uring), with
 one queue per CPU and a reply and the next request in one system call;
 "auto" uses io_uring where the kernel offers it and it is switched on, else
-/dev/fuse. The default is $INTENTFS_TRANSPORT, else dev. "intentfs status"
-shows the transport in use.
+/dev/fuse (also if mounting over io_uring fails). The default is
+$INTENTFS_TRANSPORT, else auto. "intentfs status" shows the transport in use.
 
 Examples:
   intentfs mount ./repo /workspace

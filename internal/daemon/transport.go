@@ -20,7 +20,7 @@ const (
 	TransportDev = "dev"
 
 	// DefaultTransport is what an empty Config.Transport means.
-	DefaultTransport = TransportDev
+	DefaultTransport = TransportAuto
 )
 
 // server is what the daemon needs of a mounted transport.
@@ -48,7 +48,8 @@ func mountTransport(want, mountpoint string, rawFS fuse.RawFileSystem, opts *fus
 	if err != nil {
 		return nil, "", err
 	}
-	if want == TransportAuto {
+	auto := want == TransportAuto
+	if auto {
 		want = TransportDev
 		if why := fuseuring.Available(); why != nil {
 			log.Debug("serving /dev/fuse", "why", why)
@@ -58,6 +59,12 @@ func mountTransport(want, mountpoint string, rawFS fuse.RawFileSystem, opts *fus
 	}
 	if want == TransportURing {
 		s, err := fuseuring.Mount(mountpoint, rawFS, opts, fuseuring.Options{Log: log})
+		if err != nil && auto {
+			// Mount unmounted what it had mounted: /dev/fuse can
+			// have the mountpoint.
+			log.Warn("mounting over io_uring failed; serving /dev/fuse", "err", err)
+			return mountDev(mountpoint, rawFS, opts)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("mounting %s over io_uring: %w", mountpoint, err)
 		}
@@ -66,6 +73,12 @@ func mountTransport(want, mountpoint string, rawFS fuse.RawFileSystem, opts *fus
 		}
 		return s, TransportURing, nil
 	}
+	return mountDev(mountpoint, rawFS, opts)
+}
+
+// mountDev mounts rawFS at mountpoint with go-fuse's own /dev/fuse
+// transport.
+func mountDev(mountpoint string, rawFS fuse.RawFileSystem, opts *fuse.MountOptions) (server, string, error) {
 	s, err := fuse.NewServer(rawFS, mountpoint, opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("mounting %s: %w", mountpoint, err)

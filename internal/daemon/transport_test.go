@@ -19,4 +19,7 @@ func TestParseTransport(t *testing.T) {
 			t.Errorf("ParseTransport(%q) = %q, %v; want %q (error: %v)", tc.in, got, err, tc.want, tc.bad)
 		}
 	}
+	if DefaultTransport != TransportAuto {
+		t.Errorf("the default transport is %q; auto picks io_uring only where the kernel offers it", DefaultTransport)
+	}
 }
