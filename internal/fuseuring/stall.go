@@ -75,15 +75,19 @@ const maxKicks = 8
 // since it last looked, and once more if a kick has waited long itself.
 func (q *queue) watch(now, longWait int64) {
 	q.mu.Lock()
+	room := maxKicks - len(q.kicks)
 	kicks := 0
 	for e := range q.live {
+		if kicks == room {
+			break // the rest are kicked for at a later look
+		}
 		since := e.since.Load()
 		if since != 0 && now-since >= longWait && e.kicked != since {
 			e.kicked = since
 			kicks++
 		}
 	}
-	if kicks == 0 {
+	if kicks == 0 && room > 0 {
 		for _, started := range q.kicks {
 			if now-started >= longWait {
 				kicks = 1
@@ -91,15 +95,17 @@ func (q *queue) watch(now, longWait int64) {
 			}
 		}
 	}
-	kicks = min(kicks, maxKicks-len(q.kicks))
 	// A kick needs a free entry: grow if there is none (growing
-	// failed, or has not caught up) and there is room.
-	grow := kicks > 0 && q.idle <= 0 && q.entries < q.max
+	// failed, or has not caught up) and there is room. The new entry
+	// is counted in loops while a live entry, counted there too, holds
+	// the count above zero: the transport cannot be seen as stopped.
+	grow := kicks > 0 && q.idle <= 0 && q.entries < q.max && len(q.live) > 0
 	if grow {
 		q.entries++
 		q.idle++
+		q.s.loops.Add(1)
 	}
-	ids := make([]uint64, 0, max(kicks, 0))
+	ids := make([]uint64, 0, kicks)
 	for range kicks {
 		q.kickID++
 		q.kicks[q.kickID] = now
@@ -107,7 +113,6 @@ func (q *queue) watch(now, longWait int64) {
 	}
 	q.mu.Unlock()
 	if grow {
-		q.s.loops.Add(1)
 		if err := q.start(); err != nil && !connectionGone(err) {
 			q.s.log.Warn("adding a FUSE ring entry failed", "queue", q.qid, "err", err)
 		}
