@@ -3,12 +3,14 @@ package fuseuring
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -233,10 +235,46 @@ func TestKilledDaemon(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(mnt, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatalf("the child's mount does not work: %v", err)
 	}
+	// Callers keep the daemon busy when it dies: every one of them must
+	// return (with an error), none may hang.
+	stop := make(chan struct{})
+	var workers sync.WaitGroup
+	var worked atomic.Int64
+	for w := range 8 {
+		workers.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := filepath.Join(mnt, fmt.Sprintf("w%d-%d", w, i%20))
+				if err := os.WriteFile(p, []byte("data"), 0o644); err != nil {
+					return // the mount is gone
+				}
+				worked.Add(1)
+				_, _ = os.Stat(p)
+			}
+		})
+	}
+	for start := time.Now(); worked.Load() < 100; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the callers made %d writes in 10 s before the kill", worked.Load())
+		}
+	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	finished := make(chan struct{})
+	go func() { workers.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(10 * time.Second):
+		close(stop)
+		t.Fatal("callers working on the mount hang after its daemon was killed")
+	}
 	// Requests end with the error of the path that stopped them:
 	// ECANCELED (made while the kernel was still tearing down the dead
 	// daemon's rings: the entry's task was dead), ECONNABORTED (the
