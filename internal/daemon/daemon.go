@@ -164,6 +164,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
 		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter()}
 	d.denials.size = 100
+	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
 	d.approvals = d.newGate()
 	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {
 		return nil, err
@@ -350,6 +351,13 @@ func (d *Daemon) Close() error {
 		d.recordDenialSummaries(time.Now(), true)
 		// The session closes the ledger (first, as before) and then
 		// releases the lock, last, once nothing more is written.
+		// A notes sync still running writes the repository and reads
+		// the ledger: it ends before they are closed (and before the
+		// caller of Unmount, told the mount is gone, removes them).
+		d.notes.mu.Lock() // no sync starts after this
+		d.notes.stop()
+		d.notes.mu.Unlock()
+		d.notes.wg.Wait()
 		if d.git != nil {
 			d.git.Close()
 		}

@@ -63,6 +63,11 @@ type notesSync struct {
 	// cursor is where the last sync stopped; only the goroutine running
 	// the sync touches it.
 	cursor gitnotes.Cursor
+	// life ends when the daemon closes, which stop does and then waits
+	// for the sync in progress on wg.
+	life context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 }
 
 // attachNotes attaches the records of the commits just made to them as
@@ -79,13 +84,19 @@ func (d *Daemon) attachNotes(gitDir string) {
 		n.mu.Unlock()
 		return
 	}
+	if n.life.Err() != nil {
+		n.mu.Unlock()
+		return
+	}
 	n.running = true
+	n.wg.Add(1)
 	n.mu.Unlock()
 	go func() {
+		defer n.wg.Done()
 		for {
 			select {
 			case <-time.After(notesDelay):
-			case <-d.closed:
+			case <-n.life.Done():
 				n.mu.Lock()
 				n.running = false
 				n.mu.Unlock()
@@ -112,7 +123,7 @@ func (d *Daemon) syncNotes() {
 		d.log.Warn("attaching notes: the ledger cannot be flushed", "err", err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), notesTimeout)
+	ctx, cancel := context.WithTimeout(d.notes.life, notesTimeout)
 	defer cancel()
 	repo, err := gitexec.Open(filepath.Join(d.cfg.Source, ".git"))
 	if err != nil {
