@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,9 @@ const (
 	maxTreeEntries  = 1 << 19 // entries of one listed tree
 	maxRestoreBytes = 256 << 20
 	tipsTTL         = 500 * time.Millisecond
+	maxHistoryPaths = 4096    // paths whose history is kept listed
+	maxHistoryBlobs = 1 << 14 // versions of one path remembered
+	maxHistoryBytes = 64 << 20
 	beforeIntentfs  = "before intentfs"
 )
 
@@ -102,11 +106,22 @@ type tipCache struct {
 	// trees maps a commit to its tree's blobs by path.
 	trees map[string]map[string]string
 	order []string
+	// history maps a path to the versions it had in the commits some
+	// tips reach (see Gate.history).
+	history map[string]*pathHistory
+}
+
+// pathHistory is the versions of one path: blob id to the newest commit
+// (of those listed) that holds it, for the tips named by key.
+type pathHistory struct {
+	key   [32]byte
+	blobs map[string]string
 }
 
 // Restored says where the content a trusted git process just wrote came
 // from, or "" if it is new: see the comment above.
 func (g *Gate) Restored(ctx context.Context, rel, postHash string, p *ledger.Process) string {
+	since := time.Now()
 	if postHash == "" || rel == "" || p == nil || !trustedGit(p.Exe) {
 		return ""
 	}
@@ -135,20 +150,60 @@ func (g *Gate) Restored(ctx context.Context, rel, postHash string, p *ledger.Pro
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
 	defer cancel()
-	tips := g.tips(ctx, st)
-	if len(tips) == 0 {
-		return ""
-	}
-	oid, err := blobOID(g.cfg.Source, rel, postHash, len(tips[0]) == 64)
-	if err != nil {
-		return ""
-	}
-	for _, tip := range tips {
-		if g.tree(ctx, st, tip)[inRepo] == oid {
-			return "commit " + tip
+	return g.fromCommits(ctx, st, rel, inRepo, postHash, since)
+}
+
+// fromCommits says which commit holds, at inRepo, the content rel has
+// (whose sha256 is postHash): a commit a tip names, or one a tip reaches.
+// Content git wrote before since is looked for in tips listed after it
+// too, if need be: a merge writes the work tree only once the fetch's
+// refs name what it merges, so tips listed after the write name the
+// commit it came from, whatever order the requests arrived in.
+func (g *Gate) fromCommits(ctx context.Context, st *repoState, rel, inRepo, postHash string, since time.Time) string {
+	tips, at := g.tips(ctx, st, false)
+	oid := ""
+	find := func(tips []string) string {
+		if len(tips) == 0 {
+			return ""
 		}
+		if oid == "" {
+			var err error
+			if oid, err = blobOID(g.cfg.Source, rel, postHash, len(tips[0]) == 64); err != nil {
+				return ""
+			}
+		}
+		return g.findIn(ctx, st, tips, inRepo, oid)
+	}
+	if c := find(tips); c != "" {
+		return "commit " + c
+	}
+	if !at.Before(since) {
+		return ""
+	}
+	fresh, _ := g.tips(ctx, st, true)
+	if slices.Equal(fresh, tips) {
+		return ""
+	}
+	if c := find(fresh); c != "" {
+		return "commit " + c
 	}
 	return ""
+}
+
+// findIn returns a commit that tips reach whose tree has blob oid at
+// inRepo: one of the first tips (their trees are listed once and kept,
+// for the many files of a checkout), or any commit of the path's
+// history.
+func (g *Gate) findIn(ctx context.Context, st *repoState, tips []string, inRepo, oid string) string {
+	for i, tip := range tips {
+		if i == maxTrees {
+			break
+		}
+		if g.tree(ctx, st, tip)[inRepo] == oid {
+			return tip
+		}
+	}
+	return g.history(ctx, st, tips, inRepo)[oid]
 }
 
 // repoOf finds the repository whose work tree holds rel: the innermost
@@ -177,14 +232,17 @@ func (g *Gate) repoOf(rel string) (gitDir, inRepo string, ok bool) {
 // tips lists the commits named by the repository's branches,
 // remote-tracking branches, HEAD and git's *_HEAD files, without those
 // made in the mount and not judged.
-func (g *Gate) tips(ctx context.Context, st *repoState) []string {
+//
+// They are listed at most every tipsTTL, unless force; tips returns when
+// they were listed.
+func (g *Gate) tips(ctx context.Context, st *repoState, force bool) ([]string, time.Time) {
 	g.mu.Lock()
-	if st.tipCache != nil && time.Since(st.tipCache.at) < tipsTTL {
-		t := st.tipCache.tips
+	if c := st.tipCache; c != nil && !force && time.Since(c.at) < tipsTTL {
 		g.mu.Unlock()
-		return t
+		return c.tips, c.at
 	}
 	g.mu.Unlock()
+	listed := time.Now()
 	var all []string
 	seen := map[string]bool{}
 	addTip := func(s string) {
@@ -210,7 +268,7 @@ func (g *Gate) tips(ctx context.Context, st *repoState) []string {
 	}
 	made, err := g.madeHere(st, all)
 	if err != nil {
-		return nil
+		return nil, listed
 	}
 	skip := map[string]bool{}
 	for _, m := range made {
@@ -223,18 +281,96 @@ func (g *Gate) tips(ctx context.Context, st *repoState) []string {
 		}
 	}
 	g.mu.Lock()
-	if st.tipCache == nil {
-		st.tipCache = &tipCache{trees: map[string]map[string]string{}}
+	defer g.mu.Unlock()
+	c := st.cache()
+	if listed.After(c.at) {
+		c.at, c.tips = listed, tips
 	}
-	st.tipCache.at, st.tipCache.tips = time.Now(), tips
+	return tips, listed
+}
+
+// cache returns the repository's tip cache, making it. g.mu is held.
+func (st *repoState) cache() *tipCache {
+	if st.tipCache == nil {
+		st.tipCache = &tipCache{trees: map[string]map[string]string{}, history: map[string]*pathHistory{}}
+	}
+	return st.tipCache
+}
+
+// history returns the versions inRepo had in the commits tips reach:
+// blob id to a commit holding it. It is one `git log` of the path, whose
+// raw diffs name every version the path took, kept until the tips change:
+// `git checkout HEAD~3 -- f` and `git reset --hard HEAD~2` write content
+// that no tip's tree holds.
+func (g *Gate) history(ctx context.Context, st *repoState, tips []string, inRepo string) map[string]string {
+	if len(tips) == 0 {
+		return nil
+	}
+	key := sha256.Sum256([]byte(strings.Join(tips, "\n")))
+	g.mu.Lock()
+	h := st.cache().history[inRepo]
 	g.mu.Unlock()
-	return tips
+	if h != nil && h.key == key {
+		return h.blobs
+	}
+	blobs := map[string]string{}
+	// --full-history: a side branch's version counts even where a merge
+	// kept the other; a merge's own version shows in its diff against the
+	// first parent. Renames are not followed: a version counts at the
+	// path it was committed at.
+	cmd := st.git.Command(ctx, "log", "--full-history", "--diff-merges=first-parent", "--no-renames", "--no-ext-diff", "--no-textconv",
+		"--no-color", "--raw", "-z", "--no-abbrev", "--format=%x01%H", "--stdin", "--", ":(top,literal)"+inRepo)
+	cmd.Stdin = strings.NewReader(strings.Join(tips, "\n") + "\n")
+	out, err := cmd.StdoutPipe()
+	if err == nil && cmd.Start() == nil {
+		b, _ := io.ReadAll(io.LimitReader(out, maxHistoryBytes))
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		parseHistory(b, inRepo, blobs)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := st.cache()
+	if len(c.history) >= maxHistoryPaths {
+		clear(c.history)
+	}
+	c.history[inRepo] = &pathHistory{key: key, blobs: blobs}
+	return blobs
+}
+
+// parseHistory reads `git log --raw -z --format=%x01%H` output: each
+// commit's "\x01<id>", then ":<modes> <old> <new> <status>" and the path
+// of each change. It keeps the new blob of each change to a regular file
+// at inRepo, with the first (newest) commit that has it.
+func parseHistory(b []byte, inRepo string, blobs map[string]string) {
+	commit := ""
+	f := bytes.Split(b, []byte{0})
+	for i := 0; i < len(f); i++ {
+		tok := bytes.TrimLeft(f[i], "\n")
+		switch {
+		case len(tok) > 0 && tok[0] == 1:
+			commit = string(tok[1:])
+		case len(tok) > 0 && tok[0] == ':' && i+1 < len(f):
+			i++
+			meta := strings.Fields(string(tok[1:]))
+			if len(meta) != 5 || string(f[i]) != inRepo || !gitexec.ValidOID(commit) {
+				continue
+			}
+			mode, blob := meta[1], meta[3]
+			if !strings.HasPrefix(mode, "100") || gitexec.ZeroOID(blob) || len(blobs) >= maxHistoryBlobs {
+				continue
+			}
+			if _, ok := blobs[blob]; !ok {
+				blobs[blob] = commit
+			}
+		}
+	}
 }
 
 // tree returns the blobs of a commit's tree by path, listing it once.
 func (g *Gate) tree(ctx context.Context, st *repoState, commit string) map[string]string {
 	g.mu.Lock()
-	t, ok := st.tipCache.trees[commit]
+	t, ok := st.cache().trees[commit]
 	g.mu.Unlock()
 	if ok {
 		return t
@@ -257,7 +393,10 @@ func (g *Gate) tree(ctx context.Context, st *repoState, commit string) map[strin
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	c := st.tipCache
+	c := st.cache()
+	if _, ok := c.trees[commit]; ok {
+		return c.trees[commit]
+	}
 	if len(c.order) >= maxTrees {
 		delete(c.trees, c.order[0])
 		c.order = c.order[1:]
