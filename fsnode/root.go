@@ -95,6 +95,9 @@ type Root struct {
 	handles   handleLimit
 	// dirFds counts the directory descriptors nodes keep open.
 	dirFds dirFdCache
+	// gitRemovals are what git removed outside the scope, for undoing
+	// what it creates there (see gitrestore.go).
+	gitRemovals gitRemovals
 }
 
 // NewRoot opens the source directory and returns the root node of the
