@@ -70,6 +70,8 @@ type tracking struct {
 	// undone is set when a file git created outside the scope failed its
 	// check and was removed (see GitRestorer).
 	undone bool
+	// released is set by the last checkpoint, at release.
+	released bool
 }
 
 // newTracking starts the audit of a handle opened for writing at rel under
@@ -183,6 +185,16 @@ func (f *File) settle(final, closing bool) syscall.Errno {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.released {
+		// Release checkpointed it for the last time and closes f.fd: a
+		// rename or unlink that found the handle open just before must
+		// not use the descriptor, whose number another file may have by
+		// now (it hashed that file and recorded it as this one).
+		return 0
+	}
+	if final {
+		defer func() { t.released = true }()
+	}
 	if t.g.provisional && (t.undone || !final && !closing) {
 		if t.undone {
 			return syscall.EACCES

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,7 +140,8 @@ func TestGitRestoresAreNotAuthorship(t *testing.T) {
 	gitAs(t, mnt, "git checkout -q other && git checkout -q main")
 	for _, r := range e.records() {
 		if r.Path() == "src/util.go" && r.Gov().PostHash != nil && r.Gov().RestoredFrom == "" {
-			t.Fatalf("git's checkout of util.go is not recorded as a restore: %+v", r.Gov())
+			b, _ := json.Marshal(r)
+			t.Fatalf("git's checkout of util.go is not recorded as a restore: %s by %+v: %s", r.Gov().Event, r.Gov().Process, b)
 		}
 	}
 	blame := c.must("blame", "--source", src, "src/util.go")
