@@ -135,6 +135,9 @@ func TestGitWritesOutsideTheScope(t *testing.T) {
 		{"a commit made outside the mount, fetched", "git fetch -q " + evil + " main && git checkout FETCH_HEAD -- README.md", "GIT_RESTORE_UNVERIFIED"},
 		{"a process that is not git", "echo pwned > README.md", "OUT_OF_SCOPE"},
 		{"a copy of git the agent owns", agentGit + "/git checkout origin/docs -- README.md", "OUT_OF_SCOPE"},
+		// The commit gate accepts a merge that adds nothing of its own;
+		// what it merged is still not trusted.
+		{"a fetched commit merged with -s ours", "git fetch -q " + evil + " main && git merge -q -s ours --allow-unrelated-histories --no-edit FETCH_HEAD && git checkout FETCH_HEAD -- README.md", "GIT_RESTORE_UNVERIFIED"},
 	} {
 		before := strings.Count(denials(), a.code)
 		out, err := gitTry(mnt, a.script)

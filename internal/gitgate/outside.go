@@ -22,9 +22,8 @@ import (
 //
 //   - a file git creates is checked when it is closed (see
 //     VerifyRestore): its bytes must be the blob at that path in a commit
-//     of the repository's history from before the mount, a commit the
-//     commit gate accepted, or a commit a configured remote has now, or a
-//     version the ledger recorded there. Otherwise the mount removes it,
+//     of the repository's history from before the mount or of what a
+//     configured remote has now, or a version the ledger recorded there. Otherwise the mount removes it,
 //     puts back what git removed there just before, and close fails.
 //   - a file git removes must hold content that can be put back (the
 //     same test), and a commit a ref names must lack it or hold something
@@ -32,10 +31,12 @@ import (
 //   - a directory git creates must be a directory in a commit a ref
 //     names; one it removes must not be in one.
 //
-// Commits made in the mount and not judged, and commits fetched from a
-// place no remote of the repository's config names (the agent can make
-// any commit outside the mount and fetch it), are not sources: a fetch
-// brings objects, not a reason to trust them.
+// Commits made in the mount, and commits fetched from a place no remote
+// of the repository's config names (the agent can make any commit outside
+// the mount and fetch it), are not sources: a fetch brings objects, not a
+// reason to trust them. Not even commits the commit gate accepted: a
+// merge made in the mount is accepted when it adds nothing of its own
+// (`git merge -s ours`), and would make whatever it merged reachable.
 
 const (
 	maxRemotes     = 16
@@ -169,9 +170,8 @@ func (g *Gate) GitMayChange(ctx context.Context, op policy.Op, rel, hash string,
 
 // VerifyRestore says where the content rel now holds (sha256 hash),
 // written by git outside the scope, comes from: a commit of the
-// repository's history from before the mount, of a commit the gate
-// accepted, or of a configured remote; or a version the ledger recorded
-// at rel. It returns why not otherwise.
+// repository's history from before the mount or of a configured remote,
+// or a version the ledger recorded at rel. It returns why not otherwise.
 func (g *Gate) VerifyRestore(ctx context.Context, rel, hash string, p *ledger.Process) (from, why string) {
 	since := time.Now()
 	if !g.GitRestoring(p) {
@@ -194,7 +194,7 @@ func (g *Gate) VerifyRestore(ctx context.Context, rel, hash string, p *ledger.Pr
 	if src := g.trustedSource(ctx, st, rel, inRepo, hash, oid, since); src != "" {
 		return src, ""
 	}
-	return "", fmt.Sprintf("git wrote content (blob %s) that no commit of the repository's history from before the mount, accepted by the commit check, or on a configured remote has at %s, and that no ledger record wrote there",
+	return "", fmt.Sprintf("git wrote content (blob %s) that no commit of the repository's history from before the mount or on a configured remote has at %s, and that no ledger record wrote there",
 		oid, textsafe.Escape(rel))
 }
 
@@ -222,7 +222,7 @@ func (g *Gate) repoFor(ctx context.Context, rel string) (*repoState, string, str
 func (g *Gate) trustedSource(ctx context.Context, st *repoState, rel, inRepo, hash, oid string, since time.Time) string {
 	g.mu.Lock()
 	by, ok := g.versions.lookup(rel, hash)
-	base := append(append([]string(nil), st.startTips...), st.acceptedTips...)
+	base := slices.Clone(st.startTips)
 	g.mu.Unlock()
 	if ok {
 		return by
