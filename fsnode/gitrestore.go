@@ -129,6 +129,9 @@ func (r *Root) awaitRewrite(rel string, g grant) {
 		} else {
 			time.Sleep(gitRemovedFor)
 		}
+		if r.closed.Load() {
+			return // unmounted: the removal stays recorded (and its bytes kept)
+		}
 		why := "git removed " + rel + " outside the scope toward no commit a ref names (every one has the file) and did not write it again"
 		dir, name := splitRel(rel)
 		dirfd := r.rootFd
