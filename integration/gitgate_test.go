@@ -122,6 +122,13 @@ func TestCommitGate(t *testing.T) {
 	if !strings.HasPrefix(out, "OK") {
 		t.Fatalf("check of the ordinary commit:\n%s", out)
 	}
+	// Packed branches can be deleted: git rewrites packed-refs through
+	// packed-refs.new, and the gate judges the rename.
+	// (The packed-refs attack above left its packed-refs.new behind.)
+	gitAs(t, mnt, "rm -f .git/packed-refs.new && git branch gone && git pack-refs --all && git branch -q -D gone")
+	if out, _ := gitTry(src, "git show-ref --verify refs/heads/gone"); !strings.Contains(out, "not a valid ref") {
+		t.Fatalf("git branch -D of a packed branch left it: %s", out)
+	}
 	// Its note is attached in the background; amend keeps it.
 	waitFor(t, func() bool { _, err := gitTry(src, "git notes --ref=intentfs show "+ok); return err == nil }, "the commit's note")
 	gitAs(t, mnt, "git commit -q --amend -m 'the api, amended'")

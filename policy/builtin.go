@@ -104,7 +104,11 @@ func gitState(inner string) bool {
 		"CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD", "AUTO_MERGE", "COMMIT_EDITMSG", "TAG_EDITMSG", "SQUASH_MSG",
 		"NOTES_MERGE_PARTIAL", "NOTES_MERGE_REF", "BISECT_LOG", "BISECT_START", "BISECT_TERMS", "BISECT_NAMES",
 		"BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK", "BISECT_HEAD", "BISECT_FIRST_PARENT", "BISECT_RUN",
-		"index", "packed-refs", "shallow", "description", "gc.pid", "gc.log":
+		"index", "packed-refs", "shallow", "description", "gc.pid", "gc.log",
+		// git writes a new packed-refs as packed-refs.new and renames it
+		// over packed-refs (git branch -D, pack-refs); the rename is what
+		// the commit gate judges.
+		"packed-refs.new":
 		return below == ""
 	}
 	// The split index writes sharedindex.<sha>; git init probes for
