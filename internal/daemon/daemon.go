@@ -96,7 +96,12 @@ type Daemon struct {
 	server server
 	// transport is how requests arrive: TransportURing or TransportDev.
 	transport string
-	ops       *fsnode.OpCounter
+	// mounted is what Status reports of the mount once it is up. The
+	// transport serves requests (Status among them, through
+	// .intentfs/status) before mountTransport has returned server and
+	// transport, so Status must not read those fields.
+	mounted atomic.Pointer[mountedInfo]
+	ops     *fsnode.OpCounter
 	// sessions are the agent sessions (intentfs run) of the mount.
 	sessions *session.Registry
 	ctl      *control.Server
@@ -237,6 +242,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.server.Unmount() })
+	d.mounted.Store(&mountedInfo{transport: d.transport, passthrough: d.passthrough()})
 
 	if err = cfg.Registry.Ensure(); err != nil {
 		return nil, err
@@ -304,6 +310,12 @@ func mountOptions(cfg Config, watched bool) *fs.Options {
 			EnableAcl: true,
 		},
 	}
+}
+
+// mountedInfo is what is known of the mount once it is up.
+type mountedInfo struct {
+	transport   string
+	passthrough bool
 }
 
 func (d *Daemon) passthrough() bool {

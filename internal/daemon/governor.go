@@ -275,9 +275,12 @@ func (d *Daemon) Status() control.Status {
 	st := control.Status{
 		Mountpoint: d.cfg.Mountpoint, Source: d.cfg.Source, Pid: os.Getpid(), Version: d.cfg.Version,
 		StartedAt: d.started, ActiveIntent: d.ActiveIntent(), FailOpen: d.cfg.FailOpen,
-		Passthrough: d.server != nil && d.passthrough(), Transport: d.transport, LedgerPath: d.LedgerPath(), Ledger: d.writer.Stats(),
+		LedgerPath: d.LedgerPath(), Ledger: d.writer.Stats(),
 		Policy: d.engine.State(), RecentDenials: d.denials.list(), OpenWriters: d.openWriters(), Waiting: len(d.approvals.List()),
 		Sessions: d.sessions.List(), SourceWatched: d.cacheTimeout == longCache, CacheSeconds: d.cacheTimeout.Seconds(),
+	}
+	if m := d.mounted.Load(); m != nil {
+		st.Transport, st.Passthrough = m.transport, m.passthrough
 	}
 	if in := d.engine.Snapshot().Intents.Get(st.ActiveIntent); in != nil {
 		st.IntentName, st.IntentStatus = in.Name, string(in.Status)
