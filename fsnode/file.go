@@ -67,9 +67,6 @@ type tracking struct {
 	// writing is set when the handle is counted among its session's own
 	// writers (see session.Versions.Opened).
 	writing bool
-	// undone is set when a file git created outside the scope failed its
-	// check and was removed (see GitRestorer).
-	undone bool
 	// released is set by the last checkpoint, at release.
 	released bool
 }
@@ -158,30 +155,13 @@ func (f *File) Release(ctx context.Context) syscall.Errno {
 	return f.LoopbackFile.Release(ctx)
 }
 
-// Flush checks, before close returns, a file git created outside the
-// scope (see GitRestorer): close fails, and the file is undone, unless git
-// restored committed content.
-func (f *File) Flush(ctx context.Context) syscall.Errno {
-	if t := f.track.Load(); t != nil && t.g.provisional {
-		if errno := f.settle(false, true); errno != 0 {
-			return errno
-		}
-	}
-	return f.LoopbackFile.Flush(ctx)
-}
-
 // checkpoint records the content change since the last checkpoint, if
 // any. It runs at release (final), and before a rename, link or unlink of
 // the node, so the ledger shows a file's content before it shows it moved.
-func (f *File) checkpoint(final bool) { f.settle(final, false) }
-
-// settle is checkpoint, and at close (final or closing) the check of a
-// file git created outside the scope, which is undone (EACCES) if it
-// fails. Such a file is not recorded midway: it is checked whole.
-func (f *File) settle(final, closing bool) syscall.Errno {
+func (f *File) checkpoint(final bool) {
 	t := f.track.Load()
 	if t == nil {
-		return 0 // an exempt writer: nothing to record
+		return // an exempt writer: nothing to record
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -190,24 +170,18 @@ func (f *File) settle(final, closing bool) syscall.Errno {
 		// rename or unlink that found the handle open just before must
 		// not use the descriptor, whose number another file may have by
 		// now (it hashed that file and recorded it as this one).
-		return 0
+		return
 	}
 	if final {
 		defer func() { t.released = true }()
 	}
-	if t.g.provisional && (t.undone || !final && !closing) {
-		if t.undone {
-			return syscall.EACCES
-		}
-		return 0
-	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(f.fd, &st); err != nil {
-		return 0
+		return
 	}
 	k := objects.VersionOf(&st)
 	if !t.created && k == t.baseKey {
-		return 0 // nothing written since the last record
+		return // nothing written since the last record
 	}
 	rel, ok := t.node.relPath()
 	if !ok {
@@ -228,18 +202,10 @@ func (f *File) settle(final, closing bool) syscall.Errno {
 	}
 	t.baseKey = k
 	if !t.created && d.Hash == t.base.Hash {
-		return 0 // rewritten with the same bytes
-	}
-	restored := ""
-	if t.g.provisional {
-		var ok bool
-		if restored, ok = f.verifyGitWrite(t, rel, d, err); !ok {
-			t.undone = true
-			return syscall.EACCES
-		}
+		return // rewritten with the same bytes
 	}
 	t.node.root.record(t.g, ledger.Change{Event: ev, Path: rel, PreHash: pre, PostHash: d.Hash, Lines: d.Lines, Op: "release", Reason: reason,
-		PreImage: t.preImage, Ranges: cc.ranges, Class: cc.class, Attribute: cc.attribute, Mode: t.mode, RestoredFrom: restored, Time: time.Now()})
+		PreImage: t.preImage, Ranges: cc.ranges, Class: cc.class, Attribute: cc.attribute, Mode: t.mode, Time: time.Now()})
 	t.mode = "" // set only while the creation is pending (absorb)
 	t.created = false
 	t.base = d
@@ -253,7 +219,6 @@ func (f *File) settle(final, closing bool) syscall.Errno {
 			syscall.Close(rfd)
 		}
 	}
-	return 0
 }
 
 // absorb folds a chmod, chown or utimes of the file, made by the process

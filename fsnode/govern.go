@@ -23,11 +23,6 @@ type grant struct {
 	// the session read it, under an intent that records rather than
 	// refuses such writes.
 	stale string
-	// gitFrom, if set, is the commit git's change outside the scope
-	// restores (see GitRestorer); provisional says that the file it
-	// creates is checked when closed.
-	gitFrom     string
-	provisional bool
 }
 
 // traced reports whether the change goes to the ledger; exempt paths
@@ -71,12 +66,7 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 		d.Code = CodeUnplaced
 		d.Reason = a.Unplaced.Error() + ", so it has no intent: " + d.Reason
 	}
-	var gitFrom string
-	var provisional bool
-	if !d.Allow && d.Code == policy.CodeOutOfScope {
-		d, gitFrom, provisional = r.gitOutside(ctx, caller, req, d)
-	}
-	g := grant{decision: d, intent: req.Intent, actor: a, gitFrom: gitFrom, provisional: provisional}
+	g := grant{decision: d, intent: req.Intent, actor: a}
 	if d.Allow {
 		deny, after := r.watchGit(ctx, caller, req)
 		if deny != nil {
@@ -156,9 +146,6 @@ func (r *Root) record(g grant, c ledger.Change) {
 	c.Process = g.proc
 	c.Session = g.actor.Session
 	c.Validation = string(g.decision.Validation)
-	if g.gitFrom != "" && c.RestoredFrom == "" && (!g.provisional || c.Event == ledger.EventDelete) {
-		c.RestoredFrom = g.gitFrom
-	}
 	if g.stale != "" && c.Code == "" {
 		c.Code = string(CodeStale)
 		c.Reason = joinReason(c.Reason, g.stale)

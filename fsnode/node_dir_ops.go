@@ -118,16 +118,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	var kept string
 	var finish func(*ledger.Record)
 	errno = n.withDir(func(dirfd int) error {
-		switch {
-		case g.gitFrom != "":
-			pre, kept = n.root.gitRemoved(dirfd, name, rel, n.childNode(name), g)
-			if g.provisional && kept != preImageStored && kept != preImageEmpty {
-				// It could not be put back if git does not write it again.
-				n.root.gov.Denied(policy.Request{Op: policy.OpUnlink, Path: rel, Intent: g.intent}, policy.Decision{Code: CodeGitRestoreRefused,
-					Validation: policy.ValidationFail, Path: rel, Reason: "git would remove " + rel + " outside the scope, and its content could not be kept (" + kept + ")"}, g.proc, g.actor.Session)
-				return syscall.EACCES
-			}
-		case g.traced():
+		if g.traced() {
 			if finish = n.root.deferredRemoval(dirfd, name, n.childNode(name)); finish == nil {
 				pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
 			}
@@ -139,9 +130,6 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, PreImage: kept, Op: "unlink", Finish: finish})
-	if g.provisional {
-		n.root.awaitRewrite(rel, g)
-	}
 	return 0
 }
 

@@ -133,12 +133,6 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 			created = true
 		case err != syscall.EEXIST || flags&syscall.O_EXCL != 0:
 			return err
-		case g.provisional:
-			// git checks a file out by removing it and creating it:
-			// outside the scope, it may only create one.
-			n.root.gov.Denied(policy.Request{Op: policy.OpCreate, Path: rel, Intent: g.intent}, policy.Decision{Code: CodeGitRestoreRefused,
-				Validation: policy.ValidationFail, Path: rel, Reason: rel + " exists: outside the scope, git may create a file it restores, not write over one"}, g.proc, g.actor.Session)
-			return syscall.EACCES
 		default:
 			if g.traced() {
 				// The daemon keeps the version the open may truncate.
@@ -175,12 +169,7 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 	if !g.traced() {
 		return child, newExemptWriter(ctx, childNode, fd), openFlags, 0
 	}
-	fopen := uint32(openFlags)
-	if g.provisional {
-		// Its check runs at close (FLUSH), before close returns.
-		fopen &^= fuse.FOPEN_NOFLUSH
-	}
-	return child, newFile(childNode, fd, newTracking(childNode, rel, g, created, pre, kept)), fopen, 0
+	return child, newFile(childNode, fd, newTracking(childNode, rel, g, created, pre, kept)), openFlags, 0
 }
 
 // recordNew records the creation of a non-file entry.

@@ -95,12 +95,6 @@ type Root struct {
 	handles   handleLimit
 	// dirFds counts the directory descriptors nodes keep open.
 	dirFds dirFdCache
-	// gitRemovals are what git removed outside the scope, for undoing
-	// what it creates there (see gitrestore.go).
-	gitRemovals gitRemovals
-	// closed is set when the root's descriptor is closed: work left in
-	// the background (awaitRewrite) must not use it.
-	closed atomic.Bool
 }
 
 // NewRoot opens the source directory and returns the root node of the
@@ -136,10 +130,7 @@ func NewRoot(o Options) (*Node, error) {
 func (n *Node) Hashes() *objects.HashCache { return n.root.hashes }
 
 // Close releases the source directory handle.
-func (n *Node) Close() error {
-	n.root.closed.Store(true)
-	return syscall.Close(n.root.rootFd)
-}
+func (n *Node) Close() error { return syscall.Close(n.root.rootFd) }
 
 var _ = (fs.NodeOnAdder)((*Node)(nil))
 

@@ -16,10 +16,7 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-var (
-	_ fsnode.GitWatcher  = (*Daemon)(nil)
-	_ fsnode.GitRestorer = (*Daemon)(nil)
-)
+var _ fsnode.GitWatcher = (*Daemon)(nil)
 
 const (
 	// notesTimeout bounds one attaching of notes after a commit.
@@ -56,18 +53,6 @@ func (d *Daemon) newGitGate() *gitgate.Gate {
 // WatchGit lets the commit-time check see changes in git directories.
 func (d *Daemon) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decision, func()) {
 	return d.git.WatchGit(ctx, w)
-}
-
-// GitRestoring, GitMayChange and VerifyRestore let git restore committed
-// content outside the scope (see gitgate/outside.go).
-func (d *Daemon) GitRestoring(p *ledger.Process) bool { return d.git.GitRestoring(p) }
-
-func (d *Daemon) GitMayChange(ctx context.Context, op policy.Op, rel, hash string, p *ledger.Process) (string, bool, string) {
-	return d.git.GitMayChange(ctx, op, rel, hash, p)
-}
-
-func (d *Daemon) VerifyRestore(ctx context.Context, rel, hash string, p *ledger.Process) (string, string) {
-	return d.git.VerifyRestore(ctx, rel, hash, p)
 }
 
 // notesSync runs one notes sync at a time, and at most one more after it.

@@ -129,10 +129,6 @@ type repoState struct {
 	acceptedTips []string
 	// tipCache lists the commits restores are looked for in.
 	tipCache *tipCache
-	// remote are the commits the configured remotes had at remoteAt (see
-	// remoteTips).
-	remote   []string
-	remoteAt time.Time
 	// blobs reads committed blobs for every check (see Gate.blobs).
 	blobs *gitexec.Blobs
 }
@@ -160,15 +156,6 @@ func (g *Gate) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decisi
 		pid, uid, gid = w.Caller.Pid, w.Caller.Uid, w.Caller.Gid
 	}
 	receiver := func() bool { return isReceiver(g.cfg.Process(pid, uid, gid)) }
-	// The history a repository had before the mount changed it is what
-	// git may restore outside the scope (see outside.go): it is noted
-	// before the first change of any kind, a fetch's included.
-	if ok1 && in1 != "" {
-		g.repo(ctx, dir1)
-	}
-	if ok2 && in2 != "" {
-		g.repo(ctx, dir2)
-	}
 	switch req.Op {
 	case policy.OpRename:
 		exchange := req.RenameFlags&policy.RenameExchange != 0

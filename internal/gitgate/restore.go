@@ -307,11 +307,8 @@ func (g *Gate) history(ctx context.Context, st *repoState, tips []string, inRepo
 		return nil
 	}
 	key := sha256.Sum256([]byte(strings.Join(tips, "\n")))
-	// By tips and path: restores (every tip) and writes outside the
-	// scope (trusted tips) look in different histories of one path.
-	slot := string(key[:]) + inRepo
 	g.mu.Lock()
-	h := st.cache().history[slot]
+	h := st.cache().history[inRepo]
 	g.mu.Unlock()
 	if h != nil && h.key == key {
 		return h.blobs
@@ -322,7 +319,7 @@ func (g *Gate) history(ctx context.Context, st *repoState, tips []string, inRepo
 	// first parent. Renames are not followed: a version counts at the
 	// path it was committed at.
 	cmd := st.git.Command(ctx, "log", "--full-history", "--diff-merges=first-parent", "--no-renames", "--no-ext-diff", "--no-textconv",
-		"--no-color", "--raw", "-z", "--no-abbrev", "--format=%x01%H", "--ignore-missing", "--stdin", "--", ":(top,literal)"+inRepo)
+		"--no-color", "--raw", "-z", "--no-abbrev", "--format=%x01%H", "--stdin", "--", ":(top,literal)"+inRepo)
 	cmd.Stdin = strings.NewReader(strings.Join(tips, "\n") + "\n")
 	out, err := cmd.StdoutPipe()
 	if err == nil && cmd.Start() == nil {
@@ -337,7 +334,7 @@ func (g *Gate) history(ctx context.Context, st *repoState, tips []string, inRepo
 	if len(c.history) >= maxHistoryPaths {
 		clear(c.history)
 	}
-	c.history[slot] = &pathHistory{key: key, blobs: blobs}
+	c.history[inRepo] = &pathHistory{key: key, blobs: blobs}
 	return blobs
 }
 
