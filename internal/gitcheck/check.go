@@ -257,6 +257,13 @@ func (c *Checker) judge(rel string, entries []Entry, what string) (*Entry, *Find
 			last = &Finding{Kind: KindNoIntent, Detail: what + " with no intent selected"}
 		case c.Intents == nil || c.Intents.Get(id) == nil:
 			last = &Finding{Kind: KindNoIntent, Intent: id, Detail: fmt.Sprintf("%s under %s, which the policy does not define", what, id)}
+		case !c.Intents.Get(id).InScope(rel) && e.RestoredFrom != "":
+			// git put this content back outside the intent's scope (a
+			// checkout, a merge of upstream work): it accounts for
+			// nothing, and the intent did not write it.
+			if last == nil {
+				last = &Finding{Kind: KindUntraced, Detail: fmt.Sprintf("never written through the mount; only restored there by git, from %s", e.RestoredFrom)}
+			}
 		case !c.Intents.Get(id).InScope(rel):
 			last = &Finding{Kind: KindOutOfScope, Intent: id, Detail: fmt.Sprintf("%s under %s, whose scope does not cover it", what, id)}
 		default:

@@ -90,6 +90,24 @@ func TestCheck(t *testing.T) {
 		},
 		want: []string{"src/a.go: written under INT-002, whose scope does not cover it"},
 	}, {
+		name: "content git restored outside the scope is not the intent's authorship",
+		act: func(f *fixture) {
+			// A merge of upstream work put docs/guide.md back under
+			// INT-001 (scope src/**): the upstream commit was not
+			// written through the mount, and INT-001 did not write it.
+			f.ix.Add(ledger.NewRecord(ledger.Change{Event: ledger.EventCreate, Path: "docs/guide.md", Intent: "INT-001",
+				PostHash: gittest.Sha("# guide v2\n"), RestoredFrom: "commit 2346780d0ed7"}, "test"))
+			gittest.Commit(t, f.dir, "docs: v2", map[string]string{"docs/guide.md": "# guide v2\n"})
+		},
+		want: []string{"docs/guide.md: never written through the mount; only restored there by git, from commit 2346780d0ed7"},
+	}, {
+		name: "content git restored inside the scope accounts for it (the agent reverted a file)",
+		act: func(f *fixture) {
+			f.ix.Add(ledger.NewRecord(ledger.Change{Event: ledger.EventCreate, Path: "src/a.go", Intent: "INT-001",
+				PostHash: gittest.Sha("package a // old\n"), RestoredFrom: "commit 0123456789ab"}, "test"))
+			gittest.Commit(t, f.dir, "revert a.go", map[string]string{"src/a.go": "package a // old\n"})
+		},
+	}, {
 		name: "committed content differs from every recorded version",
 		act: func(f *fixture) {
 			f.record(ledger.EventWrite, "INT-001", "src/a.go", "package a // recorded\n")

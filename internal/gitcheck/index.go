@@ -28,6 +28,10 @@ type Entry struct {
 	// Code is the record's decision code (policy.CodeExempt marks
 	// intentfs's own writes).
 	Code string
+	// RestoredFrom is where git restored the content from (the
+	// record's restored_from): set, the record is git putting back
+	// content that existed, not the intent's authorship.
+	RestoredFrom string
 }
 
 // Index finds the records that could account for a committed change: by
@@ -122,7 +126,8 @@ func (ix *Index) Add(r *ledger.Record) {
 		return
 	}
 	g := r.Gov()
-	e := Entry{Seq: ix.n, ID: r.ID, Event: ledger.Event(ix.intern(string(g.Event))), Intent: ix.intern(ledger.Str(g.IntentID)), Code: ix.intern(g.Code)}
+	e := Entry{Seq: ix.n, ID: r.ID, Event: ledger.Event(ix.intern(string(g.Event))), Intent: ix.intern(ledger.Str(g.IntentID)), Code: ix.intern(g.Code),
+		RestoredFrom: ix.intern(g.RestoredFrom)}
 	ix.n++
 	p := ix.intern(r.Path())
 	switch g.Event {
