@@ -129,6 +129,9 @@ func TestCommitGate(t *testing.T) {
 	if out, _ := gitTry(src, "git show-ref --verify refs/heads/gone"); !strings.Contains(out, "not a valid ref") {
 		t.Fatalf("git branch -D of a packed branch left it: %s", out)
 	}
+	// git stash builds a temporary index (.git/index.stash.<pid>).
+	gitAs(t, mnt, "echo '// wip' >> src/api.go && git stash -q && git diff --quiet && git stash pop -q && grep -q wip src/api.go")
+	gitAs(t, mnt, "git checkout -q -- src/api.go")
 	// Its note is attached in the background; amend keeps it.
 	waitFor(t, func() bool { _, err := gitTry(src, "git notes --ref=intentfs show "+ok); return err == nil }, "the commit's note")
 	gitAs(t, mnt, "git commit -q --amend -m 'the api, amended'")

@@ -111,9 +111,27 @@ func gitState(inner string) bool {
 		"packed-refs.new":
 		return below == ""
 	}
-	// The split index writes sharedindex.<sha>; git init probes for
-	// symlink support with a temporary tXXXXXX, which git never reads.
-	return below == "" && (strings.HasPrefix(top, "sharedindex.") || isInitProbe(top))
+	// The split index writes sharedindex.<sha>; git stash and
+	// git commit <paths> build temporary indexes (index.stash.<pid>,
+	// next-index-<pid>); git init probes for symlink support with a
+	// temporary tXXXXXX, which git never reads.
+	return below == "" && (strings.HasPrefix(top, "sharedindex.") || isInitProbe(top) ||
+		hasDigitsAfter(top, "index.stash.") || hasDigitsAfter(top, "next-index-"))
+}
+
+// hasDigitsAfter reports whether name is prefix followed by a number (a
+// pid).
+func hasDigitsAfter(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok || rest == "" {
+		return false
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isInitProbe reports whether name is git init's mkstemp("tXXXXXX").

@@ -53,6 +53,11 @@ func TestGovernanceFilesAreProtected(t *testing.T) {
 		{OpRename, ".git/HEAD.lock", ".git/HEAD", "", CodeExempt},
 		{OpCreate, ".git/refs/heads/topic.lock", "", "", CodeExempt},
 		{OpRename, ".git/packed-refs.lock", ".git/packed-refs", "", CodeExempt},
+		{OpRename, ".git/packed-refs.new", ".git/packed-refs", "", CodeExempt},
+		{OpRename, ".git/index.lock", ".git/index.stash.4242", "", CodeExempt}, // git stash's temporary index
+		{OpCreate, ".git/next-index-4242.lock", "", "", CodeExempt},            // git commit <paths>
+		{OpCreate, ".git/index.stash.x/config", "", everything, CodeProtected}, // not a file directly in .git
+		{OpRename, ".git/index.lock", ".git/index.stash.", "", CodeProtected},  // no pid
 		{OpCreate, ".git/logs/refs/heads/topic", "", "", CodeExempt},
 		{OpOpenWrite, ".git/COMMIT_EDITMSG", "", "", CodeExempt},
 		{OpCreate, ".git/MERGE_HEAD", "", "", CodeExempt},
