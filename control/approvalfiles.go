@@ -76,7 +76,7 @@ func FormatPending(pending []approvals.Pending, recent []approvals.Decision, now
 }
 
 // writeRequest is .intentfs/request: an agent asks for more scope, in
-// one write of two lines:
+// two lines, in one write or one each (bash writes a printf line by line):
 //
 //	paths: src/cache/** docs/cache.md
 //	why: the cache needs its own module and page
@@ -97,8 +97,33 @@ func (d *Dir) writeRequest(data []byte, caller *fuse.Caller) syscall.Errno {
 	return 0
 }
 
+// partialScopeRequest reports whether data is the start of a scope
+// request that a further write completes: known lines only, and one of
+// `paths:` and `why:` still missing (bash writes each line of a printf
+// on its own).
+func partialScopeRequest(data []byte) bool {
+	if !utf8.Valid(data) {
+		return false
+	}
+	var paths, why bool
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		key, _, _ := strings.Cut(line, ":")
+		switch strings.TrimSpace(key) {
+		case "paths":
+			paths = true
+		case "why":
+			why = true
+		default:
+			if strings.TrimSpace(line) != "" {
+				return false
+			}
+		}
+	}
+	return paths != why
+}
+
 // ParseScopeRequest reads a scope request: a `paths:` line of globs and a
-// `why:` line, in one write of at most 4 KiB.
+// `why:` line, at most 4 KiB in all.
 func ParseScopeRequest(data []byte) (paths []string, why string, err error) {
 	if len(data) > maxControlWrite {
 		return nil, "", errors.New("write larger than 4 KiB")

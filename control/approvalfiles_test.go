@@ -26,3 +26,24 @@ func TestParseScopeRequest(t *testing.T) {
 		}
 	}
 }
+
+func TestPartialScopeRequest(t *testing.T) {
+	tests := []struct {
+		data    string
+		partial bool
+	}{
+		{"paths: docs/** src/cache.go\n", true}, // bash's first write
+		{"why: the cache needs a page\n", true},
+		{"paths: docs/**\nwhy: a page\n", false}, // complete: applied at once
+		{"", false},
+		{"\n", false},
+		{"paths: docs/**\nbogus: x\n", false}, // malformed: refused at once
+		{"hello\n", false},
+		{"paths: a\xff\n", false},
+	}
+	for _, tt := range tests {
+		if got := partialScopeRequest([]byte(tt.data)); got != tt.partial {
+			t.Errorf("partialScopeRequest(%q) = %v, want %v", tt.data, got, tt.partial)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -77,7 +78,7 @@ func (d *Dir) OnAdd(ctx context.Context) {
 		{name: "status", mode: 0o444, read: d.readStatus},
 		{name: "denials", mode: 0o444, read: d.readDenials},
 		{name: "pending", mode: 0o444, read: d.readPending},
-		{name: "request", mode: 0o222, read: func(*fuse.Caller) []byte { return nil }, write: d.writeRequest},
+		{name: "request", mode: 0o222, read: func(*fuse.Caller) []byte { return nil }, write: d.writeRequest, partial: partialScopeRequest},
 		{name: "README.md", mode: 0o444, read: func(*fuse.Caller) []byte { return []byte(AgentGuide) }},
 	}
 	for _, f := range files {
@@ -260,6 +261,12 @@ type ctlFile struct {
 	mode  uint32
 	read  func(caller *fuse.Caller) []byte
 	write func(data []byte, caller *fuse.Caller) syscall.Errno
+	// partial, if set, reports whether what a handle was written so far
+	// is the start of a command that more writes will complete: the
+	// file then takes one command per open, over several write(2)s
+	// (bash's printf writes a line at a time), applied when it is
+	// complete and refused at close if it never is.
+	partial func(data []byte) bool
 }
 
 var (
@@ -268,6 +275,7 @@ var (
 	_ = (fs.NodeOpener)((*ctlFile)(nil))
 	_ = (fs.NodeReader)((*ctlFile)(nil))
 	_ = (fs.NodeWriter)((*ctlFile)(nil))
+	_ = (fs.NodeFlusher)((*ctlFile)(nil))
 )
 
 func (f *ctlFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -298,7 +306,14 @@ func (f *ctlFile) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAtt
 	return syscall.EPERM
 }
 
-type ctlHandle struct{ content []byte }
+type ctlHandle struct {
+	content []byte
+
+	mu sync.Mutex
+	// pending is what was written of a command that is not complete
+	// yet (see ctlFile.partial).
+	pending []byte
+}
 
 func (f *ctlFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY && f.write == nil {
@@ -339,8 +354,46 @@ func (f *ctlFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off 
 		return 0, syscall.EACCES
 	}
 	caller, _ := fuse.FromContext(ctx)
+	n := uint32(len(data)) // what this write(2) wrote, whatever it completes
+	if h, ok := fh.(*ctlHandle); ok && f.partial != nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.pending)+len(data) <= maxControlWrite {
+			cmd := append(h.pending, data...)
+			if f.partial(cmd) {
+				h.pending = cmd
+				return n, 0
+			}
+			h.pending = nil
+			data = cmd
+		} else {
+			data = append(h.pending, data...) // too large: refused below, with the reason
+			h.pending = nil
+		}
+	}
 	if errno := f.write(data, caller); errno != 0 {
 		return 0, errno
 	}
-	return uint32(len(data)), 0
+	return n, 0
+}
+
+// Flush refuses a command left incomplete (see ctlFile.partial): the
+// write that would complete it never came, and close(2) says so.
+func (f *ctlFile) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+	h, ok := fh.(*ctlHandle)
+	if !ok || f.partial == nil {
+		return 0
+	}
+	h.mu.Lock()
+	left := h.pending
+	h.pending = nil
+	h.mu.Unlock()
+	if len(left) == 0 {
+		return 0
+	}
+	caller, _ := fuse.FromContext(ctx)
+	if errno := f.write(left, caller); errno != 0 {
+		return errno
+	}
+	return 0
 }

@@ -401,3 +401,28 @@ func TestWatchJSONUnderLoad(t *testing.T) {
 		t.Fatalf("the watcher saw %d of %d creates, %d dropped", created, files, dropped)
 	}
 }
+
+// TestScopeRequestFromBash: bash's printf writes each line on its own, so
+// the guide's request arrives in two write(2)s; it is taken whole, and a
+// request left without its why: line fails at close and is recorded.
+func TestScopeRequestFromBash(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	e := mount(t, "active_intents:\n  - id: INT-001\n    name: api\n    status: IN_PROGRESS\n    owned_scope: [\"src/**\"]\n", "INT-001", map[string]string{"src/a.go": "package a\n"})
+	out, err := commandIn(e.mnt, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "bash", "-c",
+		`printf 'paths: docs/** src/cache.go\nwhy: the cache needs a page\n' > .intentfs/request && cat .intentfs/pending`).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "scope_request intent=INT-001 paths=docs/**,src/cache.go") {
+		t.Fatalf("bash's request: %v\n%s", err, out)
+	}
+	out, err = commandIn(e.mnt, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "bash", "-c",
+		`exec 3>.intentfs/request && printf 'paths: docs/**\n' >&3 && exec 3>&-; echo closed=$?`).CombinedOutput()
+	t.Logf("incomplete request: %v\n%s", err, out)
+	if pending, _ := e.d.Approvals(); len(pending) != 1 {
+		t.Fatalf("an incomplete request was filed: %+v", pending)
+	}
+	den, _ := os.ReadFile(filepath.Join(e.mnt, ".intentfs", "denials"))
+	if !strings.Contains(string(den), "no `why:` line") {
+		t.Fatalf("the incomplete request is not recorded:\n%s", den)
+	}
+}
