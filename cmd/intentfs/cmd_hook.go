@@ -227,8 +227,5 @@ func readSettings(path string) ([]byte, error) {
 
 // writeSettings replaces path atomically, keeping its mode.
 func writeSettings(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
-	}
-	return safeio.Replace(path, data, 0o644)
+	return safeio.ReplaceBelow(path, data, 0o644)
 }
