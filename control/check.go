@@ -30,6 +30,9 @@ type CheckResult struct {
 	// CoveredBy lists every intent whose owned_scope covers Path, in the
 	// order of the policy file, whatever its status.
 	CoveredBy []IntentRef `json:"covered_by"`
+	// Pinned is set when the asker's session was pinned to its intent
+	// by a human (intentfs run --intent): it cannot select another.
+	Pinned bool `json:"pinned,omitempty"`
 }
 
 // IntentRef names an intent and its lifecycle state.

@@ -62,6 +62,15 @@ func Advice(mountpoint string, r *control.CheckResult) string {
 	case "INTERNAL_ERROR":
 		return "intentfs could not decide and refuses (fail-closed); tell the human."
 	}
+	if r.Pinned && r.Code != "INTENT_NOT_IN_PROGRESS" {
+		request := filepath.Join(mountpoint, ControlDirName, "request")
+		if len(cand)+len(closed) > 0 {
+			return fmt.Sprintf("This session is pinned to %s by the human, so it cannot switch to %s, which covers %s. Leave the change to the human, or ask for the scope: printf 'paths: %s\\nwhy: REASON\\n' > %s (or the MCP tool request_scope).",
+				r.ActiveIntent, strings.Join(append(cand, closed...), ", "), r.Path, r.Path, request)
+		}
+		return fmt.Sprintf("This session is pinned to %s by the human, and no intent covers %s. Leave the change to the human, or ask for the scope: printf 'paths: %s\\nwhy: REASON\\n' > %s (or the MCP tool request_scope).",
+			r.ActiveIntent, r.Path, r.Path, request)
+	}
 	if len(cand) > 0 {
 		first := r.CoveredBy[0].ID
 		for _, in := range r.CoveredBy {

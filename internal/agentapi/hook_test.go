@@ -197,3 +197,39 @@ func TestLocateFollowsSymlinksOutOfTheMount(t *testing.T) {
 		t.Errorf("got %+v %v", tg, ok)
 	}
 }
+
+// TestAdvice: what a refused agent is told to do depends on whether it
+// may switch intents at all.
+func TestAdvice(t *testing.T) {
+	docs := control.IntentRef{ID: "INT-002", Name: "docs", Status: "IN_PROGRESS"}
+	tests := []struct {
+		name string
+		r    control.CheckResult
+		want []string
+		not  []string
+	}{
+		{name: "free to select", r: control.CheckResult{Path: "docs/a.md", ActiveIntent: "INT-001", Code: "OUT_OF_SCOPE", CoveredBy: []control.IntentRef{docs}},
+			want: []string{"echo INT-002 > /ws/.intentfs/active"}},
+		{name: "pinned: no select advice", r: control.CheckResult{Path: "docs/a.md", ActiveIntent: "INT-001", Code: "OUT_OF_SCOPE", CoveredBy: []control.IntentRef{docs}, Pinned: true},
+			want: []string{"pinned to INT-001", "cannot switch", "> /ws/.intentfs/request"}, not: []string{"/ws/.intentfs/active"}},
+		{name: "pinned, nothing covers it", r: control.CheckResult{Path: "x.md", ActiveIntent: "INT-001", Code: "OUT_OF_SCOPE", Pinned: true},
+			want: []string{"no intent covers x.md", "request_scope"}},
+		{name: "protected wins over pinned", r: control.CheckResult{Path: ".git/config", ActiveIntent: "INT-001", Code: "PROTECTED_PATH", Pinned: true},
+			want: []string{"protected"}, not: []string{"request"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Advice("/ws", &tt.r)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("advice lacks %q:\n%s", w, got)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(got, n) {
+					t.Errorf("advice has %q:\n%s", n, got)
+				}
+			}
+		})
+	}
+}

@@ -39,9 +39,13 @@ func (d *Daemon) Check(path, op string, by *ledger.Process) (control.CheckResult
 	}
 	snap := d.engine.Snapshot()
 	active := d.intentFor(by)
+	pinned := false
+	if s, err := d.sessionOf(by); err == nil && s != nil {
+		pinned = s.Pinned()
+	}
 	dec := snap.Decide(policy.Request{Op: policy.Op(op), Path: rel, IsDir: op == string(policy.OpMkdir) || op == string(policy.OpRmdir), Intent: active})
 	res := control.CheckResult{Path: rel, Op: op, ActiveIntent: active, Allowed: dec.Allow, Code: string(dec.Code),
-		Reason: dec.Reason, CoveredBy: []control.IntentRef{}}
+		Reason: dec.Reason, CoveredBy: []control.IntentRef{}, Pinned: pinned}
 	if snap != nil && snap.Intents != nil {
 		for _, in := range snap.Intents.List {
 			if rel != "" && in.InScope(rel) {
