@@ -43,6 +43,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // hardening returns the -c overrides every command runs with. Each one
@@ -156,9 +157,14 @@ func (r *Repo) command(ctx context.Context, extra []string, args []string) *exec
 		"GIT_AUTHOR_NAME=intentfs", "GIT_AUTHOR_EMAIL=intentfs@localhost",
 		"GIT_COMMITTER_NAME=intentfs", "GIT_COMMITTER_EMAIL=intentfs@localhost",
 	}
-	if r.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred}
-	}
+	// git runs in a process group of its own, and the whole group is
+	// killed when ctx ends: a helper git starts (upload-pack, ssh, a
+	// pack-objects) that keeps git's pipes open must not keep the caller
+	// waiting past its deadline (Wait gives up on the pipes WaitDelay
+	// after the kill).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: r.cred}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitexec/gittest"
@@ -149,5 +150,28 @@ func TestBlobsHashAndRead(t *testing.T) {
 	b.Kill()
 	if _, err := b.Read(oid, 100); err == nil || !b.Broken() {
 		t.Fatalf("a killed cat-file: err %v, Broken %v", err, b.Broken())
+	}
+}
+
+// TestDeadlineEndsHelpersToo: a command whose helpers outlive git and hold
+// its output open (an ssh, an upload-pack, here a shell alias's
+// background sleep) returns at its deadline: the whole process group is
+// killed, and the pipes are not waited for.
+func TestDeadlineEndsHelpersToo(t *testing.T) {
+	dir := t.TempDir()
+	gittest.Init(t, dir)
+	repo, err := gitexec.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = repo.Output(ctx, "-c", "alias.hang=!sleep 30 & sleep 30", "hang")
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("returned after %v (err %v), want soon after the 300ms deadline", took, err)
+	}
+	if err == nil {
+		t.Fatal("no error for a command killed at its deadline")
 	}
 }
