@@ -69,12 +69,18 @@ type tracking struct {
 	writing bool
 	// released is set by the last checkpoint, at release.
 	released bool
+	// truncated is set when the open truncated the file (O_TRUNC): the
+	// file's stat after the open is not the version base was taken of.
+	truncated bool
+	// seq is the handle's place among the tracked handles opened on node
+	// (Node.writeOpens); 0 for a handle tracked since a rename.
+	seq uint64
 }
 
 // newTracking starts the audit of a handle opened for writing at rel under
 // g, and counts it among its session's own writers.
 func newTracking(node *Node, rel string, g grant, created bool, base objects.Digest, kept string) *tracking {
-	t := &tracking{node: node, openRel: rel, g: g, created: created, base: base, preImage: kept}
+	t := &tracking{node: node, openRel: rel, g: g, created: created, base: base, preImage: kept, seq: node.writeOpens.Add(1)}
 	if vs := g.actor.Versions; vs != nil {
 		vs.Opened(rel)
 		t.writing = true
@@ -113,7 +119,10 @@ func newFile(node *Node, fd int, t *tracking) *File {
 	if t != nil {
 		f.track.Store(t)
 		var st syscall.Stat_t
-		if syscall.Fstat(fd, &st) == nil {
+		// After an O_TRUNC the stat is of the emptied file, not of base:
+		// with no key, the first checkpoint hashes, and records the
+		// truncate even if nothing was written.
+		if !t.truncated && syscall.Fstat(fd, &st) == nil {
 			t.baseKey = objects.VersionOf(&st)
 		}
 		t.node.addOpen(f)
@@ -163,6 +172,13 @@ func (f *File) checkpoint(final bool) {
 	if t == nil {
 		return // an exempt writer: nothing to record
 	}
+	t.node.writeMu.Lock()
+	defer t.node.writeMu.Unlock()
+	f.checkpointLocked(t, final)
+}
+
+// checkpointLocked is checkpoint with t.node.writeMu held.
+func (f *File) checkpointLocked(t *tracking, final bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.released {
@@ -174,6 +190,15 @@ func (f *File) checkpoint(final bool) {
 	}
 	if final {
 		defer func() { t.released = true }()
+	}
+	if final && !t.created && t.node.openedAfter(t) {
+		// RELEASE comes after close(2) has returned, so another open may
+		// already have truncated and be rewriting the file: its content
+		// now is that handle's, not this one's. What this handle had
+		// written when that open came was recorded then (openFile,
+		// createFile); anything since is in the file that handle records
+		// at its own release, against the version recorded last.
+		return
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(f.fd, &st); err != nil {
@@ -211,14 +236,63 @@ func (f *File) checkpoint(final bool) {
 	t.base = d
 	t.preImage = ""
 	// The version just recorded is the file itself. A later open keeps it
-	// before changing it; but this handle stays open and may change it
-	// again with no open in between, so keep it now.
-	if !final {
+	// before changing it; but this handle, if it stays open, and the
+	// other handles open on the file may change it again with no open in
+	// between, so keep it now for them.
+	others := t.node.otherTracked(t)
+	if !final || len(others) > 0 {
+		kept := ""
 		if rfd, err := reopenReadOnly(f.fd); err == nil {
-			t.preImage = t.node.root.keepCopy(rfd, d)
+			kept = t.node.root.keepCopy(rfd, d)
 			syscall.Close(rfd)
 		}
+		if !final {
+			t.preImage = kept
+		}
+		// The others' next record follows on from this one, not from
+		// the version they last saw: the ledger's records of a file
+		// form one sequence, whichever handle wrote.
+		for _, o := range others {
+			o.followRecord(d, k, kept)
+		}
 	}
+}
+
+// followRecord moves the baseline of a handle open on a file to version
+// d at stat key k, just recorded through another handle.
+func (t *tracking) followRecord(d objects.Digest, k objects.Version, kept string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.released || t.created {
+		return
+	}
+	t.base, t.baseKey, t.preImage = d, k, kept
+}
+
+// otherTracked lists the trackings of the handles open on n other than t;
+// a released one stays listed until Release removes it.
+func (n *Node) otherTracked(t *tracking) []*tracking {
+	n.openMu.Lock()
+	defer n.openMu.Unlock()
+	var out []*tracking
+	for _, f := range n.open {
+		if o := f.track.Load(); o != nil && o != t {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// openedAfter reports whether a tracked handle opened on n after t is
+// still open. n.writeMu is held, so none is being opened.
+func (n *Node) openedAfter(t *tracking) bool {
+	for _, o := range n.otherTracked(t) {
+		// o.released is written with n.writeMu held.
+		if o.seq > t.seq && !o.released {
+			return true
+		}
+	}
+	return false
 }
 
 // absorb folds a chmod, chown or utimes of the file, made by the process
@@ -253,15 +327,49 @@ func (n *Node) absorbIntoCreation(g grant, mode string) bool {
 	return false
 }
 
-// advance moves the baseline to version d, already recorded elsewhere.
-func (t *tracking) advance(fd int, d objects.Digest) {
+// followOpen moves the baseline of the tracked handles open on n to
+// version d, recorded elsewhere (a truncate), with n.writeMu held.
+func (n *Node) followOpen(d objects.Digest) {
+	n.openMu.Lock()
+	open := append([]*File(nil), n.open...)
+	n.openMu.Unlock()
+	kept := ""
+	for _, f := range open {
+		t := f.track.Load()
+		if t == nil {
+			continue
+		}
+		// The handles may change the file again with no open in between
+		// to keep the version they start from: keep it now, once.
+		if kept == "" {
+			t.mu.Lock()
+			if !t.released {
+				if rfd, err := reopenReadOnly(f.fd); err == nil {
+					kept = n.root.keepCopy(rfd, d)
+					syscall.Close(rfd)
+				}
+			}
+			t.mu.Unlock()
+		}
+		t.follow(f.fd, d, kept)
+	}
+}
+
+// follow is followOpen for one handle, open at fd: kept says whether the
+// bytes of d are in the store.
+func (t *tracking) follow(fd int, d objects.Digest, kept string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// Not once released: Release closes fd after its last checkpoint, and
+	// the number may be another file's by now.
+	if t.released {
+		return
+	}
 	var st syscall.Stat_t
 	if syscall.Fstat(fd, &st) == nil {
 		t.baseKey = objects.VersionOf(&st)
 	}
-	t.base, t.created, t.preImage = d, false, ""
+	t.base, t.created, t.preImage = d, false, kept
 }
 
 // analyze hashes and describes the handle's file through a read-only
@@ -300,10 +408,19 @@ func (n *Node) removeOpen(f *File) {
 // checkpointOpen records pending content changes of every tracked handle
 // open on n.
 func (n *Node) checkpointOpen() {
+	n.writeMu.Lock()
+	defer n.writeMu.Unlock()
+	n.checkpointOpenLocked()
+}
+
+// checkpointOpenLocked is checkpointOpen with n.writeMu held.
+func (n *Node) checkpointOpenLocked() {
 	n.openMu.Lock()
 	open := append([]*File(nil), n.open...)
 	n.openMu.Unlock()
 	for _, f := range open {
-		f.checkpoint(false)
+		if t := f.track.Load(); t != nil {
+			f.checkpointLocked(t, false)
+		}
 	}
 }

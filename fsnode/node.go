@@ -21,6 +21,15 @@ type Node struct {
 
 	openMu sync.Mutex
 	open   []*File // tracked handles open on this node
+	// writeMu orders what the ledger says of this file's content: a
+	// tracked handle's checkpoint, and an open for writing, which records
+	// the handles already open before its O_TRUNC can empty the file and
+	// registers itself before any of them is recorded again (see
+	// File.checkpoint). Taken before a tracking's mu.
+	writeMu sync.Mutex
+	// writeOpens numbers the tracked handles opened on this node, so a
+	// handle's release can tell the ones opened after it.
+	writeOpens atomic.Uint64
 	// handles counts every handle open on this node through the mount.
 	handles atomic.Int32
 

@@ -62,6 +62,13 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	var pre objects.Digest
 	var kept string
 	if g.traced() {
+		// The handles already open on the file are recorded first, with
+		// the content they left, which O_TRUNC is about to destroy; and
+		// none is recorded again until this one is registered (see
+		// File.checkpoint).
+		n.writeMu.Lock()
+		defer n.writeMu.Unlock()
+		n.checkpointOpenAsDaemon(ctx)
 		// The pre-image must be taken before O_TRUNC or a write destroys
 		// it, by the daemon: the caller may be unable to read the file.
 		if err := n.root.asDaemon(ctx, func() error {
@@ -82,7 +89,9 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if !g.traced() {
 		return newExemptWriter(ctx, n, fd), openFlags, 0
 	}
-	return newFile(n, fd, newTracking(n, rel, g, false, pre, kept)), openFlags, 0
+	t := newTracking(n, rel, g, false, pre, kept)
+	t.truncated = flags&syscall.O_TRUNC != 0
+	return newFile(n, fd, t), openFlags, 0
 }
 
 // preImageAt hashes the file at rel and keeps its bytes in the object
@@ -124,7 +133,11 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 		created bool
 		pre     objects.Digest
 		kept    string
+		// unlockChild releases the existing file's writeMu once the new
+		// handle is registered.
+		unlockChild = func() {}
 	)
+	defer func() { unlockChild() }()
 	errno = n.withDir(func(dirfd int) error {
 		var err error
 		fd, err = unix.Openat(dirfd, name, cleanOpenFlags(flags)|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
@@ -135,6 +148,13 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 			return err
 		default:
 			if g.traced() {
+				// As in openFile: the handles open on the file are
+				// recorded before this open can truncate it.
+				if c := n.childNode(name); c != nil {
+					c.writeMu.Lock()
+					unlockChild = c.writeMu.Unlock
+					c.checkpointOpenAsDaemon(ctx)
+				}
 				// The daemon keeps the version the open may truncate.
 				if err := n.root.asDaemon(ctx, func() error {
 					rfd, err := openatForHash(dirfd, name)
@@ -169,7 +189,19 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 	if !g.traced() {
 		return child, newExemptWriter(ctx, childNode, fd), openFlags, 0
 	}
-	return child, newFile(childNode, fd, newTracking(childNode, rel, g, created, pre, kept)), openFlags, 0
+	t := newTracking(childNode, rel, g, created, pre, kept)
+	t.truncated = !created && flags&syscall.O_TRUNC != 0
+	return child, newFile(childNode, fd, t), openFlags, 0
+}
+
+// checkpointOpenAsDaemon is checkpointOpenLocked in an OPEN or CREATE,
+// which run as their caller (CallerScope): hashing the other handles'
+// file and keeping its bytes in the store is the daemon's work.
+func (n *Node) checkpointOpenAsDaemon(ctx context.Context) {
+	_ = n.root.asDaemon(ctx, func() error {
+		n.checkpointOpenLocked()
+		return nil
+	})
 }
 
 // recordNew records the creation of a non-file entry.

@@ -58,6 +58,12 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	}
 	c := ledger.Change{Event: ev, Path: rel, Op: "setattr"}
 	if _, size := in.GetSize(); size && g.traced() {
+		// As an open with O_TRUNC: the handles open on the file are
+		// recorded first, with what they wrote, and follow the truncate's
+		// record after it (see File.checkpoint).
+		n.writeMu.Lock()
+		defer n.writeMu.Unlock()
+		n.checkpointOpenLocked()
 		pre, kept, errno := n.root.preImageAt(rel)
 		if errno != 0 {
 			return errno
@@ -120,11 +126,10 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		post, errno := n.root.digestAt(rel)
 		if errno == 0 {
 			c.PostHash, c.Lines = post.Hash, post.Lines
-			// A handle that truncated its file has recorded that change
-			// here; its release must not record it again.
-			if lf, ok := f.(*File); ok && lf != nil && lf.track.Load() != nil {
-				lf.track.Load().advance(lf.fd, post)
-			}
+			// The truncate is recorded here; the handles open on the file,
+			// the one that truncated it included, must not record it
+			// again at their release.
+			n.followOpen(post)
 		}
 	}
 	c.Time = time.Now()
