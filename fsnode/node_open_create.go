@@ -198,6 +198,9 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 // which run as their caller (CallerScope): hashing the other handles'
 // file and keeping its bytes in the store is the daemon's work.
 func (n *Node) checkpointOpenAsDaemon(ctx context.Context) {
+	if !n.hasTracked() {
+		return // the common case: no other handle writes the file
+	}
 	_ = n.root.asDaemon(ctx, func() error {
 		n.checkpointOpenLocked()
 		return nil
@@ -207,4 +210,17 @@ func (n *Node) checkpointOpenAsDaemon(ctx context.Context) {
 // recordNew records the creation of a non-file entry.
 func (r *Root) recordNew(g grant, ev ledger.Event, rel string) {
 	r.record(g, ledger.Change{Event: ev, Path: rel, Op: string(ev)})
+}
+
+// hasTracked reports whether a tracked (governed, writing) handle is open
+// on n. n.writeMu is held, so none is being opened.
+func (n *Node) hasTracked() bool {
+	n.openMu.Lock()
+	defer n.openMu.Unlock()
+	for _, f := range n.open {
+		if f.track.Load() != nil {
+			return true
+		}
+	}
+	return false
 }
