@@ -29,9 +29,13 @@ FROM docker.io/library/debian:bookworm-slim
 # fuse3: fusermount3 and the kernel module's userspace side; git: the agent
 # and intentfs's commit checks use it; ca-certificates: for git over https.
 # (util-linux, for the agent's shell tools, is part of every Debian image.)
+# safe.bareRepository=explicit: git in the container never takes a
+# directory an agent wrote (HEAD, objects/, refs/, a config naming a
+# program) for a bare repository (README, "What it does not cover").
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends fuse3 git ca-certificates \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/* \
+ && git config --system safe.bareRepository explicit
 COPY --from=build /out/intentfs /usr/local/bin/intentfs
 RUN mkdir -p /src /workspace
 WORKDIR /workspace
