@@ -78,7 +78,7 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		errno = fs.ToErrno(err)
 	} else {
 		errno = n.withParent(func(dirfd int, name string) error {
-			return n.root.asCaller(ctx, func() error { return setattrAt(dirfd, name, in) })
+			return n.root.asCaller(ctx, func() error { return setattrAt(dirfd, name, in, !n.root.noFchmodat2.Load()) })
 		})
 		if errno == 0 {
 			errno = n.Getattr(ctx, nil, out)
@@ -139,13 +139,14 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 
 // setattrAt applies a SETATTR to name in dirfd without following a final
 // symlink: chmod of a symlink is refused (EOPNOTSUPP), truncate opens the
-// file with O_NOFOLLOW.
-func setattrAt(dirfd int, name string, in *fuse.SetAttrIn) error {
+// file with O_NOFOLLOW. fchmodat2 says whether chmod may use fchmodat2(2)
+// (see chmodAt).
+func setattrAt(dirfd int, name string, in *fuse.SetAttrIn, fchmodat2 bool) error {
 	if name == "" {
 		name = "." // the root: dirfd is its own handle
 	}
 	if m, ok := in.GetMode(); ok {
-		if err := unix.Fchmodat(dirfd, name, m, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := chmodAt(dirfd, name, m, fchmodat2); err != nil {
 			return err
 		}
 	}

@@ -90,9 +90,11 @@ type Root struct {
 	writers writerSet
 
 	controlInode atomic.Pointer[fs.Inode]
-	// noXattrAt is set once the kernel turns out to lack getxattrat(2).
-	noXattrAt atomic.Bool
-	handles   handleLimit
+	// noXattrAt is set when getxattrat(2) is unavailable (probed at the
+	// start, or answered ENOSYS since), noFchmodat2 when fchmodat2(2) is:
+	// see newsys.go.
+	noXattrAt, noFchmodat2 atomic.Bool
+	handles                handleLimit
 	// dirFds counts the directory descriptors nodes keep open.
 	dirFds dirFdCache
 }
@@ -119,6 +121,12 @@ func NewRoot(o Options) (*Node, error) {
 	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
 		control: o.ControlDir, callers: newCallers(switcher)}
 	r.dirFds.max = o.MaxCachedDirs
+	sys := probeNewSyscalls()
+	r.noXattrAt.Store(!sys.xattrAt)
+	r.noFchmodat2.Store(!sys.fchmodat2)
+	if (!sys.xattrAt || !sys.fchmodat2) && r.log != nil {
+		r.log.Debug("newer system calls unavailable (old kernel or seccomp); using fallbacks", "getxattrat", sys.xattrAt, "fchmodat2", sys.fchmodat2)
+	}
 	r.handles = handleLimit{max: o.MaxHandlesPerUID, byUID: map[uint32]int{}}
 	if r.handles.max == 0 {
 		r.handles.max = defaultHandlesPerUID()
