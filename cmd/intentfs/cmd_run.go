@@ -101,7 +101,8 @@ func runRun(a *app, args []string) error {
 		Pinned: intent != "", Model: flagString(a, "model"), Conversation: flagString(a, "conversation"), Check: check}
 	code, err := runner.Launch(runner.Options{
 		Config: runner.Config{Mountpoint: e.Mountpoint, Dir: dir, Source: e.Source, Hide: hiddenRuntimeDirs(e),
-			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(os.Environ(), u, dir, e.Mountpoint), Argv: args},
+			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(os.Environ(), u, dir, e.Mountpoint), Argv: args,
+			Umask: runner.SessionUmask(runner.CurrentUmask())},
 		Register: registerWith(e, spec),
 	})
 	if err != nil {

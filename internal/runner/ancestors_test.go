@@ -83,3 +83,13 @@ func chown(t *testing.T, p string, uid int) {
 		t.Fatal(err)
 	}
 }
+
+// TestSessionUmask: the agent never gets the daemon's umask 0, which
+// would leave world-writable files in the checkout.
+func TestSessionUmask(t *testing.T) {
+	for starter, want := range map[uint32]uint32{0: 0o022, 0o022: 0o022, 0o077: 0o077, 0o002: 0o002} {
+		if got := *SessionUmask(starter); got != want {
+			t.Errorf("SessionUmask(%04o) = %04o, want %04o", starter, got, want)
+		}
+	}
+}

@@ -7,6 +7,8 @@
 // no descendant can leave.
 package runner
 
+import "syscall"
+
 // InitArg is the hidden first argument that makes intentfs the session's
 // first process (see Init).
 const InitArg = "__session-init"
@@ -26,6 +28,9 @@ type Config struct {
 	Uid    uint32   `json:"uid"`
 	Gid    uint32   `json:"gid"`
 	Groups []uint32 `json:"groups,omitempty"`
+	// Umask, if set, is the command's umask (see SessionUmask); nil keeps
+	// the one the first process inherited.
+	Umask *uint32 `json:"umask,omitempty"`
 	// Env and Argv are the command's environment and arguments.
 	Env  []string `json:"env"`
 	Argv []string `json:"argv"`
@@ -41,3 +46,23 @@ const (
 // (the seal failed, or the daemon refused the session), as container
 // runtimes use 125 for "the runtime failed".
 const exitCannotRun = 125
+
+// SessionUmask is the umask a session's command gets from the umask its
+// starter had: that one, or 022 where it was 0. A daemon's umask is 0
+// (see daemon.SetProcessUmask), and an agent that inherited it would
+// leave world-writable files in the checkout.
+func SessionUmask(starter uint32) *uint32 {
+	m := starter & 0o777
+	if m == 0 {
+		m = 0o022
+	}
+	return &m
+}
+
+// CurrentUmask reads the process's umask (there is no call that only
+// reads it; the process must not be creating files meanwhile).
+func CurrentUmask() uint32 {
+	old := syscall.Umask(0o022)
+	syscall.Umask(old)
+	return uint32(old)
+}

@@ -91,6 +91,9 @@ func runCommand(cfg Config, env []string) int {
 		fmt.Fprintf(os.Stderr, "intentfs run: entering %s: %v\n", cfg.Dir, err)
 		return exitCannotRun
 	}
+	if cfg.Umask != nil {
+		syscall.Umask(int(*cfg.Umask & 0o777)) // inherited by the command
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	attr := &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: cfg.Uid, Gid: cfg.Gid, Groups: cfg.Groups},
