@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -63,6 +64,8 @@ func TestContainerEntrypointWithoutPtrace(t *testing.T) {
 	script := `set -u
 echo "uid=$(id -u) gid=$(id -g)"
 echo agent > src/agent.txt || exit 20
+mkdir src/dir || exit 24
+echo m > src/m.go && chmod 600 src/m.go || exit 25
 if echo no > README.md; then echo "README.md was written"; exit 21; fi
 if ls ` + src + ` >/dev/null 2>&1; then echo "the source is reachable"; exit 22; fi
 if ls ` + reg + ` >/dev/null 2>&1; then echo "the registry is reachable"; exit 23; fi
@@ -98,6 +101,21 @@ exit 7`
 	if st.Uid != agentUID || st.Gid != agentGID {
 		t.Errorf("src/agent.txt belongs to %d:%d, want the source's owner %d:%d", st.Uid, st.Gid, agentUID, agentGID)
 	}
+	// The agent's files get the umask the entrypoint was started with
+	// (022 where that was 0), not the daemon's 0.
+	umask := syscall.Umask(0o022)
+	syscall.Umask(umask)
+	if umask == 0 {
+		umask = 0o022
+	}
+	for name, want := range map[string]uint32{"src/agent.txt": 0o666 &^ uint32(umask), "src/dir": 0o777 &^ uint32(umask), "src/m.go": 0o600} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(src, name), &st); err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if st.Mode&0o7777 != want {
+			t.Errorf("%s has mode %04o on the host, want %04o", name, st.Mode&0o7777, want)
+		}
+	}
 	if b, _ := os.ReadFile(filepath.Join(src, "README.md")); string(b) != "human readme\n" {
 		t.Errorf("README.md changed: %q", b)
 	}
@@ -125,6 +143,84 @@ exit 7`
 	}
 	if !created || !denied || !ended {
 		t.Errorf("ledger: create of src/agent.txt by the session under INT-001 %v, denial of README.md %v, session_end %v", created, denied, ended)
+	}
+	if out, err := exec.Command(bin, "verify", "--source", src).CombinedOutput(); err != nil {
+		t.Errorf("intentfs verify: %v\n%s", err, out)
+	}
+}
+
+// TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM: docker stop sends
+// SIGTERM and kills the container 10 s later. An agent that ignores the
+// signal must not take the daemon down with it unrecorded: after the
+// stop grace the entrypoint ends the session, unmounts and flushes the
+// ledger, which then has the session's end and verifies.
+func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
+	requireFUSE(t)
+	bin, err := testBinary.get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := sourceOutsideTmp(t)
+	writeFile(t, filepath.Join(src, policy.IntentsFile), sessionPolicy)
+	writeFile(t, filepath.Join(src, "src/a.txt"), "a\n")
+	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", agentUID, agentGID), src).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v\n%s", err, out)
+	}
+	etc, home := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(etc, "passwd"), "root:x:0:0:root:/root:/bin/sh\n")
+	writeFile(t, filepath.Join(etc, "group"), "root:x:0:\n")
+	mnt := filepath.Join(t.TempDir(), "workspace")
+	cmd := exec.Command(bin, "container", "--source", src, "--mountpoint", mnt, "--etc", etc, "--home", home,
+		"--intent", "INT-001", "--", "sh", "-c", `trap "" TERM; echo ready > src/ready.txt; while :; do sleep 0.2; done`)
+	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+t.TempDir(), "INTENTFS_STOP_GRACE=1s")
+	cmd.Dir = "/"
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // a no-op once it has exited
+		<-done
+		if mounts, _ := os.ReadFile("/proc/self/mounts"); strings.Contains(string(mounts), " "+mnt+" ") {
+			_ = exec.Command("umount", "-l", mnt).Run()
+		}
+	})
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(src, "src/ready.txt")); return err == nil }, "the agent's command to start")
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-done:
+	case <-time.After(8 * time.Second):
+		t.Fatalf("the entrypoint did not exit within 8s of SIGTERM with a stop grace of 1s\n%s", out.String())
+	}
+	elapsed := time.Since(start)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGKILL) {
+		t.Fatalf("intentfs container: %v, want status 137 (the session ended by SIGKILL)\n%s", err, out.String())
+	}
+	if elapsed < time.Second {
+		t.Errorf("the session was ended %v after SIGTERM, before the grace of 1s", elapsed)
+	}
+	if !strings.Contains(out.String(), "did not exit within the stop grace") {
+		t.Errorf("the entrypoint does not say why it ended the session:\n%s", out.String())
+	}
+	if mounts, _ := os.ReadFile("/proc/self/mounts"); strings.Contains(string(mounts), " "+mnt+" ") {
+		t.Errorf("%s is still mounted", mnt)
+	}
+	var ended bool
+	if err := ledger.Scan(filepath.Join(src, ".orchestration", "agent_trace.jsonl"), func(_ int, r *ledger.Record) error {
+		ended = ended || r.Gov().Event == ledger.EventSessionEnd
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !ended {
+		t.Error("the ledger has no session_end")
 	}
 	if out, err := exec.Command(bin, "verify", "--source", src).CombinedOutput(); err != nil {
 		t.Errorf("intentfs verify: %v\n%s", err, out)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -26,7 +28,16 @@ account "agent" with those ids unless one of its accounts has the uid
 already. Root is refused. In the session SOURCE, the daemon's control socket
 and its processes cannot be reached; the ledger stays in
 SOURCE/.orchestration/ on the host. Signals sent to the container (docker
-stop) are passed on to CMD.
+stop) are passed on to CMD. If CMD has not exited --stop-grace (default 7s,
+or $INTENTFS_STOP_GRACE) after a SIGTERM, its session is ended (SIGKILL to
+all its processes) and the container exits with 137, its ledger complete:
+before Docker's own 10 s are up and it kills the daemon too.
+
+If the unmount or the ledger's flush fails after CMD ran, the reason is
+printed and the status is CMD's if it failed, else 125: the ledger may
+lack the last records.
+
+CMD gets the umask the container started with (022 if that was 0000).
 
 --intent ID (or INTENTFS_INTENT) pins the session to the intent; without it
 the agent selects one through .intentfs/active.
@@ -47,6 +58,7 @@ Examples:
 			fs.String("source", "/src", "the checkout to mount (bind-mounted from the host)")
 			fs.String("mountpoint", "/workspace", "where the agent works")
 			fs.String("user", "", "the agent's UID[:GID] or account name (default: $INTENTFS_UID:$INTENTFS_GID, else the owner of --source)")
+			fs.String("stop-grace", os.Getenv("INTENTFS_STOP_GRACE"), "how long CMD may take to exit after SIGTERM before its session is ended, as 7s or 7 (default 7s, or $INTENTFS_STOP_GRACE)")
 			fs.String("name", "container", "the session's name, shown by intentfs sessions")
 			fs.String("agent-files", "auto", `as for intentfs mount: the workspace-root files (CLAUDE.md, AGENTS.md) that get the agent guide and lessons, or "none"`)
 			fs.String("transport", defaultTransport(), `as for intentfs mount: "auto", "uring" or "dev"`)
@@ -63,8 +75,13 @@ Examples:
 }
 
 func runContainer(a *app, args []string) error {
+	grace, err := parseGrace(flagString(a, "stop-grace"))
+	if err != nil {
+		return err
+	}
 	code, err := container.Run(container.Options{
-		Source: flagString(a, "source"), Mountpoint: flagString(a, "mountpoint"),
+		StopGrace: grace,
+		Source:    flagString(a, "source"), Mountpoint: flagString(a, "mountpoint"),
 		Intent: flagString(a, "intent"), Name: flagString(a, "name"),
 		Identity:  container.Identity{User: flagString(a, "user"), EnvUID: os.Getenv("INTENTFS_UID"), EnvGID: os.Getenv("INTENTFS_GID")},
 		Argv:      args,
@@ -79,4 +96,20 @@ func runContainer(a *app, args []string) error {
 		fmt.Fprintf(a.stderr, "intentfs container: %v\n", err)
 	}
 	return exitCode(code)
+}
+
+// parseGrace reads a stop grace: a duration (7s, 1500ms) or whole
+// seconds (7); empty is the default.
+func parseGrace(v string) (time.Duration, error) {
+	if v == "" {
+		return container.DefaultStopGrace, nil
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, usagef("--stop-grace (or INTENTFS_STOP_GRACE) must be a positive duration such as 7s or a number of seconds, not %q", v)
+	}
+	return d, nil
 }

@@ -18,8 +18,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/intentfs/intentfs/internal/daemon"
 	"github.com/intentfs/intentfs/internal/registry"
@@ -31,8 +33,16 @@ import (
 
 // ExitCannotRun is the status when the command never ran: the container
 // lacks a flag, the source has no policy, the session was refused.
-// Container engines use 125 for "the runtime failed" too.
+// Container engines use 125 for "the runtime failed" too. It is also the
+// status of a command that succeeded when the unmount or the ledger's
+// flush failed afterwards (see finish).
 const ExitCannotRun = 125
+
+// DefaultStopGrace is how long the command has, after the container gets
+// SIGTERM (docker stop), before its session is ended: shorter than
+// Docker's and podman's 10 s, so that the session's end is recorded and
+// the ledger flushed before the engine kills the container.
+const DefaultStopGrace = 7 * time.Second
 
 // Options configure one run of the entrypoint.
 type Options struct {
@@ -55,6 +65,9 @@ type Options struct {
 	Log *slog.Logger
 	// Env is the environment the command's is made from.
 	Env []string
+	// StopGrace is how long the command may take to exit after SIGTERM
+	// before its session is ended (default DefaultStopGrace).
+	StopGrace time.Duration
 
 	// Etc and Home replace /etc and /home, where the agent's account is
 	// made (tests, which must not change the machine's accounts).
@@ -66,18 +79,28 @@ type Options struct {
 
 // Run mounts, runs the command and unmounts. It returns the command's
 // exit status; an error means the command never ran (status
-// ExitCannotRun) or the unmount failed after it ran.
+// ExitCannotRun), or the unmount or the ledger failed after it ran (see
+// finish for the status then).
 func Run(o Options) (int, error) {
 	o = withDefaults(o)
+	// The umask the container was started with, for the agent's command:
+	// the daemon's is 0 from here on.
+	umask := runner.SessionUmask(runner.CurrentUmask())
 	// A signal before the session starts stops the start; during the
-	// session runner.Launch passes it on to the command.
+	// session runner.Launch passes it on to the command, and SIGTERM
+	// starts the stop grace (see endAfterGrace).
 	var stopped atomic.Value
+	terminated := make(chan struct{})
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	go func() {
+		var once sync.Once
 		for s := range sigs {
 			stopped.CompareAndSwap(nil, s)
+			if s == syscall.SIGTERM {
+				once.Do(func() { close(terminated) })
+			}
 		}
 	}()
 	interrupted := func() (int, error) {
@@ -133,23 +156,71 @@ func Run(o Options) (int, error) {
 		d.Wait()
 		closed <- d.Close()
 	}()
+	launched := make(chan struct{})
+	go endAfterGrace(terminated, launched, o.StopGrace, d.EndSessions, o.Log)
 	code, runErr := ExitCannotRun, error(nil)
 	if c, err := interrupted(); err != nil {
 		code, runErr = c, err
 	} else {
-		code, runErr = launch(o, d, u, reg)
+		code, runErr = launch(o, d, u, reg, umask)
 	}
-	if err := d.Unmount(); err != nil {
-		return code, errors.Join(runErr, fmt.Errorf("unmounting %s: %w", o.Mountpoint, err))
+	close(launched)
+	unmountErr := d.Unmount()
+	var closeErr error
+	if unmountErr == nil {
+		closeErr = <-closed
 	}
-	if err := <-closed; err != nil {
-		return code, errors.Join(runErr, fmt.Errorf("closing the ledger: %w", err))
+	return finish(code, runErr, unmountErr, closeErr, o.Mountpoint)
+}
+
+// endAfterGrace ends the agent's session (end: SIGKILL to every process
+// of it) when the command has not exited within grace of the container's
+// SIGTERM, so that the session's end is recorded and the mount comes
+// down cleanly before the engine's own grace runs out and it kills the
+// daemon too. It returns once the command has exited (launched closed).
+func endAfterGrace(terminated, launched <-chan struct{}, grace time.Duration, end func() int, log *slog.Logger) {
+	select {
+	case <-terminated:
+	case <-launched:
+		return
 	}
-	return code, runErr
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		n := end()
+		log.Error("the agent's command did not exit within the stop grace after SIGTERM; its session was ended (SIGKILL)",
+			"grace", grace, "sessions", n)
+	case <-launched:
+	}
+}
+
+// finish is the entrypoint's status and error once the command has run:
+// the command's status, unless the unmount or the ledger's flush failed.
+// Then the records of the command's changes may be incomplete, which a
+// status of 0 would hide: a command that succeeded gives ExitCannotRun
+// (125), one that failed keeps its own non-zero status, and the error
+// says what failed.
+func finish(code int, runErr, unmountErr, closeErr error, mountpoint string) (int, error) {
+	var errs []error
+	if unmountErr != nil {
+		errs = append(errs, fmt.Errorf("unmounting %s (the ledger may lack the last records): %w", mountpoint, unmountErr))
+	}
+	if closeErr != nil {
+		errs = append(errs, fmt.Errorf("flushing and closing the ledger (it may lack the last records): %w", closeErr))
+	}
+	if len(errs) == 0 {
+		return code, runErr
+	}
+	if code == 0 {
+		code = ExitCannotRun
+		errs = append(errs, errors.New("the command succeeded, but the exit status is 125 because its changes may not all be recorded"))
+	}
+	return code, errors.Join(append([]error{runErr}, errs...)...)
 }
 
 // launch runs the command as a session of d.
-func launch(o Options, d *daemon.Daemon, u runner.User, reg registry.Registry) (int, error) {
+func launch(o Options, d *daemon.Daemon, u runner.User, reg registry.Registry, umask *uint32) (int, error) {
 	argv := o.Argv
 	if len(argv) == 0 {
 		argv = []string{defaultShell()}
@@ -162,7 +233,8 @@ func launch(o Options, d *daemon.Daemon, u runner.User, reg registry.Registry) (
 	hide := []string{reg.Dir, "/run/intentfs"}
 	code, err := runner.Launch(runner.Options{
 		Config: runner.Config{Mountpoint: mp, Dir: mp, Source: d.Source(), Hide: hide,
-			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(agentEnv(o.Env), u, mp, mp), Argv: argv},
+			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(agentEnv(o.Env), u, mp, mp), Argv: argv,
+			Umask: umask},
 		Register: func(pid int) (string, error) {
 			spec.RootPid = pid
 			info, err := d.StartSession(spec, by)
@@ -183,7 +255,7 @@ func agentEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		switch {
-		case hasKey(kv, "INTENTFS_UID"), hasKey(kv, "INTENTFS_GID"), hasKey(kv, "INTENTFS_INTENT"):
+		case hasKey(kv, "INTENTFS_UID"), hasKey(kv, "INTENTFS_GID"), hasKey(kv, "INTENTFS_INTENT"), hasKey(kv, "INTENTFS_STOP_GRACE"):
 			continue
 		}
 		out = append(out, kv)
@@ -234,6 +306,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.Home == "" {
 		o.Home = "/home"
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = DefaultStopGrace
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))

@@ -189,3 +189,9 @@ func (d *Daemon) selectInSession(s *session.Session, id string, by *ledger.Proce
 	d.Record(ledger.Change{Event: ledger.EventSelect, Intent: id, FromIntent: prev, Process: by, Session: s.Ref()})
 	return nil
 }
+
+// EndSessions kills every agent session of the mount (each session's
+// first process, and with it the kernel ends the whole session) and
+// waits for their ends to be recorded. It returns how many there were.
+// The mount stays: Unmount follows.
+func (d *Daemon) EndSessions() int { return d.sessions.EndAll(sessionEndTimeout) }
