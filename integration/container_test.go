@@ -176,14 +176,18 @@ func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
 	cmd.Dir = "/"
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// Wait must not wait for the session's processes to close the
+	// output too, should one outlive the entrypoint.
+	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill() // a no-op once it has exited
-		<-done
+		<-exited
 		if mounts, _ := os.ReadFile("/proc/self/mounts"); strings.Contains(string(mounts), " "+mnt+" ") {
 			_ = exec.Command("umount", "-l", mnt).Run()
 		}
@@ -194,7 +198,8 @@ func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err = <-done:
+	case <-exited:
+		err = waitErr
 	case <-time.After(8 * time.Second):
 		t.Fatalf("the entrypoint did not exit within 8s of SIGTERM with a stop grace of 1s\n%s", out.String())
 	}
