@@ -90,11 +90,7 @@ func printStatus(a *app, st *control.Status) {
 	w := a.stdout
 	fmt.Fprintf(w, "mount:      %s\nsource:     %s\ndaemon:     pid %d, intentfs %s, up %s\n", st.Mountpoint, st.Source, st.Pid, st.Version,
 		time.Since(st.StartedAt).Round(time.Second))
-	if st.ActiveIntent == "" {
-		fmt.Fprintf(w, "intent:     none (governed changes are denied)\n")
-	} else {
-		fmt.Fprintf(w, "intent:     %s %q (%s)\n", st.ActiveIntent, st.IntentName, st.IntentStatus)
-	}
+	fmt.Fprintf(w, "intent:     %s\n", intentLine(st))
 	mode := "fail-closed (undecidable changes are denied)"
 	if st.FailOpen {
 		mode = "FAIL-OPEN (undecidable changes are allowed)"
@@ -172,4 +168,44 @@ func transportName(t string) string {
 		return "dev (/dev/fuse)"
 	}
 	return textsafe.Escape(t)
+}
+
+// intentLine says which intent governs whom. The mount's active intent is
+// for processes outside sessions only; each live session has its own,
+// and a reader outside them (docker exec ... intentfs status) must not
+// take "none" for the agent's.
+func intentLine(st *control.Status) string {
+	mount := "none"
+	if st.ActiveIntent != "" {
+		mount = fmt.Sprintf("%s %q (%s)", st.ActiveIntent, st.IntentName, st.IntentStatus)
+	}
+	var live []string
+	for _, s := range st.Sessions {
+		if !s.Live {
+			continue
+		}
+		in := s.Intent
+		if in == "" {
+			in = "none"
+		}
+		if s.Pinned {
+			in += " (pinned)"
+		}
+		live = append(live, in)
+	}
+	switch {
+	case st.Session != nil && st.ActiveIntent == "":
+		return "none for this session (its governed changes are denied)"
+	case st.Session != nil:
+		return mount + " (this session's)"
+	case len(live) == 0 && st.ActiveIntent == "":
+		return "none (governed changes are denied)"
+	case len(live) == 0:
+		return mount
+	}
+	noun := "sessions with their own"
+	if len(live) == 1 {
+		noun = "session with its own"
+	}
+	return fmt.Sprintf("%s for processes outside sessions; %d %s: %s", mount, len(live), noun, strings.Join(live, ", "))
 }
