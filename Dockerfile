@@ -38,6 +38,10 @@ RUN apt-get update \
  && git config --system safe.bareRepository explicit
 COPY --from=build /out/intentfs /usr/local/bin/intentfs
 RUN mkdir -p /src /workspace
+# What `intentfs init` run in this image (--entrypoint intentfs IMAGE init
+# /src) gives as the next step: /src is the host's checkout, and the
+# container is gone once init is done.
+ENV INTENTFS_INIT_NEXT="start the container again: docker run --rm -it --device /dev/fuse --cap-add SYS_ADMIN --security-opt apparmor=unconfined -v \"\$PWD:/src\" IMAGE --intent ID -- CMD"
 WORKDIR /workspace
 # The entrypoint runs as root: it mounts, then runs the agent's command as
 # an unprivileged user with the uid and gid of /src's owner.

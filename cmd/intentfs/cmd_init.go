@@ -24,6 +24,12 @@ DIR defaults to the current directory; it is created if its parent exists
 (--parents creates the whole path, so a typo does not silently make a
 tree). Existing files are never overwritten.
 
+It ends with the next steps: edit the policy, then mount. Where mounting is
+not the next step, $INTENTFS_INIT_NEXT says what is instead: intentfs's
+container image sets it, because there DIR is the host's checkout seen
+from a container that exits after init, and the next step is to start the
+image again.
+
 Examples:
   intentfs init ./repo
   intentfs init --parents ~/work/new/repo
@@ -60,7 +66,7 @@ Examples:
 			for _, p := range written {
 				fmt.Fprintf(a.stdout, "wrote %s\n", p)
 			}
-			fmt.Fprintf(a.stdout, "\nNext: edit %s/%s (set status: IN_PROGRESS),\nthen: intentfs mount %s MOUNTPOINT\n", dir, policy.IntentsFile, dir)
+			fmt.Fprint(a.stdout, initNext(dir, os.Getenv("INTENTFS_INIT_NEXT")))
 			return nil
 		},
 	}
@@ -80,4 +86,14 @@ func parentExists(dir string) error {
 		return fmt.Errorf("%s is not a directory", parent)
 	}
 	return nil
+}
+
+// initNext is init's closing hint. next, from $INTENTFS_INIT_NEXT,
+// replaces the mount step, and the policy is then named relative to the
+// checkout: in a container DIR is a path the user does not see.
+func initNext(dir, next string) string {
+	if next != "" {
+		return fmt.Sprintf("\nNext: edit %s in the checkout (set an intent's status: IN_PROGRESS and its owned_scope),\nthen: %s\n", policy.IntentsFile, next)
+	}
+	return fmt.Sprintf("\nNext: edit %s/%s (set status: IN_PROGRESS),\nthen: intentfs mount %s MOUNTPOINT\n", dir, policy.IntentsFile, dir)
 }

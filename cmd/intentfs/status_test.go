@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/intentfs/intentfs/control"
@@ -34,5 +35,18 @@ func TestIntentLineNamesTheSessionsIntents(t *testing.T) {
 		if got := intentLine(&tt.st); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestInitNextInTheImage: in the container image init's next step is to
+// start the image again, not intentfs mount of a path inside a container
+// that has exited.
+func TestInitNextInTheImage(t *testing.T) {
+	if got := initNext("/src", ""); !strings.Contains(got, "intentfs mount /src MOUNTPOINT") {
+		t.Errorf("outside the image: %q", got)
+	}
+	got := initNext("/src", "start the container again")
+	if strings.Contains(got, "intentfs mount") || strings.Contains(got, "/src") || !strings.Contains(got, "then: start the container again") {
+		t.Errorf("in the image: %q", got)
 	}
 }

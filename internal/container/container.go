@@ -255,7 +255,8 @@ func agentEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		switch {
-		case hasKey(kv, "INTENTFS_UID"), hasKey(kv, "INTENTFS_GID"), hasKey(kv, "INTENTFS_INTENT"), hasKey(kv, "INTENTFS_STOP_GRACE"):
+		case hasKey(kv, "INTENTFS_UID"), hasKey(kv, "INTENTFS_GID"), hasKey(kv, "INTENTFS_INTENT"), hasKey(kv, "INTENTFS_STOP_GRACE"),
+			hasKey(kv, "INTENTFS_INIT_NEXT"):
 			continue
 		}
 		out = append(out, kv)
