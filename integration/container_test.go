@@ -211,7 +211,7 @@ func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
 	if elapsed < time.Second {
 		t.Errorf("the session was ended %v after SIGTERM, before the grace of 1s", elapsed)
 	}
-	if !strings.Contains(out.String(), "did not exit within the stop grace") {
+	if !strings.Contains(out.String(), "did not exit within the stop grace after SIGTERM; ending its session") {
 		t.Errorf("the entrypoint does not say why it ended the session:\n%s", out.String())
 	}
 	if mounts, _ := os.ReadFile("/proc/self/mounts"); strings.Contains(string(mounts), " "+mnt+" ") {

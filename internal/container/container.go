@@ -156,8 +156,11 @@ func Run(o Options) (int, error) {
 		d.Wait()
 		closed <- d.Close()
 	}()
-	launched := make(chan struct{})
-	go endAfterGrace(terminated, launched, o.StopGrace, d.EndSessions, o.Log)
+	launched, graceDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		endAfterGrace(terminated, launched, o.StopGrace, d.EndSessions, o.Log)
+		close(graceDone)
+	}()
 	code, runErr := ExitCannotRun, error(nil)
 	if c, err := interrupted(); err != nil {
 		code, runErr = c, err
@@ -165,6 +168,9 @@ func Run(o Options) (int, error) {
 		code, runErr = launch(o, d, u, reg, umask)
 	}
 	close(launched)
+	// A session being ended is ended (and its end recorded) before the
+	// unmount, and the entrypoint does not exit in the middle of it.
+	<-graceDone
 	unmountErr := d.Unmount()
 	var closeErr error
 	if unmountErr == nil {
@@ -188,9 +194,11 @@ func endAfterGrace(terminated, launched <-chan struct{}, grace time.Duration, en
 	defer t.Stop()
 	select {
 	case <-t.C:
-		n := end()
-		log.Error("the agent's command did not exit within the stop grace after SIGTERM; its session was ended (SIGKILL)",
-			"grace", grace, "sessions", n)
+		// Said first: once the session is gone, the entrypoint unmounts
+		// and exits.
+		log.Error("the agent's command did not exit within the stop grace after SIGTERM; ending its session (SIGKILL)",
+			"grace", grace)
+		end()
 	case <-launched:
 	}
 }
