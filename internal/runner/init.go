@@ -110,7 +110,7 @@ func runCommand(cfg Config, env []string) int {
 	cmd.SysProcAttr = attr
 	// Nothing but 0-2 reaches the command, whatever this process was
 	// handed (its own pipes to intentfs run are closed by now).
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+	if err := cloexecFrom(3, unix.CloseRange); err != nil {
 		fmt.Fprintf(os.Stderr, "intentfs run: closing descriptors: %v\n", err)
 		return exitCannotRun
 	}

@@ -42,7 +42,7 @@ func Launch(o Options) (int, error) {
 	// Descriptors this process inherited without close-on-exec (from a
 	// careless parent) would reach the session's first process and, from
 	// there, the agent: one on the source would lead past every cover.
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+	if err := cloexecFrom(3, unix.CloseRange); err != nil {
 		return exitCannotRun, fmt.Errorf("closing inherited descriptors: %w", err)
 	}
 	cfgR, cfgW, err := os.Pipe()
