@@ -47,18 +47,7 @@ func TestContainerEntrypointWithoutPtrace(t *testing.T) {
 		t.Fatalf("setpriv did not give CAP_SYS_ADMIN without CAP_SYS_PTRACE: %q (%v)", out, err)
 	}
 
-	src := sourceOutsideTmp(t)
-	writeFile(t, filepath.Join(src, policy.IntentsFile), sessionPolicy)
-	writeFile(t, filepath.Join(src, "README.md"), "human readme\n")
-	writeFile(t, filepath.Join(src, "src/a.txt"), "a\n")
-	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", agentUID, agentGID), src).CombinedOutput(); err != nil {
-		t.Fatalf("chown: %v\n%s", err, out)
-	}
-	// The agent's account is made in a passwd of the test's own.
-	etc, home := t.TempDir(), t.TempDir()
-	writeFile(t, filepath.Join(etc, "passwd"), "root:x:0:0:root:/root:/bin/sh\n")
-	writeFile(t, filepath.Join(etc, "group"), "root:x:0:\n")
-	mnt := filepath.Join(t.TempDir(), "workspace")
+	src, etc, home, mnt := containerWorkspace(t)
 	reg := t.TempDir()
 
 	script := `set -u
@@ -160,16 +149,7 @@ func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := sourceOutsideTmp(t)
-	writeFile(t, filepath.Join(src, policy.IntentsFile), sessionPolicy)
-	writeFile(t, filepath.Join(src, "src/a.txt"), "a\n")
-	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", agentUID, agentGID), src).CombinedOutput(); err != nil {
-		t.Fatalf("chown: %v\n%s", err, out)
-	}
-	etc, home := t.TempDir(), t.TempDir()
-	writeFile(t, filepath.Join(etc, "passwd"), "root:x:0:0:root:/root:/bin/sh\n")
-	writeFile(t, filepath.Join(etc, "group"), "root:x:0:\n")
-	mnt := filepath.Join(t.TempDir(), "workspace")
+	src, etc, home, mnt := containerWorkspace(t)
 	cmd := exec.Command(bin, "container", "--source", src, "--mountpoint", mnt, "--etc", etc, "--home", home,
 		"--intent", "INT-001", "--", "sh", "-c", `trap "" TERM; echo ready > src/ready.txt; while :; do sleep 0.2; done`)
 	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+t.TempDir(), "INTENTFS_STOP_GRACE=1s")
@@ -230,4 +210,24 @@ func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
 	if out, err := exec.Command(bin, "verify", "--source", src).CombinedOutput(); err != nil {
 		t.Errorf("intentfs verify: %v\n%s", err, out)
 	}
+}
+
+// containerWorkspace makes what `intentfs container` needs: a source
+// owned by the agent's uid with the session policy, README.md and
+// src/a.txt; an /etc and /home of the test's own, where the entrypoint
+// makes the agent's account instead of the machine's; and the mountpoint
+// to be.
+func containerWorkspace(t *testing.T) (src, etc, home, mnt string) {
+	t.Helper()
+	src = sourceOutsideTmp(t)
+	writeFile(t, filepath.Join(src, policy.IntentsFile), sessionPolicy)
+	writeFile(t, filepath.Join(src, "README.md"), "human readme\n")
+	writeFile(t, filepath.Join(src, "src/a.txt"), "a\n")
+	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", agentUID, agentGID), src).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v\n%s", err, out)
+	}
+	etc, home = t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(etc, "passwd"), "root:x:0:0:root:/root:/bin/sh\n")
+	writeFile(t, filepath.Join(etc, "group"), "root:x:0:\n")
+	return src, etc, home, filepath.Join(t.TempDir(), "workspace")
 }
