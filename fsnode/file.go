@@ -3,6 +3,7 @@ package fsnode
 import (
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -305,6 +306,9 @@ func (n *Node) openedAfter(t *tracking) bool {
 func (t *tracking) absorb(g grant, mode string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.released {
+		return false // its creation is recorded: the change gets its own record
+	}
 	if !t.created || g.intent != t.g.intent || g.proc == nil || t.g.proc == nil || g.proc.Pid != t.g.proc.Pid {
 		return false
 	}
@@ -315,11 +319,15 @@ func (t *tracking) absorb(g grant, mode string) bool {
 }
 
 // absorbIntoCreation offers a metadata change to the tracked handles open
-// on n (see tracking.absorb).
+// on n (see tracking.absorb). A tracking's lock is never taken with
+// n.openMu held: a checkpoint holds its tracking's lock while it lists
+// the other handles open on n (otherTracked), and the opposite order
+// deadlocked a release against a chmod of the same file.
 func (n *Node) absorbIntoCreation(g grant, mode string) bool {
 	n.openMu.Lock()
-	defer n.openMu.Unlock()
-	for _, f := range n.open {
+	open := slices.Clone(n.open)
+	n.openMu.Unlock()
+	for _, f := range open {
 		if t := f.track.Load(); t != nil && t.absorb(g, mode) {
 			return true
 		}
