@@ -107,7 +107,10 @@ type Intents struct {
 	// Approvals are the workspace's approval rules, which cover changes
 	// under every intent.
 	Approvals []*ApprovalRule
-	byID      map[string]*Intent
+	// Upstream is the trusted upstream repository and ref, or nil when
+	// the policy declares none.
+	Upstream *Upstream
+	byID     map[string]*Intent
 	// hasApprovals is set when any rule exists, here or in an intent.
 	hasApprovals bool
 }

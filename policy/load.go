@@ -112,6 +112,7 @@ func (p *parser) parse(data []byte) *Intents {
 		return out
 	}
 	var list *yaml.Node
+	sawUpstream := false
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		switch k.Value {
@@ -119,8 +120,15 @@ func (p *parser) parse(data []byte) *Intents {
 			list = v
 		case "approvals":
 			out.Approvals = p.approvals(v, "")
+		case "upstream":
+			if sawUpstream {
+				p.errorf(k, "top-level key `upstream` appears twice: keep one")
+				continue
+			}
+			sawUpstream = true
+			out.Upstream = p.upstream(k, v)
 		default:
-			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents` or `approvals`)", k.Value)
+			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`, `approvals` or `upstream`)", k.Value)
 		}
 	}
 	out.hasApprovals = len(out.Approvals) > 0
