@@ -79,6 +79,9 @@ type Repo struct {
 	cred *syscall.Credential
 	// home is the owner's home directory, for ssh in Transport commands.
 	home string
+	// gitDir, if set, is passed as --git-dir: the repository is a bare
+	// one (OpenGitDir), never discovered from Dir.
+	gitDir string
 }
 
 // Open returns a Repo for the work tree at dir. When this process is root
@@ -118,7 +121,7 @@ func (r *Repo) RunsAs() int {
 // Command returns a hardened git command for args. The caller sets its
 // stdin and stdout; stderr is collected for errors by Output and Run.
 func (r *Repo) Command(ctx context.Context, args ...string) *exec.Cmd {
-	return r.command(ctx, nil, args)
+	return r.command(ctx, nil, nil, args)
 }
 
 // Transport returns a hardened git command that may reach a remote over
@@ -128,11 +131,17 @@ func (r *Repo) Command(ctx context.Context, args ...string) *exec.Cmd {
 // with the owner's home directory (their keys and known_hosts).
 func (r *Repo) Transport(ctx context.Context, args ...string) *exec.Cmd {
 	allow := []string{"protocol.file.allow=always", "protocol.ssh.allow=always", "protocol.https.allow=always"}
-	return r.command(ctx, allow, args)
+	return r.command(ctx, allow, nil, args)
 }
 
-func (r *Repo) command(ctx context.Context, extra []string, args []string) *exec.Cmd {
+// command builds a hardened git command: extra are further -c overrides,
+// env replaces the variables of the same name in the environment built
+// here.
+func (r *Repo) command(ctx context.Context, extra, env []string, args []string) *exec.Cmd {
 	full := []string{"--no-pager", "--no-replace-objects"}
+	if r.gitDir != "" {
+		full = append(full, "--git-dir="+r.gitDir)
+	}
 	for _, h := range append(hardening(), extra...) {
 		full = append(full, "-c", h)
 	}
@@ -157,6 +166,7 @@ func (r *Repo) command(ctx context.Context, extra []string, args []string) *exec
 		"GIT_AUTHOR_NAME=intentfs", "GIT_AUTHOR_EMAIL=intentfs@localhost",
 		"GIT_COMMITTER_NAME=intentfs", "GIT_COMMITTER_EMAIL=intentfs@localhost",
 	}
+	cmd.Env = overrideEnv(cmd.Env, env)
 	// git runs in a process group of its own, and the whole group is
 	// killed when ctx ends: a helper git starts (upload-pack, ssh, a
 	// pack-objects) that keeps git's pipes open must not keep the caller
@@ -166,6 +176,25 @@ func (r *Repo) command(ctx context.Context, extra []string, args []string) *exec
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	return cmd
+}
+
+// overrideEnv returns base with each NAME=value of over replacing base's
+// NAME (or added).
+func overrideEnv(base, over []string) []string {
+	out := base
+	for _, kv := range over {
+		name, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, b := range out {
+			if strings.HasPrefix(b, name+"=") {
+				out[i], replaced = kv, true
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // safePath is the PATH git runs with: the system directories only, so a
