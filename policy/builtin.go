@@ -25,9 +25,17 @@ import (
 //   - A protected git path can be granted to an intent explicitly, with a
 //     scope pattern that names a .git directory (".git/hooks/**"); a
 //     catch-all such as "**" does not grant it.
+//   - .git/intentfs/ (MirrorDir) holds the daemon's mirror of the trusted
+//     upstream: what it holds is taken as the upstream's content, so no
+//     scope grants it, not even ".git/**".
 
 // OrchestrationDir is the directory that holds the policy and the ledger.
 const OrchestrationDir = ".orchestration"
+
+// MirrorDir is the directory in the source's git directory where the
+// daemon keeps its private mirror of the trusted upstream
+// (internal/upstream).
+const MirrorDir = ".git/intentfs"
 
 // rootIgnoreFile is the ignore file at the workspace root; the other one
 // lives in OrchestrationDir.
@@ -45,6 +53,10 @@ const (
 func classify(op Op, rel string) pathClass {
 	switch {
 	case rel == OrchestrationDir || strings.HasPrefix(rel, OrchestrationDir+"/") || rel == rootIgnoreFile:
+		return classPolicy
+	case rel == MirrorDir || strings.HasPrefix(rel, MirrorDir+"/"):
+		// Not even an explicit .git/** grant opens it: what it holds is
+		// what the daemon trusts as the upstream's.
 		return classPolicy
 	}
 	inner, ok := splitGitDir(rel)
@@ -154,6 +166,8 @@ func protectedReason(rel string) string {
 		return rel + " is read-only through the mount: the ignore files decide which changes are governed"
 	case rel == OrchestrationDir || strings.HasPrefix(rel, OrchestrationDir+"/"):
 		return rel + " is read-only through the mount: " + OrchestrationDir + "/ holds the policy, the ignore file and the ledger"
+	case rel == MirrorDir || strings.HasPrefix(rel, MirrorDir+"/"):
+		return rel + " is read-only through the mount: " + MirrorDir + "/ holds intentfs's mirror of the trusted upstream, which no scope can grant"
 	}
 	return rel + " is read-only through the mount: it changes what git does on the next git command (config and hooks run code; commondir, gitdir, alternates, info/ and modules/ redirect or filter git); grant it explicitly with a scope pattern naming its .git directory, e.g. .git/hooks/**"
 }

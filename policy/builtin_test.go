@@ -1,6 +1,9 @@
 package policy
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestGovernanceFilesAreProtected: the files that change what intentfs or
 // git does are read-only under any scope and any ignore file; git's work
@@ -45,6 +48,12 @@ func TestGovernanceFilesAreProtected(t *testing.T) {
 		{OpCreate, "vendor/lib/.git/hooks/post-checkout", "", everything, CodeProtected},
 		{OpOpenWrite, "vendor/lib/.git/config", "", everything, CodeProtected},
 		{OpCreate, ".git/hooks/pre-commit", "", hooks, CodeExempt}, // granted explicitly, then exempt by "**"
+		// The upstream mirror: no grant, not even .git/**, opens it.
+		{OpMkdir, ".git/intentfs", "", hooks, CodeProtected},
+		{OpSymlink, ".git/intentfs", "", hooks, CodeProtected},
+		{OpCreate, ".git/intentfs/upstream.git/refs/intentfs/upstream", "", hooks, CodeProtected},
+		{OpCreate, ".git/intentfs/upstream.git/objects/ab/cdef", "", everything, CodeProtected},
+		{OpRename, ".git/intentfs", ".git/x", hooks, CodeProtected},
 		// git's work state is exempt, at the root and in nested repos.
 		{OpCreate, ".git/objects/ab/cdef", "", "", CodeExempt},
 		{OpCreate, ".git/objects/pack/tmp_pack_x", "", "", CodeExempt},
@@ -95,5 +104,25 @@ func TestGitLockFollowsItsFile(t *testing.T) {
 	}
 	if d := s.Decide(Request{Op: OpCreate, Path: ".git/commondir", Intent: "INT-001"}); d.Code != CodeProtected {
 		t.Errorf(".git/commondir: %s", d.Code)
+	}
+}
+
+// TestUpstreamMirrorIsNeverGranted: a scope naming the whole git
+// directory grants its config, but never the daemon's upstream mirror,
+// whose content decides what counts as the upstream's.
+func TestUpstreamMirrorIsNeverGranted(t *testing.T) {
+	in, _, err := ParseIntents("p.yaml", []byte("active_intents:\n  - id: INT-001\n    name: git admin\n    status: IN_PROGRESS\n    owned_scope: [\".git/**\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Snapshot{Intents: in}
+	if d := s.Decide(Request{Op: OpCreate, Path: ".git/config", Intent: "INT-001"}); d.Code != CodeAllowed {
+		t.Fatalf(".git/config under .git/**: %s (%s)", d.Code, d.Reason)
+	}
+	for _, p := range []string{".git/intentfs", ".git/intentfs/upstream.git/config", ".git/intentfs/upstream.git/refs/intentfs/upstream"} {
+		d := s.Decide(Request{Op: OpCreate, Path: p, Intent: "INT-001"})
+		if d.Code != CodeProtected || !strings.Contains(d.Reason, "mirror of the trusted upstream") {
+			t.Errorf("%s under .git/**: %s (%s)", p, d.Code, d.Reason)
+		}
 	}
 }

@@ -10,13 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/internal/gitexec"
+	"github.com/intentfs/intentfs/policy"
 )
 
 // MirrorRel is where the mirror lives below the source: a bare repository
-// inside the source's git directory. .git/intentfs/ is not git work state,
-// so the mount protects it (the agent cannot write it through the mount),
-// and git itself never looks in it.
-const MirrorRel = ".git/intentfs/upstream.git"
+// inside the source's git directory. policy.MirrorDir (.git/intentfs/) is
+// read-only through the mount whatever the scope (the agent cannot write
+// it there), and git itself never looks in it.
+const MirrorRel = policy.MirrorDir + "/upstream.git"
 
 // openMirror returns the mirror of the repository at source, creating it
 // (an empty bare repository) if missing. Every directory is created and
