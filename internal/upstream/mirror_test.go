@@ -149,18 +149,26 @@ func TestMirrorEntriesAndVersions(t *testing.T) {
 func TestKickFetchesInTheBackground(t *testing.T) {
 	f := newFixture(t, t.TempDir())
 	m := newMirror(t, f)
-	m.Configure(f.upstream())
 	ctx := context.Background()
-	if err := m.Refresh(ctx); err != nil {
-		t.Fatal(err)
+	before := time.Now()
+	m.Configure(f.upstream()) // starts the first fetch
+	if tip, err := m.Tip(ctx, 30*time.Second); err != nil || tip.Commit != f.main {
+		t.Fatalf("first tip %+v %v", tip, err)
 	}
 	next := gittest.Commit(t, f.work, "four", map[string]string{"docs/guide.md": "v4\n"})
 	gittest.Git(t, f.work, "push", "-q", f.up, "HEAD:main")
-	m.Kick()
-	m.Kick() // coalesced with the first
+	for range 20 {
+		m.Kick() // one fetch, queued behind the debounce
+	}
 	tip, err := m.Tip(ctx, 30*time.Second)
 	if err != nil || tip.Commit != next {
 		t.Fatalf("tip %s %v, want the new commit %s", tip.Commit, err, next)
+	}
+	if st := m.Status(); st.Fetches != 2 || st.Fetching {
+		t.Fatalf("after Configure and 20 Kicks: %d fetches (fetching %v), want 2", st.Fetches, st.Fetching)
+	}
+	if gap := tip.FetchedAt.Sub(before); gap < upstream.Debounce {
+		t.Fatalf("the Kick's fetch ended %v after the first started, want at least the debounce %v", gap, upstream.Debounce)
 	}
 	e, err := m.Entry(ctx, tip, "docs/guide.md")
 	if err != nil || e.SHA256 != gittest.Sha("v4\n") {
@@ -250,6 +258,36 @@ func TestFetchErrors(t *testing.T) {
 				t.Fatalf("Tip: %v", err)
 			}
 		})
+	}
+}
+
+// TestFailedFetchKeepsTheTip: when the upstream cannot be reached, the
+// last tip stays (and can be read), and the failure is reported.
+func TestFailedFetchKeepsTheTip(t *testing.T) {
+	f := newFixture(t, t.TempDir())
+	m := newMirror(t, f)
+	m.Configure(f.upstream())
+	ctx := context.Background()
+	if err := m.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Rename(f.up, f.up+".away"))
+	if err := m.Refresh(ctx); err == nil {
+		t.Fatal("a fetch from a missing upstream succeeded")
+	}
+	tip, err := m.Tip(ctx, 0)
+	if err != nil || tip.Commit != f.main {
+		t.Fatalf("tip after a failed fetch: %+v %v", tip, err)
+	}
+	if e, err := m.Entry(ctx, tip, "docs/guide.md"); err != nil || e.SHA256 != gittest.Sha("v3\n") {
+		t.Fatalf("Entry after a failed fetch: %+v %v", e, err)
+	}
+	if st := m.Status(); !strings.Contains(st.LastErr, "does not appear to be a git repository") || st.Commit != f.main {
+		t.Fatalf("Status %+v", st)
+	}
+	must(t, os.Rename(f.up+".away", f.up))
+	if err := m.Refresh(ctx); err != nil || m.Status().LastErr != "" {
+		t.Fatalf("Refresh once the upstream is back: %v, LastErr %q", err, m.Status().LastErr)
 	}
 }
 
