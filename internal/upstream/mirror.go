@@ -300,6 +300,14 @@ func (m *Mirror) refresh(ctx context.Context) error {
 // fetch brings cfg's ref into the mirror and returns its commit. The URL
 // and the refspec come after --end-of-options: neither can be an option.
 func (m *Mirror) fetch(ctx context.Context, cfg *policy.Upstream) (string, error) {
+	// The policy validated both; checked again because nothing but a URL
+	// and a full ref may reach git's command line here.
+	if err := policy.CheckUpstreamURL(cfg.URL); err != nil {
+		return "", fmt.Errorf("upstream url %q: %w", cfg.URL, err)
+	}
+	if ref, err := policy.NormalizeUpstreamRef(cfg.Ref); err != nil || ref != cfg.Ref {
+		return "", fmt.Errorf("upstream ref %q is not a valid full ref name", cfg.Ref)
+	}
 	repo, err := m.mirror(ctx)
 	if err != nil {
 		return "", err

@@ -261,6 +261,32 @@ func TestFetchErrors(t *testing.T) {
 	}
 }
 
+// TestUnvalidatedUpstreamIsRefused: an upstream that did not come through
+// the policy's validation never reaches git's command line as an option
+// or a second refspec.
+func TestUnvalidatedUpstreamIsRefused(t *testing.T) {
+	f := newFixture(t, t.TempDir())
+	marker := filepath.Join(t.TempDir(), "ran")
+	tests := []policy.Upstream{
+		{URL: "--upload-pack=touch " + marker, Ref: "refs/heads/main"},
+		{URL: f.up, Ref: "refs/heads/main:refs/heads/x"},
+		{URL: f.up, Ref: "main"}, // not normalised
+	}
+	for _, u := range tests {
+		m := newMirror(t, f)
+		m.Configure(&u)
+		if err := m.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "upstream") {
+			t.Errorf("%+v: %v", u, err)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("an option in the URL ran a program")
+	}
+	if out, _ := gittest.GitErr(f.source, "--git-dir="+upstream.MirrorRel, "show-ref"); strings.Contains(out, "refs/heads/x") {
+		t.Fatal("a second refspec was fetched")
+	}
+}
+
 // TestFailedFetchKeepsTheTip: when the upstream cannot be reached, the
 // last tip stays (and can be read), and the failure is reported.
 func TestFailedFetchKeepsTheTip(t *testing.T) {
