@@ -218,8 +218,10 @@ func (m *Mirror) worker() {
 	}
 }
 
-// Refresh fetches the upstream now and waits for it (at most
-// FetchTimeout, or ctx).
+// Refresh fetches the upstream now and waits for it: for a fetch already
+// under way to end, then at most FetchTimeout (or until ctx ends) for its
+// own. It is for callers that may block, such as `intentfs status
+// --refresh` or start-up, never the filesystem's requests (use Kick).
 func (m *Mirror) Refresh(ctx context.Context) error {
 	m.mu.Lock()
 	m.syncs++
@@ -344,9 +346,9 @@ func (m *Mirror) mirror(ctx context.Context) (*gitexec.Repo, error) {
 // when no fetch has succeeded since the upstream was configured.
 func (m *Mirror) Tip(ctx context.Context, wait time.Duration) (Tip, error) {
 	m.mu.Lock()
-	idle := m.idle
+	idle, configured := m.idle, m.cfg != nil
 	m.mu.Unlock()
-	if idle != nil && wait > 0 {
+	if idle != nil && wait > 0 && configured {
 		t := time.NewTimer(wait)
 		select {
 		case <-idle:
