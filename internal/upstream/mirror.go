@@ -220,8 +220,8 @@ func (m *Mirror) worker() {
 
 // Refresh fetches the upstream now and waits for it: for a fetch already
 // under way to end, then at most FetchTimeout (or until ctx ends) for its
-// own. It is for callers that may block, such as `intentfs status
-// --refresh` or start-up, never the filesystem's requests (use Kick).
+// own. It is for callers that may block (start-up, a CLI request), never
+// the filesystem's requests (use Kick).
 func (m *Mirror) Refresh(ctx context.Context) error {
 	m.mu.Lock()
 	m.syncs++
