@@ -82,7 +82,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		n.root.handles.give(uid)
 		return nil, 0, errno
 	}
-	fh.(*File).heldBy(&n.root.handles, uid)
+	fh.(handleHolder).heldBy(&n.root.handles, uid)
 	return fh, fl, 0
 }
 
@@ -98,8 +98,14 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.root.handles.give(uid)
 		return nil, nil, 0, errno
 	}
-	fh.(*File).heldBy(&n.root.handles, uid)
+	fh.(handleHolder).heldBy(&n.root.handles, uid)
 	return in, fh, fl, 0
+}
+
+// handleHolder is a handle counted in a uid's share: a File, or a handle
+// built on one.
+type handleHolder interface {
+	heldBy(h *handleLimit, uid uint32)
 }
 
 // heldBy makes Release give the handle back to uid's share.
