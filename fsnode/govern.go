@@ -23,6 +23,9 @@ type grant struct {
 	// the session read it, under an intent that records rather than
 	// refuses such writes.
 	stale string
+	// upstream, if set, is the plan of git's change outside the scope
+	// toward the declared upstream (see UpstreamSource).
+	upstream *upstreamPlan
 }
 
 // traced reports whether the change goes to the ledger; exempt paths
@@ -66,7 +69,11 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 		d.Code = CodeUnplaced
 		d.Reason = a.Unplaced.Error() + ", so it has no intent: " + d.Reason
 	}
-	g := grant{decision: d, intent: req.Intent, actor: a}
+	var up *upstreamPlan
+	if !d.Allow && d.Code == policy.CodeOutOfScope {
+		d, up = r.upstreamOutside(ctx, caller, req, d)
+	}
+	g := grant{decision: d, intent: req.Intent, actor: a, upstream: up}
 	if d.Allow {
 		deny, after := r.watchGit(ctx, caller, req)
 		if deny != nil {
@@ -146,6 +153,9 @@ func (r *Root) record(g grant, c ledger.Change) {
 	c.Process = g.proc
 	c.Session = g.actor.Session
 	c.Validation = string(g.decision.Validation)
+	if g.upstream != nil && c.RestoredFrom == "" {
+		c.RestoredFrom = g.upstream.restoredFrom()
+	}
 	if g.stale != "" && c.Code == "" {
 		c.Code = string(CodeStale)
 		c.Reason = joinReason(c.Reason, g.stale)

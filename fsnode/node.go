@@ -43,6 +43,10 @@ type Node struct {
 	// still in flight then uses a descriptor of its own, so none is cached
 	// where no forget will close it.
 	forgotten bool
+	// sink is the handle of a file git is creating here from the
+	// upstream, until it is published (see upstreamFile): the path has
+	// no file yet, so its attributes are the handle's.
+	sink atomic.Pointer[upstreamFile]
 }
 
 var _ = (fs.NodeOnForgetter)((*Node)(nil))
@@ -227,6 +231,13 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		return fga.Getattr(ctx, out)
 	}
 	var st syscall.Stat_t
+	if s := n.sink.Load(); s != nil {
+		if err := syscall.Fstat(s.fd, &st); err != nil {
+			return fs.ToErrno(err)
+		}
+		out.FromStat(&st)
+		return 0
+	}
 	errno := n.withParent(func(dirfd int, name string) error {
 		return n.root.asCaller(ctx, func() error { return fstatat(dirfd, name, &st) })
 	})

@@ -117,6 +117,9 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	var pre objects.Digest
 	var kept string
 	var finish func(*ledger.Record)
+	if g.upstream != nil && g.upstream.rewrite {
+		return n.unlinkForUpstream(ctx, name, rel, g)
+	}
 	errno = n.withDir(func(dirfd int) error {
 		if g.traced() {
 			if finish = n.root.deferredRemoval(dirfd, name, n.childNode(name)); finish == nil {
@@ -172,8 +175,14 @@ func (r *Root) digestRegularAt(dirfd int, name string) objects.Digest {
 	return d
 }
 
-// Rmdir removes an empty directory.
+// Rmdir removes an empty directory. One that is not empty answers
+// ENOTEMPTY, as the source would, before the policy is asked: git tries
+// to remove every directory it empties of tracked files (after a pull,
+// say), and a refusal of each would be a denial of nothing.
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if n.hasEntries(ctx, name) {
+		return syscall.ENOTEMPTY
+	}
 	rel, g, errno := n.authorizeChild(ctx, name, syscall.EACCES, policy.Request{Op: policy.OpRmdir, IsDir: true})
 	if errno != 0 {
 		return errno
@@ -316,4 +325,32 @@ func (n *Node) checkpointChild(name string) {
 			c.checkpointOpen()
 		}
 	}
+}
+
+// hasEntries reports whether directory name in n, read as the caller, has
+// an entry besides . and ..; false when it cannot be read.
+func (n *Node) hasEntries(ctx context.Context, name string) bool {
+	found := false
+	n.withDir(func(dirfd int) error {
+		return n.root.asCaller(ctx, func() error {
+			fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+			if err != nil {
+				return err
+			}
+			defer syscall.Close(fd)
+			buf := make([]byte, 4096)
+			for {
+				nb, err := unix.Getdents(fd, buf)
+				if err != nil || nb <= 0 {
+					return err
+				}
+				// ParseDirent leaves out . and ..
+				if _, count, _ := unix.ParseDirent(buf[:nb], 1, nil); count > 0 {
+					found = true
+					return nil
+				}
+			}
+		})
+	})
+	return found
 }

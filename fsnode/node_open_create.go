@@ -127,6 +127,9 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
+	if g.upstream != nil {
+		return n.createUpstream(ctx, name, rel, g, mode, out)
+	}
 	var (
 		fd      = -1
 		st      syscall.Stat_t

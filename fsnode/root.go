@@ -97,6 +97,14 @@ type Root struct {
 	handles                handleLimit
 	// dirFds counts the directory descriptors nodes keep open.
 	dirFds dirFdCache
+	// upstreamRemovals are what git removed outside the scope, to be
+	// put back unless it writes them again (see upstream_removal.go).
+	upstreamRemovals upstreamRemovals
+	// closed is set when the root's descriptor is about to close: work
+	// left in the background must not use it.
+	closed atomic.Bool
+	// top is the root node, for invalidations made in the background.
+	top *Node
 }
 
 // NewRoot opens the source directory and returns the root node of the
@@ -131,14 +139,20 @@ func NewRoot(o Options) (*Node, error) {
 	if r.handles.max == 0 {
 		r.handles.max = defaultHandlesPerUID()
 	}
-	return &Node{root: r}, nil
+	r.top = &Node{root: r}
+	return r.top, nil
 }
 
 // Hashes returns the mount's hash cache, for status counters.
 func (n *Node) Hashes() *objects.HashCache { return n.root.hashes }
 
-// Close releases the source directory handle.
-func (n *Node) Close() error { return syscall.Close(n.root.rootFd) }
+// Close puts back what git removed and did not write again, then
+// releases the source directory handle.
+func (n *Node) Close() error {
+	n.root.closed.Store(true)
+	n.root.putBackAll()
+	return syscall.Close(n.root.rootFd)
+}
 
 var _ = (fs.NodeOnAdder)((*Node)(nil))
 

@@ -1,0 +1,242 @@
+package fsnode
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// upstreamFile is a file git creates outside the scope toward the
+// upstream's content (see UpstreamSource). Its bytes go to an unnamed file
+// in the same directory, never to the path: when git closes it (FLUSH,
+// before close returns), the mount copies them into a second unnamed file
+// only it holds, checks that copy against the upstream's tip, and links
+// that copy at the path. So no byte the caller wrote is ever visible there
+// unchecked, and nothing written after the check reaches it.
+type upstreamFile struct {
+	*File
+	dir       *Node // the directory it is created in
+	name, rel string
+	g         grant
+
+	mu      sync.Mutex
+	settled bool
+	result  syscall.Errno
+}
+
+var (
+	_ = (fs.FileFlusher)((*upstreamFile)(nil))
+	_ = (fs.FileReleaser)((*upstreamFile)(nil))
+)
+
+// createUpstream is createFile for a file git brings from the upstream
+// outside the scope.
+func (n *Node) createUpstream(ctx context.Context, name, rel string, g grant, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	e := g.upstream.entry
+	if exec := mode&0o100 != 0; exec != (e.Mode == "100755") {
+		return nil, nil, 0, n.root.denyUpstream(ctx, g, policy.OpCreate, rel,
+			fmt.Sprintf("git would create %s with mode %o, the upstream's tip has mode %s", rel, mode&0o7777, e.Mode))
+	}
+	fd := -1
+	var st syscall.Stat_t
+	errno := n.withDir(func(dirfd int) error {
+		var cur syscall.Stat_t
+		if err := fstatat(dirfd, name, &cur); err == nil {
+			return syscall.EEXIST
+		} else if err != syscall.ENOENT {
+			return err
+		}
+		// CREATE runs as the caller (CallerScope): the unnamed file is
+		// theirs, in a directory they may write.
+		var err error
+		if fd, err = unix.Openat(dirfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, mode&0o777); err != nil {
+			return err
+		}
+		return syscall.Fstat(fd, &st)
+	})
+	if errno == syscall.EEXIST {
+		return nil, nil, 0, n.root.denyUpstream(ctx, g, policy.OpCreate, rel,
+			rel+" exists: outside the scope, git may create a file the upstream has, not write over one")
+	}
+	if errno != 0 {
+		if fd >= 0 {
+			syscall.Close(fd)
+		}
+		return nil, nil, 0, errno
+	}
+	child := n.newChild(ctx, &st, out)
+	cn := child.Operations().(*Node)
+	f := &upstreamFile{File: newFile(cn, fd, nil), dir: n, name: name, rel: rel, g: g}
+	cn.sink.Store(f)
+	// The check runs at close (FLUSH), before close returns.
+	return child, f, openFlags &^ fuse.FOPEN_NOFLUSH, 0
+}
+
+// Flush checks and publishes the file the first time it is closed; every
+// later close returns the same result.
+func (f *upstreamFile) Flush(ctx context.Context) syscall.Errno {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.settled {
+		f.settled = true
+		f.result = f.publish(ctx)
+		f.node.sink.CompareAndSwap(f, nil)
+	}
+	return f.result
+}
+
+// Release forgets the handle; a file never closed is never published.
+func (f *upstreamFile) Release(ctx context.Context) syscall.Errno {
+	f.node.sink.CompareAndSwap(f, nil)
+	return f.File.Release(ctx)
+}
+
+// publish checks what the caller wrote against the upstream and links the
+// mount's own copy of it at the path; EACCES, recorded, if it is not the
+// upstream's content.
+func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
+	r := f.node.root
+	e := f.g.upstream.entry
+	dir, _ := splitRel(f.rel)
+	var copyFd = -1
+	defer func() {
+		if copyFd >= 0 {
+			syscall.Close(copyFd)
+		}
+	}()
+	var d objects.Digest
+	why := ""
+	errno := f.dir.withDir(func(dirfd int) error {
+		// The copy is the caller's file, made as the caller.
+		if err := r.asCaller(ctx, func() error {
+			var err error
+			copyFd, err = unix.Openat(dirfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+			return err
+		}); err != nil {
+			return err
+		}
+		var sinkSt syscall.Stat_t
+		if err := syscall.Fstat(f.fd, &sinkSt); err != nil {
+			return err
+		}
+		if err := r.asDaemon(ctx, func() error {
+			n, err := copyFile(copyFd, f.fd, e.Size+1)
+			if err != nil {
+				return err
+			}
+			if n != e.Size {
+				why = fmt.Sprintf("git wrote %d bytes, the upstream's version has %d", n, e.Size)
+				return nil
+			}
+			if d, err = r.hashes.HashFd(copyFd); err != nil {
+				return err
+			}
+			if d.Hash != e.SHA256 {
+				why = "what git wrote (" + d.Hash + ") is not the upstream's version (" + e.SHA256 + ")"
+			}
+			return nil
+		}); err != nil || why != "" {
+			return err
+		}
+		// The caller's umask applies, but never more than git's own
+		// modes: no set-ID bits, nothing writable by others.
+		perm := uint32(0o644)
+		if e.Mode == "100755" {
+			perm = 0o755
+		}
+		if err := syscall.Fchmod(copyFd, sinkSt.Mode&perm); err != nil {
+			return err
+		}
+		if err := r.gov.LedgerErr(); err != nil {
+			why = "the ledger cannot record changes now (" + err.Error() + ")"
+			return nil
+		}
+		return r.asCaller(ctx, func() error {
+			return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", copyFd), dirfd, f.name, unix.AT_SYMLINK_FOLLOW)
+		})
+	})
+	if errno != 0 && why == "" {
+		why = "it could not be published: " + errno.Error()
+	}
+	if why != "" {
+		// What git removed there comes back: the pair failed.
+		if rm, ok := r.upstreamRemovals.take(f.rel); ok {
+			r.putBackRemoval(f.rel, rm, "what git wrote in its place was refused")
+		}
+		return r.denyUpstream(ctx, f.g, policy.OpCreate, f.rel, why)
+	}
+	if rm, ok := r.upstreamRemovals.take(f.rel); ok {
+		_ = rm // the removal was recorded; this creation completes it
+		r.upstreamRemovals.busy.Done()
+	}
+	r.record(f.g, ledger.Change{Event: ledger.EventCreate, Path: f.rel, PostHash: d.Hash, Lines: d.Lines, Op: "upstream",
+		RestoredFrom: f.g.upstream.restoredFrom(), Reason: "git brought " + e.Ref + " at " + shortCommit(e.Commit) + " outside the scope",
+		Time: time.Now()})
+	// The kernel knows the unnamed file under the name: it learns the
+	// published one.
+	r.forgetEntry(dir, f.name)
+	return 0
+}
+
+// copyFile copies at most limit bytes of the file at src (from its start)
+// to dst, through a descriptor of its own, and returns how many it copied.
+func copyFile(dst, src int, limit int64) (int64, error) {
+	rfd, err := reopenReadOnly(src)
+	if err != nil {
+		return 0, err
+	}
+	defer syscall.Close(rfd)
+	buf := make([]byte, 128<<10)
+	var off int64
+	for off < limit {
+		n, err := syscall.Pread(rfd, buf[:min(int64(len(buf)), limit-off)], off)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return off, err
+		}
+		if n == 0 {
+			break
+		}
+		for w := 0; w < n; {
+			m, err := syscall.Pwrite(dst, buf[w:n], off+int64(w))
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				return off, err
+			}
+			w += m
+		}
+		off += int64(n)
+	}
+	return off, nil
+}
+
+// denyUpstream records the refusal of git's change outside the scope and
+// returns EACCES.
+func (r *Root) denyUpstream(ctx context.Context, g grant, op policy.Op, rel, why string) syscall.Errno {
+	_ = r.asDaemon(ctx, func() error { r.recordUpstreamDenial(g, op, rel, why); return nil })
+	return syscall.EACCES
+}
+
+// recordUpstreamDenial records the refusal (as the daemon).
+func (r *Root) recordUpstreamDenial(g grant, op policy.Op, rel, why string) {
+	var caller policy.Caller
+	if p := g.proc; p != nil {
+		caller = policy.Caller{Pid: p.Pid, Uid: p.Uid, Gid: p.Gid}
+	}
+	r.gov.Denied(policy.Request{Op: op, Path: rel, Intent: g.intent, Caller: caller},
+		policy.Decision{Code: CodeUpstreamUnverified, Validation: policy.ValidationFail, Path: rel, Reason: why}, g.proc, g.actor.Session)
+}
