@@ -10,6 +10,7 @@ import (
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/session"
+	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -144,6 +145,9 @@ type Status struct {
 	Waiting int `json:"waiting_for_approval"`
 	// Sessions are the live agent sessions, then the recently ended.
 	Sessions []session.Info `json:"sessions,omitempty"`
+	// Upstream is the declared upstream the mount's git may bring in
+	// outside the scope, as the daemon last fetched it.
+	Upstream upstream.Status `json:"upstream"`
 	// Session, when a session's process reads .intentfs/status, is that
 	// session: ActiveIntent is then the session's.
 	Session *session.Info `json:"session,omitempty"`

@@ -16,6 +16,7 @@ import (
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/textsafe"
+	"github.com/intentfs/intentfs/internal/upstream"
 )
 
 func statusCmd() *command {
@@ -106,6 +107,7 @@ func printStatus(a *app, st *control.Status) {
 	} else if st.Ledger.LastWriteErr != "" {
 		fmt.Fprintf(w, "            LEDGER WRITE ERROR: %s\n", st.Ledger.LastWriteErr)
 	}
+	fmt.Fprintf(w, "upstream:   %s\n", upstreamLine(st.Upstream))
 	fmt.Fprintf(w, "passthrough: %v\n", st.Passthrough)
 	fmt.Fprintf(w, "transport:  %s\n", transportName(st.Transport))
 	cache := time.Duration(st.CacheSeconds * float64(time.Second))
@@ -208,4 +210,24 @@ func intentLine(st *control.Status) string {
 		noun = "session with its own"
 	}
 	return fmt.Sprintf("%s for processes outside sessions; %d %s: %s", mount, len(live), noun, strings.Join(live, ", "))
+}
+
+// upstreamLine says what the mount's git may bring in outside the scope.
+func upstreamLine(u upstream.Status) string {
+	if !u.Configured {
+		return "none declared (git's writes outside the scope are refused; see `upstream:` in the policy file)"
+	}
+	line := textsafe.Escape(u.URL) + " " + textsafe.Escape(u.Ref)
+	switch {
+	case u.Commit != "":
+		line += fmt.Sprintf(" at %.12s (fetched %s ago)", u.Commit, time.Since(u.FetchedAt).Round(time.Second))
+	case u.Fetching:
+		line += ", fetching"
+	default:
+		line += ", not fetched yet"
+	}
+	if u.LastErr != "" {
+		line += "\n            LAST FETCH FAILED: " + textsafe.Escape(u.LastErr)
+	}
+	return line
 }

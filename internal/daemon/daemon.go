@@ -28,6 +28,7 @@ import (
 	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/sidecar"
+	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
@@ -90,6 +91,8 @@ type Daemon struct {
 	cfg    Config
 	log    *slog.Logger
 	engine *policy.Engine
+	// mirror is the daemon's copy of the declared upstream.
+	mirror *upstream.Mirror
 	writer *ledger.Writer
 	procs  *procinfo.Cache
 	root   *fsnode.Node
@@ -179,6 +182,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.git = d.newGitGate()
+	d.mirror = upstream.New(cfg.Source, cfg.Log)
 	cleanup := []func(){}
 	defer func() {
 		if err != nil {
@@ -265,6 +269,9 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	go d.flushMapEvery(ctx, mapFlushInterval)
 	go d.summarizeDenialsEvery(ctx)
+	// The upstream is fetched before git needs it, so a pull does not
+	// wait for a first fetch.
+	d.mirrorNow().Kick()
 	d.stopW = func() { close(stop) }
 	d.log.Info("mounted", "source", cfg.Source, "mountpoint", cfg.Mountpoint, "passthrough", d.passthrough(), "transport", d.transport)
 	return d, nil
@@ -373,7 +380,12 @@ func (d *Daemon) Close() error {
 		if d.git != nil {
 			d.git.Close()
 		}
-		errs := []error{d.writer.Close(), d.root.Close(), d.imap.Flush(), d.session.Close()}
+		// The root first: what git removed outside the scope and did
+		// not write again is put back, and recorded, before the ledger
+		// closes.
+		rootErr := d.root.Close()
+		d.mirror.Close()
+		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.session.Close()}
 		d.closeErr = errors.Join(errs...)
 		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)
 		close(d.closed)

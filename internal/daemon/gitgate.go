@@ -52,6 +52,7 @@ func (d *Daemon) newGitGate() *gitgate.Gate {
 
 // WatchGit lets the commit-time check see changes in git directories.
 func (d *Daemon) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decision, func()) {
+	d.fetchedInMount(w.Req)
 	return d.git.WatchGit(ctx, w)
 }
 

@@ -282,6 +282,7 @@ func (d *Daemon) Status() control.Status {
 	if m := d.mounted.Load(); m != nil {
 		st.Transport, st.Passthrough = m.transport, m.passthrough
 	}
+	st.Upstream = d.mirrorNow().Status()
 	if in := d.engine.Snapshot().Intents.Get(st.ActiveIntent); in != nil {
 		st.IntentName, st.IntentStatus = in.Name, string(in.Status)
 	}

@@ -8,8 +8,10 @@ import (
 	"github.com/intentfs/intentfs/internal/safeio"
 )
 
-// trustedGit reports whether exe is a git binary the agent cannot have
+// TrustedGit reports whether exe is a git binary the agent cannot have
 // made: named git, owned by root, writable by no one else.
+func TrustedGit(exe string) bool { return trustedGit(exe) }
+
 func trustedGit(exe string) bool {
 	if path.Base(exe) != "git" || !path.IsAbs(exe) {
 		return false

@@ -1,0 +1,79 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/gitgate"
+	"github.com/intentfs/intentfs/internal/upstream"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+var _ fsnode.UpstreamSource = (*Daemon)(nil)
+
+// upstreamWait bounds how long a change git makes outside the scope
+// waits for the daemon's fetch of the upstream in progress: git pull
+// fetches, then writes the work tree at once, and the daemon's own fetch
+// starts when the agent's has written FETCH_HEAD.
+const upstreamWait = 20 * time.Second
+
+// TrustedGit reports whether p is the system's git binary.
+func (d *Daemon) TrustedGit(p *ledger.Process) bool { return p != nil && gitgate.TrustedGit(p.Exe) }
+
+// mirrorNow is the upstream mirror, configured as the policy in force
+// says (the policy file is reloaded when it changes).
+func (d *Daemon) mirrorNow() *upstream.Mirror {
+	var u *policy.Upstream
+	if snap := d.engine.Snapshot(); snap != nil && snap.Intents != nil {
+		u = snap.Intents.Upstream
+	}
+	d.mirror.Configure(u)
+	return d.mirror
+}
+
+// UpstreamEntry says what the declared upstream's tip has at rel.
+func (d *Daemon) UpstreamEntry(ctx context.Context, rel string) (fsnode.UpstreamEntry, error) {
+	m := d.mirrorNow()
+	tip, err := m.Tip(ctx, upstreamWait)
+	if errors.Is(err, upstream.ErrNotConfigured) {
+		return fsnode.UpstreamEntry{}, fmt.Errorf("no upstream is declared (a human adds `upstream:` with the url and ref of the shared branch to %s)", policy.IntentsFile)
+	}
+	if err != nil {
+		return fsnode.UpstreamEntry{}, fmt.Errorf("the declared upstream is not available: %w", err)
+	}
+	e, err := m.Entry(ctx, tip, rel)
+	if err != nil {
+		return fsnode.UpstreamEntry{}, fmt.Errorf("reading the upstream's %s at %s: %w", tip.Ref, tip.Commit, err)
+	}
+	return fsnode.UpstreamEntry{Ref: tip.Ref, Commit: tip.Commit, Kind: e.Kind, Mode: e.Mode, SHA256: e.SHA256, Size: e.Size}, nil
+}
+
+// UpstreamHistory says which contents rel had in the upstream's history.
+func (d *Daemon) UpstreamHistory(ctx context.Context, commit, rel string) (fsnode.UpstreamHistory, error) {
+	h, err := d.mirror.Versions(ctx, upstream.Tip{Commit: commit}, rel)
+	if err != nil {
+		return fsnode.UpstreamHistory{}, fmt.Errorf("reading the upstream's history of %s: %w", rel, err)
+	}
+	return fsnode.UpstreamHistory{Blobs: h.Blobs, WasTree: h.WasTree}, nil
+}
+
+// fetchedInMount starts a refresh of the mirror when the agent's git has
+// fetched (FETCH_HEAD, a remote-tracking ref): a merge of what it fetched
+// is likely to follow.
+func (d *Daemon) fetchedInMount(req policy.Request) {
+	for _, p := range []string{req.Path, req.Path2} {
+		gitDir, inner, ok := policy.GitDirOf(p)
+		if !ok || gitDir != ".git" {
+			continue // the mirror is the upstream of the repository at the root
+		}
+		if inner == "FETCH_HEAD" || inner == "FETCH_HEAD.lock" || strings.HasPrefix(inner, "refs/remotes/") {
+			d.mirrorNow().Kick()
+			return
+		}
+	}
+}
