@@ -1,0 +1,188 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// upstreamRepo is gateRepo with the policy declaring origin's main as the
+// upstream, and docs the agent (INT-001, src/**) does not own: a guide,
+// a page upstream will delete, and a human's clone (up) to change them.
+func upstreamRepo(t *testing.T) (c *cli, e *env, up string) {
+	t.Helper()
+	requireFUSE(t)
+	c = newCLI(t)
+	root := t.TempDir()
+	os.Chmod(filepath.Dir(root), 0o755)
+	os.Chmod(root, 0o755)
+	origin, seed := filepath.Join(root, "origin.git"), filepath.Join(root, "seed")
+	for _, d := range []string{origin, seed} {
+		os.Mkdir(d, 0o755)
+	}
+	writeFile(t, filepath.Join(seed, policy.IntentsFile), notesPolicy+"upstream:\n  url: "+origin+"\n  ref: main\n")
+	scratch := t.TempDir()
+	c.must("init", scratch)
+	gi, err := os.ReadFile(filepath.Join(scratch, ".orchestration", ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(seed, ".orchestration", ".gitignore"), string(gi))
+	writeFile(t, filepath.Join(seed, "README.md"), "# project\n")
+	writeFile(t, filepath.Join(seed, "src", "util.go"), "package api\n\nfunc util() {}\n")
+	writeFile(t, filepath.Join(seed, "docs", "guide.md"), "# Guide\n\nv1\n")
+	writeFile(t, filepath.Join(seed, "docs", "old.md"), "# Old\n")
+	chownTree(t, root)
+	gitAs(t, origin, "git init -q --bare -b main .")
+	gitAs(t, seed, "git init -q -b main . && git add -A && git commit -qm base && git push -q "+origin+" main")
+	gitAs(t, root, "git clone -q "+origin+" clone && git clone -q "+origin+" up")
+	d := startDaemon(t, filepath.Join(root, "clone"), t.TempDir(), "INT-001")
+	return c, &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d}, filepath.Join(root, "up")
+}
+
+// TestPullOfUpstreamOutsideTheScope: a human changes files outside the
+// agent's scope upstream (a changed guide, a deleted page, a new
+// directory, a new executable); the agent's `git pull` in the mount is
+// neither refused nor credited to the agent, and every other way of
+// making git write there is refused or undone, leaving the files as the
+// upstream has them.
+func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
+	c, e, up := upstreamRepo(t)
+	src, mnt := e.src, e.mnt
+	read := func(rel string) string {
+		b, err := os.ReadFile(filepath.Join(src, rel))
+		if err != nil {
+			return "(" + err.Error() + ")"
+		}
+		return string(b)
+	}
+	denials := func() string {
+		b, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
+		return string(b)
+	}
+
+	gitAs(t, mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
+	gitAs(t, up, "printf '# Guide\\n\\nv2\\n' > docs/guide.md && git rm -q docs/old.md && mkdir -p docs/new && echo '# New' > docs/new/page.md && "+
+		"printf '#!/bin/sh\\necho run\\n' > run.sh && chmod +x run.sh && git add -A && git commit -qm 'docs v2' && git push -q origin main")
+	out := gitAs(t, mnt, "git pull -q --no-rebase --no-edit origin main 2>&1; echo status $?")
+	t.Logf("git pull --no-rebase origin main in the mount:\n%s", out)
+	if !strings.HasSuffix(out, "status 0") {
+		t.Fatalf("the pull failed:\n%s\ndenials:\n%s", out, denials())
+	}
+	for rel, want := range map[string]string{"docs/guide.md": "# Guide\n\nv2\n", "docs/new/page.md": "# New\n", "run.sh": "#!/bin/sh\necho run\n", "src/api.go": "package api\n\nfunc Get() {}\n"} {
+		if got := read(rel); got != want {
+			t.Fatalf("%s after the pull: %q, want %q", rel, got, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(src, "docs", "old.md")); !os.IsNotExist(err) {
+		t.Fatalf("docs/old.md after the pull: %v", err)
+	}
+	if st, err := os.Stat(filepath.Join(src, "run.sh")); err != nil || st.Mode()&0o100 == 0 {
+		t.Fatalf("run.sh is not executable after the pull: %v %v", st, err)
+	}
+	if parents := gitAs(t, src, "git log -1 --format=%P"); len(strings.Fields(parents)) != 2 {
+		t.Fatalf("no merge commit: %s", parents)
+	}
+	if st := gitAs(t, mnt, "git status --porcelain -uno"); st != "" {
+		t.Fatalf("git status after the pull:\n%s", st)
+	}
+	tip := gitAs(t, up, "git rev-parse HEAD")
+	if den := denials(); strings.Contains(den, " rmdir ") || strings.Contains(den, " create ") || strings.Contains(den, " unlink ") {
+		t.Fatalf("the pull left denials:\n%s", den)
+	}
+	status := c.must("status", "--mount", mnt)
+	t.Logf("intentfs status:\n%s", status)
+	if !strings.Contains(status, "upstream:   "+filepath.Join(filepath.Dir(src), "origin.git")+" refs/heads/main at "+tip[:12]) {
+		t.Fatalf("status does not show the upstream at %s:\n%s", tip, status)
+	}
+	outside := func(r *ledger.Record) bool {
+		return strings.HasPrefix(r.Path(), "docs") || r.Path() == "run.sh"
+	}
+	e.waitRecord("the record of docs/new/page.md", func(r *ledger.Record) bool {
+		return r.Path() == "docs/new/page.md" && r.Gov().Event == ledger.EventCreate
+	})
+	for _, r := range e.records() {
+		g := r.Gov()
+		if outside(r) && g.Event != ledger.EventDenied && g.RestoredFrom != "commit "+tip {
+			t.Fatalf("git's change outside the scope is not recorded as the upstream's: %s %s %+v", g.Event, r.Path(), g)
+		}
+	}
+	blame := c.must("blame", "--source", src, "docs/guide.md")
+	t.Logf("intentfs blame docs/guide.md after the pull:\n%s", blame)
+	if strings.Contains(blame, "INT-001") {
+		t.Fatalf("the pull is credited to the agent:\n%s", blame)
+	}
+	check, code := c.run("check", "--source", src, "origin/main..HEAD")
+	t.Logf("intentfs check origin/main..HEAD (exit %d):\n%s", code, check)
+	if code != 0 {
+		t.Fatalf("check fails after the pull (exit %d):\n%s", code, check)
+	}
+
+	// Attacks: each must leave docs/ as the upstream has it.
+	want := read("docs/guide.md")
+	crafted := gitAs(t, mnt, "git commit-tree -p HEAD -m crafted $(printf '040000 tree %s\\tdocs\\n' $(printf '100644 blob %s\\tguide.md\\n100644 blob %s\\tevil.md\\n' $(echo pwned | git hash-object -w --stdin) $(echo pwned | git hash-object -w --stdin) | git mktree) | git mktree)")
+	evil := filepath.Join(filepath.Dir(src), "evil")
+	gitAs(t, filepath.Dir(src), "git clone -q "+filepath.Join(filepath.Dir(src), "origin.git")+" evil && cd evil && echo pwned > docs/guide.md && git commit -qam evil && git push -q origin HEAD:agent")
+	for _, a := range []struct{ name, script, code string }{
+		{"a process that is not git", "echo pwned > docs/guide.md", "OUT_OF_SCOPE"},
+		{"checkout-index of a planted blob", "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,docs/guide.md && git checkout-index -f docs/guide.md", "OUT_OF_SCOPE"},
+		{"a new file from a crafted commit", "git checkout " + crafted + " -- docs/evil.md", "OUT_OF_SCOPE"},
+		{"a rollback to the upstream's older version", "git checkout HEAD~1 -- docs/guide.md", "OUT_OF_SCOPE"},
+		{"a branch the agent pushed to the upstream's repository", "git fetch -q origin agent && git checkout FETCH_HEAD -- docs/guide.md", "OUT_OF_SCOPE"},
+		{"a commit from elsewhere", "git fetch -q " + evil + " HEAD && git merge -q --no-edit FETCH_HEAD", "OUT_OF_SCOPE"},
+	} {
+		before := strings.Count(denials(), a.code)
+		out, err := gitTry(mnt, a.script)
+		t.Logf("%s: err %v\n%s", a.name, err, out)
+		if err == nil {
+			t.Errorf("%s: git did not fail", a.name)
+		}
+		waitFor(t, func() bool { return read("docs/guide.md") == want }, a.name+": docs/guide.md as the upstream has it")
+		if _, err := os.Lstat(filepath.Join(src, "docs", "evil.md")); !os.IsNotExist(err) {
+			t.Fatalf("%s: docs/evil.md is there (%v)", a.name, err)
+		}
+		waitFor(t, func() bool { return strings.Count(denials(), a.code) > before }, a.name+": a denial "+a.code)
+		gitAs(t, mnt, "git merge --abort 2>/dev/null; git reset -q; true")
+	}
+
+	// The upstream moves on (v3). Git made to remove the guide, toward
+	// it, and then to write other bytes there: the forged bytes never
+	// appear, and what git removed is put back.
+	gitAs(t, up, "printf '# Guide\\n\\nv3\\n' > docs/guide.md && git commit -qam v3 && git push -q origin main")
+	gitAs(t, mnt, "git fetch -q origin")
+	for _, a := range []struct{ name, script string }{
+		{"a removal git does not follow with the file", "git rm -q docs/guide.md"},
+		{"forged bytes after a removal toward the upstream", "git checkout " + crafted + " -- docs/guide.md"},
+	} {
+		before := strings.Count(denials(), "UPSTREAM_UNVERIFIED")
+		out, err := gitTry(mnt, a.script)
+		t.Logf("%s: err %v\n%s", a.name, err, out)
+		waitFor(t, func() bool { return read("docs/guide.md") == want }, a.name+": docs/guide.md put back")
+		waitFor(t, func() bool { return strings.Count(denials(), "UPSTREAM_UNVERIFIED") > before }, a.name+": a denial UPSTREAM_UNVERIFIED")
+		gitAs(t, mnt, "git reset -q; true")
+	}
+	den := denials()
+	t.Logf(".intentfs/denials:\n%s", den)
+	if !lineWith(den, "UPSTREAM_UNVERIFIED", "docs/guide.md", "put it back") {
+		t.Fatalf("no denial says the removal was put back:\n%s", den)
+	}
+	for _, r := range e.records() {
+		if g := r.Gov(); outside(r) && g.Event != ledger.EventDenied && g.PostHash != nil && ledger.Str(g.PostHash) == shaOf([]byte("pwned\n")) {
+			t.Fatalf("forged content recorded as allowed: %+v", g)
+		}
+	}
+
+	// And the pull of v3 works, by a rebase of the agent's own commit.
+	gitAs(t, mnt, "printf 'package api\\n\\nfunc Get() {}\\nfunc Put() {}\\n' > src/api.go && git commit -qam put")
+	out = gitAs(t, mnt, "git pull -q --rebase origin main 2>&1; echo status $?")
+	if !strings.HasSuffix(out, "status 0") || read("docs/guide.md") != "# Guide\n\nv3\n" {
+		t.Fatalf("the pull of v3 failed (guide %q):\n%s\ndenials:\n%s", read("docs/guide.md"), out, denials())
+	}
+	if got := gitAs(t, src, "git merge-base --is-ancestor origin/main HEAD && git log --format=%s -1"); got != "put" {
+		t.Fatalf("the agent's commit was not rebased onto v3: %s", got)
+	}
+}
