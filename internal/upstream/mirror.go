@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -314,9 +315,10 @@ func (m *Mirror) fetch(ctx context.Context, cfg *policy.Upstream) (string, error
 	if err != nil {
 		return "", err
 	}
-	if _, err := repo.StrictTransportOutput(ctx, "fetch", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
-		"--no-auto-maintenance", "--quiet", "--upload-pack=git-upload-pack", "--end-of-options",
-		cfg.URL, "+"+cfg.Ref+":"+TrustedRef); err != nil {
+	args := append([]string{}, "fetch", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
+		"--no-auto-maintenance", "--quiet", "--upload-pack="+uploadPack(cfg.URL), "--end-of-options",
+		cfg.URL, "+"+cfg.Ref+":"+TrustedRef)
+	if _, err := repo.StrictTransportOutput(ctx, args...); err != nil {
 		return "", fmt.Errorf("fetching %s from the upstream %s: %w", cfg.Ref, cfg.URL, err)
 	}
 	commit, err := repo.Line(ctx, "rev-parse", "--verify", "--end-of-options", TrustedRef+"^{commit}")
@@ -425,3 +427,35 @@ func bound(s string) string {
 	}
 	return s[:maxErrLen] + "…"
 }
+
+// uploadPack is the program the fetch runs to serve the upstream: git's
+// upload-pack, named here so that no configuration (remote.*.uploadpack)
+// picks another. An upstream on a local path may belong to another user
+// than the one the fetch runs as (the human's repository; the fetch runs
+// as the owner of the agent's .git), and git refuses such a repository
+// ("dubious ownership") unless safe.directory names it, which only the
+// command line or the global configuration may; git clears -c settings
+// for a local upload-pack, so they go on its own command line (run by
+// the shell). The policy named the path: it is trusted as far as its ref
+// is, and nothing else is exempted.
+func uploadPack(url string) string {
+	p := url
+	if rest, ok := strings.CutPrefix(url, "file://"); ok {
+		p = rest
+	}
+	if !filepath.IsAbs(p) {
+		return "git-upload-pack"
+	}
+	dirs := []string{filepath.Clean(p)}
+	if real, err := filepath.EvalSymlinks(p); err == nil && real != dirs[0] {
+		dirs = append(dirs, real)
+	}
+	cmd := "git"
+	for _, d := range dirs {
+		cmd += " -c " + shellQuote("safe.directory="+d) + " -c " + shellQuote("safe.directory="+filepath.Join(d, ".git"))
+	}
+	return cmd + " upload-pack"
+}
+
+// shellQuote quotes s as one word for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

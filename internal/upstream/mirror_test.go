@@ -404,3 +404,30 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestUpstreamOfAnotherOwner: the human's upstream on a local path belongs
+// to another user than the agent's clone, whose owner the fetch runs as;
+// git's ownership check would refuse it ("dubious ownership") without the
+// exemption the declared path gets.
+func TestUpstreamOfAnotherOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	base := t.TempDir()
+	must(t, os.Chmod(filepath.Dir(base), 0o755))
+	must(t, os.Chmod(base, 0o755))
+	f := newFixture(t, base)
+	if out, err := exec.Command("chown", "-R", "1000:1000", f.source).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	for _, u := range []string{f.up, "file://" + f.up} {
+		m := newMirror(t, f)
+		m.Configure(&policy.Upstream{URL: u, Ref: policy.DefaultUpstreamRef})
+		if err := m.Refresh(context.Background()); err != nil {
+			t.Fatalf("fetching root's upstream %s as uid 1000: %v", u, err)
+		}
+		if tip, err := m.Tip(context.Background(), 0); err != nil || tip.Commit == "" {
+			t.Fatalf("tip of %s: %+v %v", u, tip, err)
+		}
+	}
+}
