@@ -153,8 +153,13 @@ func (r *Root) record(g grant, c ledger.Change) {
 	c.Process = g.proc
 	c.Session = g.actor.Session
 	c.Validation = string(g.decision.Validation)
-	if g.upstream != nil && c.RestoredFrom == "" {
-		c.RestoredFrom = g.upstream.restoredFrom()
+	if g.upstream != nil {
+		if c.RestoredFrom == "" {
+			c.RestoredFrom = g.upstream.restoredFrom()
+		}
+		if c.Reason == "" {
+			c.Reason = g.decision.Reason
+		}
 	}
 	if g.stale != "" && c.Code == "" {
 		c.Code = string(CodeStale)
