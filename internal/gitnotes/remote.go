@@ -53,7 +53,9 @@ func Fetch(ctx context.Context, repo *gitexec.Repo, remote string) (string, erro
 	log.Write(out)
 	if err != nil {
 		if strings.Contains(string(out), "couldn't find remote ref") {
-			return log.String() + "the remote has no notes yet\n", nil
+			// git's "fatal: couldn't find remote ref" is no failure
+			// here: say what it means instead.
+			return "the remote has no notes yet\n", nil
 		}
 		return log.String(), fmt.Errorf("fetching notes from %s: %w", remote, err)
 	}
