@@ -334,3 +334,31 @@ func countFds(t *testing.T) int {
 	}
 	return len(ents)
 }
+
+// TestIdleMountDoesNotWake: the stall watch looks at the entries only
+// while one answers a request; an idle mount costs no wakeups (it looked
+// twenty times a second before).
+func TestIdleMountDoesNotWake(t *testing.T) {
+	src, mnt, s := mountLoopback(t, Options{})
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil {
+		t.Fatal(err)
+	}
+	// The requests are answered; give the watch its last look.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.answering.Load() != 0 || s.kicking() {
+		if time.Now().After(deadline) {
+			t.Fatal("entries still answering after 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * DefaultLongWait)
+	before := s.looks.Load()
+	// Ten look periods of an idle mount.
+	time.Sleep(10 * DefaultLongWait / 2)
+	if after := s.looks.Load(); after != before {
+		t.Fatalf("the idle mount's stall watch looked %d times in %v", after-before, 10*DefaultLongWait/2)
+	}
+}

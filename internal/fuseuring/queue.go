@@ -154,7 +154,9 @@ func (q *queue) serve(registered chan<- error) {
 		}
 		q.busy()
 		e.since.Store(time.Now().UnixNano())
+		q.s.answeringStarts()
 		commitID := q.s.answer(e.hdr, e.payload)
+		q.s.answering.Add(-1)
 		e.since.Store(0)
 		q.free()
 		// Commit the reply and wait for the next request, in one call.

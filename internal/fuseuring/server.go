@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -50,6 +51,13 @@ type Server struct {
 	user    bool // mounted by fusermount3, which unmounts too
 	loops   sync.WaitGroup
 	done    chan struct{}
+	// answering counts the entries answering a request now; the stall
+	// watch looks only while it is above zero, and wake tells it that it
+	// left zero: an idle mount costs no wakeups.
+	answering atomic.Int64
+	wake      chan struct{}
+	// looks counts the stall watch's looks, for tests.
+	looks atomic.Uint64
 	unmount sync.Mutex
 }
 
@@ -92,7 +100,7 @@ func Mount(mountpoint string, fs fuse.RawFileSystem, opts *fuse.MountOptions, o 
 	mo.DirectMount, mo.DirectMountStrict = false, false
 	page := os.Getpagesize()
 	maxPages := (mo.MaxWrite-1)/page + 1
-	s := &Server{mountpoint: mountpoint, fs: fs, log: o.Log, done: make(chan struct{}),
+	s := &Server{mountpoint: mountpoint, fs: fs, log: o.Log, done: make(chan struct{}), wake: make(chan struct{}, 1),
 		payload: payloadSize(mo.MaxWrite, maxPages, page)}
 	s.devBuf = s.payload + 4096
 

@@ -53,18 +53,55 @@ func (s *Server) watchStalls(longWait time.Duration) {
 	if longWait <= 0 {
 		longWait = DefaultLongWait
 	}
-	tick := time.NewTicker(longWait / 2)
-	defer tick.Stop()
+	look := time.NewTimer(longWait / 2)
+	defer look.Stop()
 	for {
+		if s.answering.Load() == 0 && !s.kicking() {
+			// Nothing is being answered, so nothing waits: sleep until
+			// an entry takes a request (no request can wait in the
+			// kernel's list while an entry is free).
+			select {
+			case <-s.done:
+				return
+			case <-s.wake:
+			}
+			look.Reset(longWait / 2)
+		}
 		select {
 		case <-s.done:
 			return
-		case now := <-tick.C:
+		case now := <-look.C:
+			s.looks.Add(1)
 			for _, q := range s.queues {
 				q.watch(now.UnixNano(), int64(longWait))
 			}
+			look.Reset(longWait / 2)
 		}
 	}
+}
+
+// answeringStarts counts an entry that takes a request, and wakes the
+// stall watch if it was the first.
+func (s *Server) answeringStarts() {
+	if s.answering.Add(1) == 1 {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// kicking reports whether a kick is under way on any queue.
+func (s *Server) kicking() bool {
+	for _, q := range s.queues {
+		q.mu.Lock()
+		n := len(q.kicks)
+		q.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // maxKicks bounds the kicks under way on one queue: each is a thread
