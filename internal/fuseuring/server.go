@@ -46,18 +46,18 @@ type Server struct {
 	payload int // every entry's payload buffer: the kernel's max_payload_sz
 	devBuf  int // a /dev/fuse request or reply: the largest payload and its headers
 
-	queues  []*queue
-	ring    bool // the ring carries requests
-	user    bool // mounted by fusermount3, which unmounts too
-	loops   sync.WaitGroup
-	done    chan struct{}
+	queues []*queue
+	ring   bool // the ring carries requests
+	user   bool // mounted by fusermount3, which unmounts too
+	loops  sync.WaitGroup
+	done   chan struct{}
 	// answering counts the entries answering a request now; the stall
 	// watch looks only while it is above zero, and wake tells it that it
 	// left zero: an idle mount costs no wakeups.
 	answering atomic.Int64
 	wake      chan struct{}
 	// looks counts the stall watch's looks, for tests.
-	looks atomic.Uint64
+	looks   atomic.Uint64
 	unmount sync.Mutex
 }
 
