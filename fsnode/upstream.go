@@ -143,11 +143,12 @@ func (r *Root) upstreamPlanFor(ctx context.Context, src UpstreamSource, req poli
 	if e.Kind != "" && e.Kind != "blob" {
 		return nil, "the upstream's tip has no regular file there"
 	}
-	cur, errno := r.regularDigestAt(req.Path)
+	cur, exec, errno := r.regularDigestAt(req.Path)
 	if errno != 0 {
 		return nil, "its content could not be read (" + errno.Error() + ")"
 	}
-	if e.Kind == "blob" && cur == e.SHA256 {
+	if e.Kind == "blob" && cur == e.SHA256 && exec == (e.Mode == "100755") {
+		// (git rewrites a file whose mode alone changed.)
 		return nil, "it already holds the upstream's content"
 	}
 	h, err := src.UpstreamHistory(ctx, e.Commit, req.Path)
@@ -161,25 +162,26 @@ func (r *Root) upstreamPlanFor(ctx context.Context, src UpstreamSource, req poli
 	return plan, ""
 }
 
-// regularDigestAt hashes rel if it is a regular file.
-func (r *Root) regularDigestAt(rel string) (string, syscall.Errno) {
+// regularDigestAt hashes rel if it is a regular file, and says whether
+// its owner may execute it.
+func (r *Root) regularDigestAt(rel string) (string, bool, syscall.Errno) {
 	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return openBeneath(r.rootFd, rel, flags, 0) })
 	if err != nil {
-		return "", errnoOf(err)
+		return "", false, errnoOf(err)
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return "", errnoOf(err)
+		return "", false, errnoOf(err)
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return "", syscall.EINVAL
+		return "", false, syscall.EINVAL
 	}
 	d, err := r.hashes.HashFd(fd)
 	if err != nil {
-		return "", errnoOf(err)
+		return "", false, errnoOf(err)
 	}
-	return d.Hash, 0
+	return d.Hash, st.Mode&0o100 != 0, 0
 }
 
 func errnoOf(err error) syscall.Errno {

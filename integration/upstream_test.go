@@ -152,7 +152,7 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 	// The upstream moves on (v3). Git made to remove the guide, toward
 	// it, and then to write other bytes there: the forged bytes never
 	// appear, and what git removed is put back.
-	gitAs(t, up, "printf '# Guide\\n\\nv3\\n' > docs/guide.md && git commit -qam v3 && git push -q origin main")
+	gitAs(t, up, "printf '# Guide\\n\\nv3\\n' > docs/guide.md && chmod -x run.sh && git commit -qam v3 && git push -q origin main")
 	gitAs(t, mnt, "git fetch -q origin")
 	for _, a := range []struct{ name, script string }{
 		{"a removal git does not follow with the file", "git rm -q docs/guide.md"},
@@ -181,6 +181,9 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 	out = gitAs(t, mnt, "git pull -q --rebase origin main 2>&1; echo status $?")
 	if !strings.HasSuffix(out, "status 0") || read("docs/guide.md") != "# Guide\n\nv3\n" {
 		t.Fatalf("the pull of v3 failed (guide %q):\n%s\ndenials:\n%s", read("docs/guide.md"), out, denials())
+	}
+	if st, err := os.Stat(filepath.Join(src, "run.sh")); err != nil || st.Mode()&0o111 != 0 || read("run.sh") != "#!/bin/sh\necho run\n" {
+		t.Fatalf("run.sh after the upstream took its executable bit: %v %v %q", st.Mode(), err, read("run.sh"))
 	}
 	if got := gitAs(t, src, "git merge-base --is-ancestor origin/main HEAD && git log --format=%s -1"); got != "put" {
 		t.Fatalf("the agent's commit was not rebased onto v3: %s", got)
