@@ -499,3 +499,46 @@ func mountInAgentsHome(t *testing.T) (e *env, base, home, src string) {
 	})
 	return e, base, home, src
 }
+
+// TestSessionScratchIsBounded: the session's private /tmp, /var/tmp and
+// /dev/shm are bounded (tmpfs's default, half of memory each, let an
+// agent take a machine and a half of memory), by --tmp-size.
+func TestSessionScratchIsBounded(t *testing.T) {
+	e := mountForSessions(t, "INT-005")
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		t.Fatal(err)
+	}
+	mem := uint64(si.Totalram) * uint64(si.Unit)
+	sizes := func(args ...string) []uint64 {
+		out, code := e.runSession(append(args, "--", "sh", "-c", `for d in /tmp /var/tmp /dev/shm; do stat -f -c '%b %S' $d; done`)...)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, out)
+		}
+		var got []uint64
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var blocks, bsize uint64
+			if _, err := fmt.Sscanf(line, "%d %d", &blocks, &bsize); err != nil {
+				continue // the session's own messages
+			}
+			got = append(got, blocks*bsize)
+		}
+		if len(got) != 3 {
+			t.Fatalf("sizes of the scratch directories: %q", out)
+		}
+		return got
+	}
+	for _, s := range sizes("--intent", "INT-001") {
+		if s > mem/10+1<<20 {
+			t.Fatalf("a scratch directory has %d bytes, more than a tenth of memory (%d)", s, mem)
+		}
+	}
+	for _, s := range sizes("--intent", "INT-001", "--tmp-size", "64m") {
+		if s != 64<<20 {
+			t.Fatalf("--tmp-size 64m gave a scratch directory of %d bytes", s)
+		}
+	}
+	if out, code := e.runSession("--intent", "INT-001", "--tmp-size", "1g,mode=777", "--", "true"); code == 0 || !strings.Contains(out, "--tmp-size") {
+		t.Fatalf("a --tmp-size with tmpfs options was taken (exit %d):\n%s", code, out)
+	}
+}

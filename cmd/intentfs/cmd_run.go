@@ -38,6 +38,9 @@ it shared: true. Every record the session makes carries its id, user, and
 
 USER defaults to the user who ran sudo, else the owner of the source; root
 only with an explicit --user root. run needs root to make the namespaces.
+The session's /tmp, /var/tmp and /dev/shm are its own, empty and bounded
+(--tmp-size each, default 10% of memory).
+
 The exit status is CMD's (125: the session could not be started).
 
 Examples:
@@ -53,6 +56,7 @@ Examples:
 			fs.String("name", "", "a name for the session, shown by intentfs sessions")
 			fs.String("model", "", "the model driving the agent; recorded as contributor.model_id")
 			fs.String("conversation", "", "a URL of the agent's conversation; recorded as the conversation url")
+			fs.String("tmp-size", runner.DefaultScratchSize, "the size of each of the session's /tmp, /var/tmp and /dev/shm (512m, 2g, or a percentage of memory)")
 			fs.Bool("check", false, "run acceptance checks: the session takes no claim on its intent (intentfs intent complete uses this)")
 			_ = fs.MarkHidden("check")
 		},
@@ -93,6 +97,9 @@ func runRun(a *app, args []string) error {
 	if err := checkAttribution(flagString(a, "model"), flagString(a, "conversation")); err != nil {
 		return err
 	}
+	if err := runner.CheckScratchSize(flagString(a, "tmp-size")); err != nil {
+		return usagef("--tmp-size: %v", err)
+	}
 	check, _ := a.fs.GetBool("check")
 	if check && intent == "" {
 		return usagef("--check needs --intent")
@@ -102,7 +109,7 @@ func runRun(a *app, args []string) error {
 	code, err := runner.Launch(runner.Options{
 		Config: runner.Config{Mountpoint: e.Mountpoint, Dir: dir, Source: e.Source, Hide: hiddenRuntimeDirs(e),
 			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(os.Environ(), u, dir, e.Mountpoint), Argv: args,
-			Umask: runner.SessionUmask(runner.CurrentUmask())},
+			Umask: runner.SessionUmask(runner.CurrentUmask()), ScratchSize: flagString(a, "tmp-size")},
 		Register: registerWith(e, spec),
 	})
 	if err != nil {

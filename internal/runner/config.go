@@ -31,6 +31,10 @@ type Config struct {
 	// Umask, if set, is the command's umask (see SessionUmask); nil keeps
 	// the one the first process inherited.
 	Umask *uint32 `json:"umask,omitempty"`
+	// ScratchSize bounds each of the session's private /tmp, /var/tmp
+	// and /dev/shm (tmpfs's size=: bytes with k, m or g, or a percentage
+	// of memory); "" is DefaultScratchSize.
+	ScratchSize string `json:"scratch_size,omitempty"`
 	// Env and Argv are the command's environment and arguments.
 	Env  []string `json:"env"`
 	Argv []string `json:"argv"`

@@ -90,7 +90,7 @@ func seal(cfg Config) error {
 			}
 		}
 	}
-	if err := privateScratch(cfg.Uid, cfg.Mountpoint); err != nil {
+	if err := privateScratch(cfg.Uid, cfg.Mountpoint, cfg.ScratchSize); err != nil {
 		return err
 	}
 	return hideExposures(before, major, minor, srcInFS, &src)
@@ -132,7 +132,16 @@ func isFUSE(fstype string) bool {
 // processes of the agent's uid outside the session keep their sockets
 // and pipes (tmux, dbus, ssh-agent, an editor's server), through which
 // the agent could have them act outside its session.
-func privateScratch(uid uint32, mountpoint string) error {
+//
+// Each is bounded (size): tmpfs's own default, half of memory each, let
+// an agent take three halves of the machine's memory.
+func privateScratch(uid uint32, mountpoint, size string) error {
+	if size == "" {
+		size = DefaultScratchSize
+	}
+	if err := CheckScratchSize(size); err != nil {
+		return err
+	}
 	for _, dir := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
 		if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
 			continue
@@ -147,7 +156,7 @@ func privateScratch(uid uint32, mountpoint string) error {
 			}
 			keep = fd
 		}
-		err := unix.Mount("intentfs-scratch", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+		err := unix.Mount("intentfs-scratch", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+size)
 		if err == nil && keep >= 0 {
 			err = remount(keep, mountpoint)
 		}
