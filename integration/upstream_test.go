@@ -133,7 +133,12 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 		{"a new file from a crafted commit", "git checkout " + crafted + " -- docs/evil.md", "OUT_OF_SCOPE"},
 		{"a rollback to the upstream's older version", "git checkout HEAD~1 -- docs/guide.md", "OUT_OF_SCOPE"},
 		{"a branch the agent pushed to the upstream's repository", "git fetch -q origin agent && git checkout FETCH_HEAD -- docs/guide.md", "OUT_OF_SCOPE"},
-		{"a commit from elsewhere", "git fetch -q " + evil + " HEAD && git merge -q --no-edit FETCH_HEAD", "OUT_OF_SCOPE"},
+		// Two fetches: the daemon's second fetch of the upstream waits
+		// out the first's debounce, and git's writes wait for it. With
+		// --progress, git signals itself (SIGALRM) every second while it
+		// writes files, which interrupts that wait; the refusal must
+		// still be the upstream's answer.
+		{"a commit from elsewhere", "git fetch -q origin && git fetch -q " + evil + " HEAD && git merge --progress --no-edit FETCH_HEAD", "OUT_OF_SCOPE"},
 	} {
 		before := strings.Count(denials(), a.code)
 		out, err := gitTry(mnt, a.script)
@@ -167,6 +172,9 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 	}
 	den := denials()
 	t.Logf(".intentfs/denials:\n%s", den)
+	if strings.Contains(den, "context canceled") || strings.Contains(den, "deadline exceeded") {
+		t.Fatalf("a refusal says the upstream could not be consulted:\n%s", den)
+	}
 	if !lineWith(den, "UPSTREAM_UNVERIFIED", "docs/guide.md", "put it back") {
 		t.Fatalf("no denial says the removal was put back:\n%s", den)
 	}

@@ -36,8 +36,22 @@ func (d *Daemon) mirrorNow() *upstream.Mirror {
 	return d.mirror
 }
 
+// upstreamReadTimeout bounds one reading of the mirror (a tree entry, a
+// path's history).
+const upstreamReadTimeout = 30 * time.Second
+
+// upstreamContext is the context of the mirror's answers to a request:
+// not the request's own, which a signal to the caller cancels (git's
+// progress display sends itself SIGALRM every second), and which would
+// turn a wait for the upstream into a refusal; bounded instead.
+func upstreamContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
+
 // UpstreamEntry says what the declared upstream's tip has at rel.
 func (d *Daemon) UpstreamEntry(ctx context.Context, rel string) (fsnode.UpstreamEntry, error) {
+	ctx, cancel := upstreamContext(ctx, upstreamWait+upstreamReadTimeout)
+	defer cancel()
 	m := d.mirrorNow()
 	tip, err := m.Tip(ctx, upstreamWait)
 	if errors.Is(err, upstream.ErrNotConfigured) {
@@ -55,6 +69,8 @@ func (d *Daemon) UpstreamEntry(ctx context.Context, rel string) (fsnode.Upstream
 
 // UpstreamHistory says which contents rel had in the upstream's history.
 func (d *Daemon) UpstreamHistory(ctx context.Context, commit, rel string) (fsnode.UpstreamHistory, error) {
+	ctx, cancel := upstreamContext(ctx, upstreamReadTimeout)
+	defer cancel()
 	h, err := d.mirror.Versions(ctx, upstream.Tip{Commit: commit}, rel)
 	if err != nil {
 		return fsnode.UpstreamHistory{}, fmt.Errorf("reading the upstream's history of %s: %w", rel, err)
