@@ -116,6 +116,13 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 	if strings.Contains(blame, "INT-001") {
 		t.Fatalf("the pull is credited to the agent:\n%s", blame)
 	}
+	// The agent's uid cannot read the object store (root's): verify says
+	// so, instead of calling every kept version missing.
+	rt := t.TempDir()
+	os.Chmod(rt, 0o777)
+	if out, code := c.runAs(1000, rt, "verify", "--source", src); code != 0 || !strings.Contains(out, "is not readable by you") || strings.Contains(out, "not in the object store") {
+		t.Fatalf("verify as the agent's uid (exit %d):\n%s", code, out)
+	}
 	check, code := c.run("check", "--source", src, "origin/main..HEAD")
 	t.Logf("intentfs check origin/main..HEAD (exit %d):\n%s", code, check)
 	if code != 0 {

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -49,6 +52,13 @@ Examples:
 			ig, _, _ := policy.LoadIgnore(ws.source)
 			opts := ledger.VerifyOptions{Ledger: ws.layout().LedgerPath(), Source: ws.source,
 				Exempt: func(rel string, isDir bool) bool { return ig.Match(rel, isDir) }, ListObjects: ws.layout().Objects().List}
+			if _, err := os.ReadDir(ws.layout().ObjectsDir()); errors.Is(err, fs.ErrPermission) {
+				// The store is private to its owner (root): a user who
+				// cannot list it would see every kept version as missing.
+				opts.ListObjects = nil
+				fmt.Fprintf(a.stderr, "intentfs verify: the object store %s is not readable by you (uid %d), so the kept copies of replaced versions are not checked; run verify as its owner (root) to check them\n",
+					textsafe.Escape(ws.layout().ObjectsDir()), os.Getuid())
+			}
 			bar := newProgress(a, "verifying")
 			opts.Progress = bar.update
 			rep := ledger.Verify(opts)
