@@ -129,6 +129,20 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 		t.Fatalf("check fails after the pull (exit %d):\n%s", code, check)
 	}
 
+	// A reviewer's clone of the agent's repository: its own upstream is
+	// the agent's branch, so the default range holds nothing, and check
+	// says so; with a remote at the declared upstream's URL, the default
+	// range starts there.
+	gitAs(t, filepath.Dir(src), "git clone -q "+src+" review")
+	review := filepath.Join(filepath.Dir(src), "review")
+	if out, _ := c.run("check", "--source", review); !strings.Contains(out, "note: the default range") {
+		t.Fatalf("check in a clone whose upstream is HEAD does not say it checked nothing:\n%s", out)
+	}
+	gitAs(t, review, "git remote add up "+filepath.Join(filepath.Dir(src), "origin.git")+" && git fetch -q up")
+	if out, _ := c.run("check", "--source", review); !strings.Contains(out, "..HEAD: 1 commit(s)") || strings.Contains(out, "note:") {
+		t.Fatalf("check in a clone with the declared upstream as a remote:\n%s", out)
+	}
+
 	// Attacks: each must leave docs/ as the upstream has it.
 	want := read("docs/guide.md")
 	crafted := gitAs(t, mnt, "git commit-tree -p HEAD -m crafted $(printf '040000 tree %s\\tdocs\\n' $(printf '100644 blob %s\\tguide.md\\n100644 blob %s\\tevil.md\\n' $(echo pwned | git hash-object -w --stdin) $(echo pwned | git hash-object -w --stdin) | git mktree) | git mktree)")

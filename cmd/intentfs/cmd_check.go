@@ -30,9 +30,10 @@ matches no recorded version". Changes to governance files (.orchestration/,
 Records come from the local ledger and from the git notes under
 refs/notes/intentfs (see intentfs notes), so check works on a fresh clone.
 Scopes are judged by the workspace's current policy. REV_RANGE is git
-rev-list syntax; the default is the merge-base with the upstream branch up
-to HEAD, or all of HEAD's history without an upstream. Exit status 1 on any
-problem.
+rev-list syntax; the default is the merge-base with the upstream up to
+HEAD: the policy's declared upstream (upstream: in active_intents.yaml), as
+fetched from the remote with that URL, else the branch's upstream
+(@{upstream}), else all of HEAD's history. Exit status 1 on any problem.
 
 Examples:
   intentfs check
@@ -74,7 +75,7 @@ func runCheck(a *app, args []string) error {
 	}
 	revs := args
 	if len(revs) == 0 {
-		if revs, err = defaultRange(ctx, g); err != nil {
+		if revs, err = defaultRange(ctx, g, intents.Upstream); err != nil {
 			return err
 		}
 	}
@@ -94,6 +95,10 @@ func runCheck(a *app, args []string) error {
 		}
 	} else {
 		printCheck(a, rep, local, noted)
+		if len(args) == 0 && rep.Commits == 0 {
+			fmt.Fprintf(a.stdout, "note: the default range %s holds no commit: HEAD is where its upstream is. Name the base you review against: intentfs check <base>..HEAD\n",
+				printable(strings.Join(rep.Range, " ")))
+		}
 	}
 	if !rep.OK() {
 		return silentFailure{}
@@ -101,14 +106,19 @@ func runCheck(a *app, args []string) error {
 	return nil
 }
 
-// defaultRange is the merge-base with the upstream up to HEAD, or HEAD.
-func defaultRange(ctx context.Context, g *gitWorkspace) ([]string, error) {
+// defaultRange is the merge-base with the upstream up to HEAD, or HEAD:
+// the policy's declared upstream as a remote of this clone has it, else
+// the branch's own upstream.
+func defaultRange(ctx context.Context, g *gitWorkspace, declared *policy.Upstream) ([]string, error) {
 	if _, err := g.repo.Line(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
 		return nil, fmt.Errorf("the repository has no commits yet")
 	}
-	up, err := g.repo.Line(ctx, "rev-parse", "--verify", "--quiet", "@{upstream}")
-	if err != nil || up == "" {
-		return []string{"HEAD"}, nil
+	up := declaredUpstream(ctx, g, declared)
+	if up == "" {
+		var err error
+		if up, err = g.repo.Line(ctx, "rev-parse", "--verify", "--quiet", "@{upstream}"); err != nil || up == "" {
+			return []string{"HEAD"}, nil
+		}
 	}
 	base, err := g.repo.Line(ctx, "merge-base", "HEAD", up)
 	if err != nil || base == "" {
@@ -142,3 +152,48 @@ func printCheck(a *app, rep *gitcheck.Report, local, noted int) {
 }
 
 func shortCommit(c string) string { return ledger.ShortHash(c) }
+
+// declaredUpstream returns the commit of the policy's declared upstream as
+// this clone last fetched it: the remote-tracking branch of the remote
+// whose URL is the declared one. "" when there is none.
+func declaredUpstream(ctx context.Context, g *gitWorkspace, declared *policy.Upstream) string {
+	branch, ok := strings.CutPrefix(declaredRef(declared), "refs/heads/")
+	if !ok {
+		return ""
+	}
+	out, err := g.repo.Output(ctx, "config", "--get-regexp", `^remote\..*\.url$`)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		key, url, ok := strings.Cut(line, " ")
+		remote := strings.TrimSuffix(strings.TrimPrefix(key, "remote."), ".url")
+		if !ok || !sameURL(url, declared.URL) || strings.HasPrefix(remote, "-") {
+			continue
+		}
+		if c, err := g.repo.Line(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", "refs/remotes/"+remote+"/"+branch+"^{commit}"); err == nil && c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+func declaredRef(u *policy.Upstream) string {
+	if u == nil {
+		return ""
+	}
+	return u.Ref
+}
+
+// sameURL compares two remote URLs, a path's trailing slash and a
+// file:// prefix aside.
+func sameURL(a, b string) bool {
+	norm := func(s string) string {
+		s = strings.TrimPrefix(s, "file://")
+		if strings.HasPrefix(s, "/") {
+			s = filepath.Clean(s)
+		}
+		return strings.TrimSuffix(s, "/")
+	}
+	return norm(a) == norm(b)
+}
