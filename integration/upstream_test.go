@@ -143,6 +143,22 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 		t.Fatalf("check in a clone with the declared upstream as a remote:\n%s", out)
 	}
 
+	// A clone of root's, whose origin (the agent's repository) belongs to
+	// uid 1000: git refuses to read it as root, and notes fetch says what
+	// to do, once.
+	rootCfg := filepath.Join(t.TempDir(), "gitconfig")
+	writeFile(t, rootCfg, "[safe]\n\tdirectory = *\n")
+	clone := commandIn(filepath.Dir(src), "git", "clone", "-q", src, "rootclone")
+	clone.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+rootCfg)
+	if out, err := clone.CombinedOutput(); err != nil {
+		t.Fatalf("git clone as root: %v\n%s", err, out)
+	}
+	out, code = c.run("notes", "fetch", "--source", filepath.Join(filepath.Dir(src), "rootclone"))
+	t.Logf("intentfs notes fetch in root's clone of uid 1000's repository (exit %d):\n%s", code, out)
+	if code == 0 || !strings.Contains(out, "git refuses to read") || !strings.Contains(out, "git notes --ref=intentfs merge") || strings.Count(out, "dubious") > 0 {
+		t.Fatalf("notes fetch from a remote of another owner (exit %d):\n%s", code, out)
+	}
+
 	// Attacks: each must leave docs/ as the upstream has it.
 	want := read("docs/guide.md")
 	crafted := gitAs(t, mnt, "git commit-tree -p HEAD -m crafted $(printf '040000 tree %s\\tdocs\\n' $(printf '100644 blob %s\\tguide.md\\n100644 blob %s\\tevil.md\\n' $(echo pwned | git hash-object -w --stdin) $(echo pwned | git hash-object -w --stdin) | git mktree) | git mktree)")

@@ -50,15 +50,16 @@ func Fetch(ctx context.Context, repo *gitexec.Repo, remote string) (string, erro
 	var log strings.Builder
 	out, err := repo.TransportOutput(ctx, "fetch", "--no-tags", "--no-write-fetch-head", "--upload-pack=git-upload-pack",
 		"--end-of-options", url, FetchRefspec(remote))
-	log.Write(out)
 	if err != nil {
 		if strings.Contains(string(out), "couldn't find remote ref") {
 			// git's "fatal: couldn't find remote ref" is no failure
 			// here: say what it means instead.
 			return "the remote has no notes yet\n", nil
 		}
-		return log.String(), fmt.Errorf("fetching notes from %s: %w", remote, err)
+		// git's output is in the error, once.
+		return "", transportError("fetching notes from", remote, url, out, err, repo)
 	}
+	log.Write(out)
 	merged, err := Merge(ctx, repo, TrackingRef(remote))
 	log.WriteString(merged)
 	return log.String(), err
@@ -106,12 +107,31 @@ func Push(ctx context.Context, repo *gitexec.Repo, remote string) (string, error
 			return log.String(), err
 		}
 		pout, err := repo.TransportOutput(ctx, "push", "--no-verify", "--receive-pack=git-receive-pack", "--end-of-options", url, PushRefspec())
-		log.Write(pout)
 		if err == nil {
+			log.Write(pout)
 			return log.String(), nil
 		}
 		if attempt > 0 || !strings.Contains(string(pout), "rejected") {
-			return log.String(), fmt.Errorf("pushing notes to %s: %w", remote, err)
+			return log.String(), transportError("pushing notes to", remote, url, pout, err, repo)
 		}
+		log.Write(pout)
 	}
+}
+
+// transportError says why a fetch or push of notes failed. git refuses a
+// repository on a local path that belongs to another user than the one
+// it runs as ("detected dubious ownership"), and tells the user to add a
+// safe.directory to their global configuration, which intentfs never
+// reads: say what works instead.
+func transportError(what, remote, url string, out []byte, err error, repo *gitexec.Repo) error {
+	if strings.Contains(string(out), "detected dubious ownership") {
+		yours := fmt.Sprintf("git fetch %s '%s' && git notes --ref=intentfs merge -s cat_sort_uniq %s", remote, FetchRefspec(remote), TrackingRef(remote))
+		if strings.HasPrefix(what, "pushing") {
+			yours = fmt.Sprintf("git push %s %s", remote, PushRefspec())
+		}
+		return fmt.Errorf("%s %s: git refuses to read %s, which belongs to another user than the one intentfs runs git as here (uid %d). "+
+			"Run this as the owner of %s, or use your own git, which honours your safe.directory: %s",
+			what, remote, url, repo.RunsAs(), url, yours)
+	}
+	return fmt.Errorf("%s %s: %w", what, remote, err)
 }
