@@ -1,0 +1,250 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// Attacks on git's upstream path outside the scope (see upstream_test.go).
+// Each test fails while the hole is open and passes once it is closed.
+
+// shimC is loaded into the system's git with LD_PRELOAD: the agent's code
+// then runs in a process whose /proc/PID/exe is the root-owned
+// /usr/bin/git, which is all TrustedGit checks. It only gives the agent
+// control of *when* git's requests are made; every byte still goes through
+// the mount's checks.
+const shimC = `#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+static void waitfile(const char *p) { while (p && access(p, F_OK) != 0) usleep(50000); }
+static void touch(const char *p) { if (p) close(open(p, O_WRONLY | O_CREAT, 0666)); }
+__attribute__((constructor)) static void atk(void) {
+	const char *op = getenv("ATK_OP");
+	if (!op) return;
+	const char *path = getenv("ATK_PATH");
+	if (!strcmp(op, "hold")) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, (mode_t)strtol(getenv("ATK_MODE"), 0, 8));
+		if (fd < 0) { printf("open %s: %s\n", path, strerror(errno)); fflush(stdout); _exit(1); }
+		int in = open(getenv("ATK_SRC"), O_RDONLY);
+		char buf[65536]; ssize_t n;
+		while ((n = read(in, buf, sizeof buf)) > 0) write(fd, buf, n);
+		close(in);
+		printf("created %s\n", path); fflush(stdout);
+		touch(getenv("ATK_READY"));
+		waitfile(getenv("ATK_GO"));
+		int r = close(fd);
+		printf("close: %s\n", r ? strerror(errno) : "ok"); fflush(stdout);
+		_exit(r ? 2 : 0);
+	}
+	if (!strcmp(op, "unlinkloop")) {
+		int secs = atoi(getenv("ATK_SECS")), removals = 0;
+		for (int i = 0; i < secs * 20; i++) {
+			if (access(path, F_OK) == 0) {
+				if (unlink(path) == 0) { removals++; printf("removed at %d ms\n", i * 50); }
+				else printf("unlink at %d ms: %s\n", i * 50, strerror(errno));
+				fflush(stdout);
+			}
+			usleep(50000);
+		}
+		printf("removals %d\n", removals); fflush(stdout);
+		_exit(0);
+	}
+	printf("unknown op %s\n", op); _exit(3);
+}
+`
+
+// gitShim builds shimC into a directory uid 1000 can read.
+func gitShim(t *testing.T) (so, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc is needed to build the LD_PRELOAD shim")
+	}
+	dir = t.TempDir()
+	os.Chmod(dir, 0o777)
+	c := filepath.Join(dir, "shim.c")
+	if err := os.WriteFile(c, []byte(shimC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	so = filepath.Join(dir, "shim.so")
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", so, c).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	os.Chmod(so, 0o755)
+	return so, dir
+}
+
+// shimGit returns /usr/bin/git with the shim, run as the agent in dir.
+func shimGit(dir, so string, env ...string) (*exec.Cmd, *bytes.Buffer) {
+	// Only git gets the shim: setpriv and env run without it.
+	args := append([]string{"--reuid=1000", "--regid=1000", "--clear-groups", "env", "LD_PRELOAD=" + so}, env...)
+	cmd := commandIn(dir, "setpriv", append(args, "/usr/bin/git", "--version")...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	return cmd, &out
+}
+
+// waitHeld waits for the shim to say it holds its creation.
+func waitHeld(t *testing.T, ready string, out *bytes.Buffer) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the shimmed git never held its creation:\n%s", out)
+}
+
+// waitMirror waits until intentfs status shows the mirror at commit.
+func waitMirror(t *testing.T, c *cli, mnt, commit string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := c.must("status", "--mount", mnt)
+		if strings.Contains(st, " at "+commit[:12]) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mirror never reached %s:\n%s", commit, st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestUpstreamAttackHeldSinkOutlivesTheTip: the content check at close is
+// against the tip the mirror had when git *created* the file, not the tip
+// at close. git creates docs/new.md while upstream (T1) has it, holds it
+// open; upstream deletes it (T2) and the mirror fetches T2; git closes:
+// T1's file is published at a path the upstream's tip no longer has, and
+// recorded as restored from T1. (A resurrected file, or any older
+// version, against the tip: a rollback the README says cannot happen.)
+func TestUpstreamAttackHeldSinkOutlivesTheTip(t *testing.T) {
+	c, e, up := upstreamRepo(t)
+	so, dir := gitShim(t)
+	src, mnt := e.src, e.mnt
+
+	gitAs(t, up, "printf '# New\\n\\nv1, with the bug\\n' > docs/new.md && git add docs/new.md && git commit -qm 'new page' && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t1)
+
+	content := filepath.Join(dir, "content")
+	os.WriteFile(content, []byte("# New\n\nv1, with the bug\n"), 0o644)
+	ready, goFile := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	cmd, out := shimGit(mnt, so, "ATK_OP=hold", "ATK_PATH=docs/new.md", "ATK_MODE=644", "ATK_SRC="+content, "ATK_READY="+ready, "ATK_GO="+goFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, ready, out)
+
+	// Upstream deletes the page (T2); the mirror fetches it.
+	gitAs(t, up, "git rm -q docs/new.md && git commit -qm 'drop the page' && git push -q origin main")
+	t2 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t2)
+
+	os.WriteFile(goFile, nil, 0o644)
+	cmd.Wait()
+	t.Logf("shimmed git after close (mirror at %s):\n%s", t2[:12], out)
+
+	if b, err := os.ReadFile(filepath.Join(src, "docs", "new.md")); err == nil {
+		var rec string
+		for _, r := range e.records() {
+			if r.Path() == "docs/new.md" && r.Gov().Event == ledger.EventCreate {
+				rec = string(r.Gov().Event) + " restored_from=" + r.Gov().RestoredFrom
+			}
+		}
+		t.Fatalf("docs/new.md was published with %q although the upstream's tip %s has no such file (ledger: %s)", b, t2[:12], rec)
+	}
+}
+
+// upstreamRepoScoped is upstreamRepo with INT-001 owning policyScope.
+func upstreamRepoScoped(t *testing.T, scope string) (c *cli, e *env, up string) {
+	t.Helper()
+	requireFUSE(t)
+	c = newCLI(t)
+	root := t.TempDir()
+	os.Chmod(filepath.Dir(root), 0o755)
+	os.Chmod(root, 0o755)
+	origin, seed := filepath.Join(root, "origin.git"), filepath.Join(root, "seed")
+	for _, d := range []string{origin, seed} {
+		os.Mkdir(d, 0o755)
+	}
+	pol := "active_intents:\n  - id: INT-001\n    name: the api\n    status: IN_PROGRESS\n    owned_scope: " + scope + "\n"
+	writeFile(t, filepath.Join(seed, policy.IntentsFile), pol+"upstream:\n  url: "+origin+"\n  ref: main\n")
+	scratch := t.TempDir()
+	c.must("init", scratch)
+	gi, err := os.ReadFile(filepath.Join(scratch, ".orchestration", ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(seed, ".orchestration", ".gitignore"), string(gi))
+	writeFile(t, filepath.Join(seed, "README.md"), "# project\n")
+	writeFile(t, filepath.Join(seed, "src", "util.go"), "package api\n\nfunc util() {}\n")
+	writeFile(t, filepath.Join(seed, "docs", "guide.md"), "# Guide\n\nv1\n")
+	chownTree(t, root)
+	gitAs(t, origin, "git init -q --bare -b main .")
+	gitAs(t, seed, "git init -q -b main . && git add -A && git commit -qm base && git push -q "+origin+" main")
+	gitAs(t, root, "git clone -q "+origin+" clone && git clone -q "+origin+" up")
+	d := startDaemon(t, filepath.Join(root, "clone"), t.TempDir(), "INT-001")
+	return c, &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d}, filepath.Join(root, "up")
+}
+
+// TestUpstreamAttackSinkFollowsItsDirectory: the file git creates outside
+// the scope is published, at close, in whatever its directory's node is
+// called by then. With a scope that owns a directory but not the files
+// in it (docs/*: docs/img is in scope, docs/img/logo.txt is not), git
+// creates docs/img/logo.txt (the upstream's), the agent renames the
+// still empty docs/img to docs/pic (allowed: the unnamed file is not in
+// the listing the rename is checked against), and the close publishes
+// docs/pic/logo.txt: a path outside the scope the upstream's tip does not
+// have, which the ledger never names (it records docs/img/logo.txt).
+func TestUpstreamAttackSinkFollowsItsDirectory(t *testing.T) {
+	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
+	so, dir := gitShim(t)
+	src, mnt := e.src, e.mnt
+
+	gitAs(t, up, "mkdir -p docs/img && printf 'logo\\n' > docs/img/logo.txt && git add docs/img && git commit -qm logo && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t1)
+
+	gitAs(t, mnt, "mkdir docs/img")
+	content := filepath.Join(dir, "content")
+	os.WriteFile(content, []byte("logo\n"), 0o644)
+	ready, goFile := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	cmd, out := shimGit(mnt, so, "ATK_OP=hold", "ATK_PATH=docs/img/logo.txt", "ATK_MODE=644", "ATK_SRC="+content, "ATK_READY="+ready, "ATK_GO="+goFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, ready, out)
+	mv, mvErr := gitTry(mnt, "mv docs/img docs/pic && echo renamed")
+	t.Logf("mv docs/img docs/pic: %v %s", mvErr, mv)
+	os.WriteFile(goFile, nil, 0o644)
+	cmd.Wait()
+	t.Logf("shimmed git:\n%s", out)
+
+	if b, err := os.ReadFile(filepath.Join(src, "docs", "pic", "logo.txt")); err == nil {
+		var recs []string
+		for _, r := range e.records() {
+			if strings.Contains(r.Path(), "logo") {
+				recs = append(recs, string(r.Gov().Event)+" "+r.Path()+" restored_from="+r.Gov().RestoredFrom)
+			}
+		}
+		t.Fatalf("docs/pic/logo.txt (outside the scope, not in the upstream's tip) holds %q; the ledger says: %v", b, recs)
+	}
+}
