@@ -49,6 +49,13 @@ __attribute__((constructor)) static void atk(void) {
 		printf("close: %s\n", r ? strerror(errno) : "ok"); fflush(stdout);
 		_exit(r ? 2 : 0);
 	}
+	if (!strcmp(op, "unlinkhold")) {
+		int r = unlink(path);
+		printf("unlink %s: %s\n", path, r ? strerror(errno) : "ok"); fflush(stdout);
+		touch(getenv("ATK_READY"));
+		waitfile(getenv("ATK_GO"));
+		_exit(r ? 2 : 0);
+	}
 	if (!strcmp(op, "unlinkloop")) {
 		int secs = atoi(getenv("ATK_SECS")), removals = 0;
 		for (int i = 0; i < secs * 20; i++) {
@@ -246,5 +253,83 @@ func TestUpstreamAttackSinkFollowsItsDirectory(t *testing.T) {
 			}
 		}
 		t.Fatalf("docs/pic/logo.txt (outside the scope, not in the upstream's tip) holds %q; the ledger says: %v", b, recs)
+	}
+}
+
+// TestUpstreamAttackRemovalWithoutItsDirectory: a removal git makes
+// outside the scope toward the upstream's other content is put back when
+// git exits without writing the file again, by path. If the directory is
+// gone by then, the put-back fails and the file is gone for good. With a
+// scope that owns the directory but not the file in it (docs/*), the
+// agent removes the emptied directory itself: docs/img/logo.txt, an older
+// upstream version the agent may not change, is deleted permanently.
+func TestUpstreamAttackRemovalWithoutItsDirectory(t *testing.T) {
+	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
+	so, dir := gitShim(t)
+	src, mnt := e.src, e.mnt
+	// The logo, v0, is in the agent's checkout; upstream moves to v1.
+	gitAs(t, up, "mkdir -p docs/img && printf 'logo v0\\n' > docs/img/logo.txt && git add docs/img && git commit -qm logo && git push -q origin main")
+	gitAs(t, mnt, "git pull -q --no-rebase origin main")
+	if b, err := os.ReadFile(filepath.Join(src, "docs", "img", "logo.txt")); err != nil || string(b) != "logo v0\n" {
+		t.Fatalf("docs/img/logo.txt after the pull: %q %v", b, err)
+	}
+	gitAs(t, up, "printf 'logo v1\\n' > docs/img/logo.txt && git commit -qam 'logo v1' && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t1)
+
+	ready, goFile := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	cmd, out := shimGit(mnt, so, "ATK_OP=unlinkhold", "ATK_PATH=docs/img/logo.txt", "ATK_READY="+ready, "ATK_GO="+goFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, ready, out)
+	rm, rmErr := gitTry(mnt, "rmdir docs/img && echo removed the directory")
+	t.Logf("rmdir docs/img: %v %s", rmErr, rm)
+	os.WriteFile(goFile, nil, 0o644)
+	cmd.Wait()
+	t.Logf("shimmed git:\n%s", out)
+	// The put-back runs once the git process has ended (checked every second).
+	time.Sleep(3 * time.Second)
+	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
+	t.Logf(".intentfs/denials:\n%s", den)
+	if _, err := os.Stat(filepath.Join(src, "docs", "img", "logo.txt")); err != nil {
+		t.Fatalf("docs/img/logo.txt, outside the scope, is gone for good: %v", err)
+	}
+}
+
+// TestUpstreamAttackRemovalKeptMissing: a removal git does not complete
+// is put back a minute after that git's last removal, and the same git
+// may simply remove it again. A process running as git that removes the
+// file whenever it reappears keeps a file outside the scope missing for as
+// long as it runs; here for 75 s, with one put-back in between.
+func TestUpstreamAttackRemovalKeptMissing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 80 s")
+	}
+	c, e, up := upstreamRepo(t)
+	so, _ := gitShim(t)
+	src, mnt := e.src, e.mnt
+	gitAs(t, up, "printf '# Guide\\n\\nv2\\n' > docs/guide.md && git commit -qam v2 && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t1)
+
+	cmd, out := shimGit(mnt, so, "ATK_OP=unlinkloop", "ATK_PATH=docs/guide.md", "ATK_SECS=75")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	present, samples := 0, 0
+	for start := time.Now(); time.Since(start) < 74*time.Second; time.Sleep(250 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(src, "docs", "guide.md")); err == nil {
+			present++
+		}
+		samples++
+	}
+	cmd.Wait()
+	t.Logf("shimmed git:\n%s", out)
+	t.Logf("docs/guide.md was present in %d of %d samples over 74 s", present, samples)
+	if strings.Count(out.String(), "removed at") > 1 {
+		t.Fatalf("the same git removed docs/guide.md again after the mount put it back: it stays missing (present in %d of %d samples)", present, samples)
 	}
 }
