@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -331,5 +332,67 @@ func TestUpstreamAttackRemovalKeptMissing(t *testing.T) {
 	t.Logf("docs/guide.md was present in %d of %d samples over 74 s", present, samples)
 	if strings.Count(out.String(), "removed at") > 1 {
 		t.Fatalf("the same git removed docs/guide.md again after the mount put it back: it stays missing (present in %d of %d samples)", present, samples)
+	}
+}
+
+// TestUpstreamAttackHeldSinkRealGit is TestUpstreamAttackHeldSinkOutlivesTheTip
+// without LD_PRELOAD: the real git creates the file (git diff --output),
+// and its textconv helper, which inherits git's descriptor, writes the
+// upstream's old bytes through it and closes it when the agent chooses.
+func TestUpstreamAttackHeldSinkRealGit(t *testing.T) {
+	c, e, up := upstreamRepo(t)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	src, mnt := e.src, e.mnt
+
+	gitAs(t, up, "printf '# New\\n\\nv1, with the bug\\n' > docs/new.md && git add docs/new.md && git commit -qm 'new page' && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "printf 'package api\\n\\nfunc util() { _ = 1 }\\n' > src/util.go && git commit -qam 'util' && git fetch -q origin")
+	waitMirror(t, c, mnt, t1)
+
+	ready := filepath.Join(dir, "ready")
+	os.WriteFile(filepath.Join(dir, "attrs"), []byte("*.go diff=hold\n"), 0o644)
+	// The textconv helper holds git's descriptor on docs/new.md (fd 3,
+	// inherited) without closing any copy of it: every close is a FLUSH,
+	// and the first one publishes. So it forks nothing until it has
+	// written: it waits on a FIFO, writes with the printf builtin (the
+	// shell's restore of its stdout is the first close), then runs cat.
+	fifo := filepath.Join(dir, "go.fifo")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(fifo, 0o666)
+	tc := filepath.Join(dir, "tc.sh")
+	os.WriteFile(tc, []byte(`#!/bin/sh
+if [ ! -e `+ready+` ]; then
+  : > `+ready+`
+  read x < `+fifo+`
+  printf '# New\n\nv1, with the bug\n' >&3
+fi
+exec cat "$1"
+`), 0o755)
+	cmd := commandIn(mnt, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "git",
+		"-c", "core.attributesFile="+filepath.Join(dir, "attrs"), "-c", "diff.hold.textconv="+tc,
+		"diff", "--output=docs/new.md", "HEAD~1", "HEAD", "--", "src/util.go")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, ready, &out)
+
+	gitAs(t, up, "git rm -q docs/new.md && git commit -qm 'drop the page' && git push -q origin main")
+	t2 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t2)
+
+	if err := os.WriteFile(fifo, []byte("go\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	t.Logf("git diff --output=docs/new.md (mirror at %s): %v\n%s", t2[:12], err, &out)
+	if b, err := os.ReadFile(filepath.Join(src, "docs", "new.md")); err == nil {
+		t.Fatalf("docs/new.md was published with %q although the upstream's tip %s has no such file", b, t2[:12])
 	}
 }
