@@ -182,10 +182,19 @@ func TestUpstreamAttackHeldSinkOutlivesTheTip(t *testing.T) {
 
 // upstreamRepoScoped is upstreamRepo with INT-001 owning policyScope.
 func upstreamRepoScoped(t *testing.T, scope string) (c *cli, e *env, up string) {
+	return upstreamRepoIn(t, scope, nil)
+}
+
+// upstreamRepoIn is upstreamRepoScoped with a chance to prepare the
+// directory everything is made in (mount a filesystem on it).
+func upstreamRepoIn(t *testing.T, scope string, prepare func(root string)) (c *cli, e *env, up string) {
 	t.Helper()
 	requireFUSE(t)
 	c = newCLI(t)
 	root := t.TempDir()
+	if prepare != nil {
+		prepare(root)
+	}
 	os.Chmod(filepath.Dir(root), 0o755)
 	os.Chmod(root, 0o755)
 	origin, seed := filepath.Join(root, "origin.git"), filepath.Join(root, "seed")
@@ -394,5 +403,48 @@ exec cat "$1"
 	t.Logf("git diff --output=docs/new.md (mirror at %s): %v\n%s", t2[:12], err, &out)
 	if b, err := os.ReadFile(filepath.Join(src, "docs", "new.md")); err == nil {
 		t.Fatalf("docs/new.md was published with %q although the upstream's tip %s has no such file", b, t2[:12])
+	}
+}
+
+// TestUpstreamAttackRemovalPutBackOutOfInodes: the put-back of a removal
+// git did not complete needs a new inode in the source's filesystem. The
+// agent, confined to src/**, runs git to remove docs/guide.md (an older
+// upstream version, toward the tip's), fills the filesystem's inodes with
+// empty files in its own scope, lets git exit (the put-back fails:
+// ENOSPC), and deletes its files: the guide is gone for good. On ext4,
+// root's reserved blocks do not cover inodes; here a tmpfs with few inodes
+// stands for the source's filesystem.
+func TestUpstreamAttackRemovalPutBackOutOfInodes(t *testing.T) {
+	c, e, up := upstreamRepoIn(t, `["src/**"]`, func(root string) {
+		if err := syscall.Mount("intentfs-test", root, "tmpfs", 0, "size=256m,nr_inodes=4000,mode=0755"); err != nil {
+			t.Skipf("cannot mount a tmpfs: %v", err)
+		}
+		t.Cleanup(func() { _ = syscall.Unmount(root, syscall.MNT_DETACH) })
+	})
+	so, dir := gitShim(t)
+	src, mnt := e.src, e.mnt
+	gitAs(t, up, "printf '# Guide\\n\\nv2\\n' > docs/guide.md && git commit -qam v2 && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t1)
+
+	ready, goFile := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	cmd, out := shimGit(mnt, so, "ATK_OP=unlinkhold", "ATK_PATH=docs/guide.md", "ATK_READY="+ready, "ATK_GO="+goFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, ready, out)
+	fill, _ := gitTry(mnt, "mkdir src/fill && i=0; while : > src/fill/$i 2>/dev/null; do i=$((i+1)); done; echo made $i files")
+	t.Logf("filling the inodes in src/: %s", fill)
+	os.WriteFile(goFile, nil, 0o644)
+	cmd.Wait()
+	t.Logf("shimmed git:\n%s", out)
+	time.Sleep(3 * time.Second) // the put-back runs once git has ended
+	rm, _ := gitTry(mnt, "rm -rf src/fill && echo removed the files")
+	t.Logf("%s", rm)
+	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
+	t.Logf(".intentfs/denials:\n%s", den)
+	if _, err := os.Stat(filepath.Join(src, "docs", "guide.md")); err != nil {
+		t.Fatalf("docs/guide.md, outside the scope, is gone for good: %v", err)
 	}
 }
