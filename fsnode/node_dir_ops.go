@@ -187,6 +187,11 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
+	release, errno := n.root.dirMayMove(rel)
+	if errno != 0 {
+		return errno
+	}
+	defer release()
 	if errno := n.withDir(func(dirfd int) error {
 		return n.root.asCaller(ctx, func() error { return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR) })
 	}); errno != 0 {
@@ -244,6 +249,22 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	g, errno := n.root.authorize(ctx, req)
 	if errno != 0 {
 		return errno
+	}
+	// A directory moved or replaced must hold nothing git is bringing
+	// from the upstream (see upstream_removal.go).
+	var dirs []string
+	if isDir {
+		dirs = append(dirs, rel)
+	}
+	if isDir2 {
+		dirs = append(dirs, newRel)
+	}
+	if len(dirs) > 0 {
+		release, errno := n.root.dirMayMove(dirs...)
+		if errno != 0 {
+			return errno
+		}
+		defer release()
 	}
 	n.checkpointChild(name)
 	movedNode, swappedNode := n.childNode(name), dst.childNode(newName)

@@ -78,6 +78,7 @@ func (n *Node) createUpstream(ctx context.Context, name, rel string, g grant, mo
 	cn := child.Operations().(*Node)
 	f := &upstreamFile{File: newFile(cn, fd, nil), dir: n, name: name, rel: rel, g: g}
 	cn.sink.Store(f)
+	n.root.upstreamRemovals.addSink(f)
 	// The check runs at close (FLUSH), before close returns.
 	return child, f, openFlags &^ fuse.FOPEN_NOFLUSH, 0
 }
@@ -91,6 +92,7 @@ func (f *upstreamFile) Flush(ctx context.Context) syscall.Errno {
 		f.settled = true
 		f.result = f.publish(ctx)
 		f.node.sink.CompareAndSwap(f, nil)
+		f.node.root.upstreamRemovals.dropSink(f)
 	}
 	return f.result
 }
@@ -98,6 +100,7 @@ func (f *upstreamFile) Flush(ctx context.Context) syscall.Errno {
 // Release forgets the handle; a file never closed is never published.
 func (f *upstreamFile) Release(ctx context.Context) syscall.Errno {
 	f.node.sink.CompareAndSwap(f, nil)
+	f.node.root.upstreamRemovals.dropSink(f)
 	return f.File.Release(ctx)
 }
 
@@ -106,8 +109,21 @@ func (f *upstreamFile) Release(ctx context.Context) syscall.Errno {
 // upstream's content.
 func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
 	r := f.node.root
-	e := f.g.upstream.entry
 	dir, _ := splitRel(f.rel)
+	// No directory above the path moves while it is published (see
+	// upstreamRemovals.dirs), and it is still where git created it: what
+	// is checked and recorded is the path the file goes to.
+	r.upstreamRemovals.dirs.RLock()
+	defer r.upstreamRemovals.dirs.RUnlock()
+	if d, ok := f.dir.relPath(); !ok || joinRel(d, f.name) != f.rel {
+		return f.refuse(ctx, "its directory was moved or removed while git wrote it")
+	}
+	// The tip now, not the one of the creation: the upstream may have
+	// moved on (or the policy named another) while the file was open.
+	e, why := f.tipNow(ctx)
+	if why != "" {
+		return f.refuse(ctx, why)
+	}
 	var copyFd = -1
 	defer func() {
 		if copyFd >= 0 {
@@ -115,7 +131,6 @@ func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
 		}
 	}()
 	var d objects.Digest
-	why := ""
 	errno := f.dir.withDir(func(dirfd int) error {
 		// The copy is the caller's file, made as the caller.
 		if err := r.asCaller(ctx, func() error {
@@ -169,23 +184,55 @@ func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
 		why = "it could not be published: " + errno.Error()
 	}
 	if why != "" {
-		// What git removed there comes back: the pair failed.
-		if rm, ok := r.upstreamRemovals.take(f.rel); ok {
-			r.putBackRemoval(f.rel, rm, "what git wrote in its place was refused")
-		}
-		return r.denyUpstream(ctx, f.g, policy.OpCreate, f.rel, why)
+		return f.refuse(ctx, why)
 	}
 	if rm, ok := r.upstreamRemovals.take(f.rel); ok {
-		_ = rm // the removal was recorded; this creation completes it
-		r.upstreamRemovals.busy.Done()
+		// The removal was recorded; this creation completes it.
+		r.completeRemoval(rm)
 	}
-	r.record(f.g, ledger.Change{Event: ledger.EventCreate, Path: f.rel, PostHash: d.Hash, Lines: d.Lines, Op: "upstream",
-		RestoredFrom: f.g.upstream.restoredFrom(), Reason: "git brought " + e.Ref + " at " + shortCommit(e.Commit) + " outside the scope",
+	g := f.g
+	g.upstream = &upstreamPlan{entry: e}
+	r.record(g, ledger.Change{Event: ledger.EventCreate, Path: f.rel, PostHash: d.Hash, Lines: d.Lines, Op: "upstream",
+		RestoredFrom: g.upstream.restoredFrom(), Reason: "git brought " + e.Ref + " at " + shortCommit(e.Commit) + " outside the scope",
 		Time: time.Now()})
 	// The kernel knows the unnamed file under the name: it learns the
 	// published one.
 	r.forgetEntry(dir, f.name)
 	return 0
+}
+
+// tipNow is what the upstream's tip has at the file's path now, if it is
+// a file git could have created with the handle's mode; else why not.
+func (f *upstreamFile) tipNow(ctx context.Context) (UpstreamEntry, string) {
+	src, ok := f.node.root.gov.(UpstreamSource)
+	if !ok {
+		return UpstreamEntry{}, "the upstream cannot be consulted"
+	}
+	e, err := src.UpstreamEntry(ctx, f.rel)
+	if err != nil {
+		return UpstreamEntry{}, err.Error()
+	}
+	if e.Kind != "blob" || (e.Mode != "100644" && e.Mode != "100755") {
+		return UpstreamEntry{}, "the upstream's tip (" + shortCommit(e.Commit) + ") no longer has a regular file there"
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(f.fd, &st); err != nil {
+		return UpstreamEntry{}, err.Error()
+	}
+	if exec := st.Mode&0o100 != 0; exec != (e.Mode == "100755") {
+		return UpstreamEntry{}, fmt.Sprintf("git created it with mode %o, the upstream's tip (%s) has mode %s", st.Mode&0o7777, shortCommit(e.Commit), e.Mode)
+	}
+	return e, ""
+}
+
+// refuse records the refusal of the file, puts back what git removed at
+// its path (the pair failed), and returns EACCES.
+func (f *upstreamFile) refuse(ctx context.Context, why string) syscall.Errno {
+	r := f.node.root
+	if rm, ok := r.upstreamRemovals.take(f.rel); ok {
+		r.putBackRemoval(f.rel, rm, "what git wrote in its place was refused")
+	}
+	return r.denyUpstream(ctx, f.g, policy.OpCreate, f.rel, why)
 }
 
 // copyFile copies at most limit bytes of the file at src (from its start)

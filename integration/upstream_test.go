@@ -191,37 +191,9 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 		gitAs(t, mnt, "git merge --abort 2>/dev/null; git reset -q; true")
 	}
 
-	// The upstream moves on (v3). Git made to remove the guide, toward
-	// it, and then to write other bytes there: the forged bytes never
-	// appear, and what git removed is put back.
+	// The upstream moves on (v3), and the pull works by a rebase of the
+	// agent's own commit.
 	gitAs(t, up, "printf '# Guide\\n\\nv3\\n' > docs/guide.md && chmod -x run.sh && git commit -qam v3 && git push -q origin main")
-	gitAs(t, mnt, "git fetch -q origin")
-	for _, a := range []struct{ name, script string }{
-		{"a removal git does not follow with the file", "git rm -q docs/guide.md"},
-		{"forged bytes after a removal toward the upstream", "git checkout " + crafted + " -- docs/guide.md"},
-	} {
-		before := strings.Count(denials(), "UPSTREAM_UNVERIFIED")
-		out, err := gitTry(mnt, a.script)
-		t.Logf("%s: err %v\n%s", a.name, err, out)
-		waitFor(t, func() bool { return read("docs/guide.md") == want }, a.name+": docs/guide.md put back")
-		waitFor(t, func() bool { return strings.Count(denials(), "UPSTREAM_UNVERIFIED") > before }, a.name+": a denial UPSTREAM_UNVERIFIED")
-		gitAs(t, mnt, "git reset -q; true")
-	}
-	den := denials()
-	t.Logf(".intentfs/denials:\n%s", den)
-	if strings.Contains(den, "context canceled") || strings.Contains(den, "deadline exceeded") {
-		t.Fatalf("a refusal says the upstream could not be consulted:\n%s", den)
-	}
-	if !lineWith(den, "UPSTREAM_UNVERIFIED", "docs/guide.md", "put it back") {
-		t.Fatalf("no denial says the removal was put back:\n%s", den)
-	}
-	for _, r := range e.records() {
-		if g := r.Gov(); outside(r) && g.Event != ledger.EventDenied && g.PostHash != nil && ledger.Str(g.PostHash) == shaOf([]byte("pwned\n")) {
-			t.Fatalf("forged content recorded as allowed: %+v", g)
-		}
-	}
-
-	// And the pull of v3 works, by a rebase of the agent's own commit.
 	gitAs(t, mnt, "printf 'package api\\n\\nfunc Get() {}\\nfunc Put() {}\\n' > src/api.go && git commit -qam put")
 	out = gitAs(t, mnt, "git pull -q --rebase origin main 2>&1; echo status $?")
 	if !strings.HasSuffix(out, "status 0") || read("docs/guide.md") != "# Guide\n\nv3\n" {
@@ -233,4 +205,46 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 	if got := gitAs(t, src, "git merge-base --is-ancestor origin/main HEAD && git log --format=%s -1"); got != "put" {
 		t.Fatalf("the agent's commit was not rebased onto v3: %s", got)
 	}
+
+	// The upstream moves on (v4). Git made to remove the guide, toward
+	// it, and then to write other bytes there: the forged bytes never
+	// appear, and what git removed is put back. A path put back is not
+	// removed toward the upstream again for a while.
+	want = read("docs/guide.md")
+	gitAs(t, up, "printf '# Guide\\n\\nv4\\n' > docs/guide.md && echo '# project v4' > README.md && git commit -qam v4 && git push -q origin main")
+	gitAs(t, mnt, "git fetch -q origin")
+	for _, a := range []struct{ name, script, path, want string }{
+		{"a removal git does not follow with the file", "git rm -q docs/guide.md", "docs/guide.md", want},
+		{"forged bytes after a removal toward the upstream", "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git checkout-index -f README.md",
+			"README.md", "# project\n"},
+	} {
+		before := strings.Count(denials(), "UPSTREAM_UNVERIFIED")
+		out, err := gitTry(mnt, a.script)
+		t.Logf("%s: err %v\n%s", a.name, err, out)
+		waitFor(t, func() bool { return read(a.path) == a.want }, a.name+": "+a.path+" put back")
+		waitFor(t, func() bool { return strings.Count(denials(), "UPSTREAM_UNVERIFIED") > before }, a.name+": a denial UPSTREAM_UNVERIFIED")
+		gitAs(t, mnt, "git reset -q; true")
+	}
+	// Put back, the guide is not removed toward the upstream again for a
+	// while, by any git.
+	if out, err := gitTry(mnt, "git checkout origin/main -- docs/guide.md"); err == nil || read("docs/guide.md") != want {
+		t.Fatalf("the guide was removed again right after it was put back (err %v, guide %q):\n%s", err, read("docs/guide.md"), out)
+	}
+	waitFor(t, func() bool {
+		return lineWith(denials(), "docs/guide.md", "removed it recently without writing it again")
+	}, "the denial of a removal during the cooldown")
+	den := denials()
+	t.Logf(".intentfs/denials:\n%s", den)
+	if strings.Contains(den, "context canceled") || strings.Contains(den, "deadline exceeded") {
+		t.Fatalf("a refusal says the upstream could not be consulted:\n%s", den)
+	}
+	if !lineWith(den, "UPSTREAM_UNVERIFIED", "docs/guide.md", "put it back") || !lineWith(den, "UPSTREAM_UNVERIFIED", "README.md", "put it back") {
+		t.Fatalf("no denial says the removal was put back:\n%s", den)
+	}
+	for _, r := range e.records() {
+		if g := r.Gov(); outside(r) && g.Event != ledger.EventDenied && g.PostHash != nil && ledger.Str(g.PostHash) == shaOf([]byte("pwned\n")) {
+			t.Fatalf("forged content recorded as allowed: %+v", g)
+		}
+	}
+
 }
