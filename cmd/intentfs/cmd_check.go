@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/internal/gitcheck"
+	"github.com/intentfs/intentfs/internal/gitnotes"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -83,6 +84,9 @@ func runCheck(a *app, args []string) error {
 	rep, err := c.Check(ctx, revs)
 	if err != nil {
 		return err
+	}
+	if local == 0 {
+		hintUnnoted(ctx, g, rep)
 	}
 	strict, _ := a.fs.GetBool("strict")
 	if strict {
@@ -196,4 +200,27 @@ func sameURL(a, b string) bool {
 		return strings.TrimSuffix(s, "/")
 	}
 	return norm(a) == norm(b)
+}
+
+// hintUnnoted adds to each problem of a commit that carries no intentfs
+// note here that its records may not have reached this clone: on a clone
+// without a ledger of its own, the notes are all check knows, and a
+// commit pushed without its notes looks like one made outside any mount.
+func hintUnnoted(ctx context.Context, g *gitWorkspace, rep *gitcheck.Report) {
+	if len(rep.Problems) == 0 {
+		return
+	}
+	notes, err := gitnotes.List(ctx, g.repo)
+	if err != nil {
+		return
+	}
+	noted := map[string]bool{}
+	for _, n := range notes {
+		noted[n.Commit] = true
+	}
+	for i, f := range rep.Problems {
+		if !noted[f.Commit] {
+			rep.Problems[i].Detail += "; this commit has no intentfs note in this clone: if it was made in a mount, fetch its notes (intentfs notes fetch REMOTE)"
+		}
+	}
 }
