@@ -483,3 +483,25 @@ func TestAgentFileUpdatesKeepVerifyClean(t *testing.T) {
 		t.Errorf("the human's text in CLAUDE.md changed:\n%s", b)
 	}
 }
+
+// TestCreatedAgentFileIsNotCommitted: the CLAUDE.md the mount creates in
+// a repository that had none is excluded locally, so the agent's
+// `git add -A` does not commit intentfs's guide (a rebase onto an
+// upstream without it then had to remove a file outside the scope, and
+// stopped); one the repository tracks is left alone.
+func TestCreatedAgentFileIsNotCommitted(t *testing.T) {
+	c, repo, ws := newPolicyRepo(t, agentPolicy)
+	writeFile(t, filepath.Join(repo, "README.md"), "# r\n")
+	if out, err := commandIn(repo, "sh", "-c", "git init -q -b main . && git add README.md && git -c user.name=h -c user.email=h@x commit -qm base").CombinedOutput(); err != nil {
+		t.Fatalf("git: %v\n%s", err, out)
+	}
+	cliMount(t, c, repo, ws)
+	ex, err := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
+	if err != nil || !strings.Contains(string(ex), "\n/CLAUDE.md\n") {
+		t.Fatalf(".git/info/exclude after the mount created CLAUDE.md: %v\n%s", err, ex)
+	}
+	out, err := commandIn(ws, "git", "status", "--porcelain").CombinedOutput()
+	if err != nil || strings.Contains(string(out), "CLAUDE.md") {
+		t.Fatalf("git status in the mount shows the guide: %v\n%s", err, out)
+	}
+}

@@ -3,10 +3,13 @@ package daemon
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -60,6 +63,7 @@ func (d *Daemon) recordAgentFile(name string, pre, post []byte) {
 		Process: &ledger.Process{Pid: uint32(os.Getpid()), Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Comm: "intentfs"}}
 	if pre == nil {
 		c.Event = ledger.EventCreate
+		d.excludeFromGit(name)
 	} else if err := d.layout.Objects().KeepBytes(pre, c.PreHash); err != nil {
 		// verify and revert need the version this write replaced.
 		d.log.Warn("keeping the replaced version of an agent file failed", "path", name, "err", err)
@@ -76,4 +80,36 @@ func hashOf(b []byte) string {
 	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// excludeFromGit adds name, an agent file the daemon created, to the
+// repository's local exclude file (.git/info/exclude, never committed):
+// otherwise the agent's `git add -A` commits intentfs's guide, and a
+// later rebase onto an upstream without it must remove a file outside the
+// agent's scope, and stops. A tracked file is not affected by excludes,
+// and a human who wants it committed adds it with git add -f.
+func (d *Daemon) excludeFromGit(name string) {
+	st, err := os.Lstat(filepath.Join(d.cfg.Source, ".git"))
+	if err != nil || !st.IsDir() {
+		return // not a repository's top, or a worktree's .git file
+	}
+	const rel = ".git/info/exclude"
+	cur, err := safeio.ReadFile(d.cfg.Source, rel, 1<<20)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		d.log.Warn("reading the repository's exclude file failed", "err", err)
+		return
+	}
+	line := "/" + name
+	for _, l := range strings.Split(string(cur), "\n") {
+		if strings.TrimSpace(l) == line {
+			return
+		}
+	}
+	if len(cur) > 0 && !strings.HasSuffix(string(cur), "\n") {
+		cur = append(cur, '\n')
+	}
+	cur = append(cur, "# intentfs's agent guide, which the mount writes: not committed (git add -f to commit it)\n"+line+"\n"...)
+	if err := safeio.ReplaceBelow(filepath.Join(d.cfg.Source, rel), cur, 0o644); err != nil {
+		d.log.Warn("adding the agent file to the repository's exclude file failed", "name", name, "err", err)
+	}
 }
