@@ -101,7 +101,7 @@ func printStatus(a *app, st *control.Status) {
 		fmt.Fprintf(w, "            LAST EDIT REJECTED, previous policy in force:\n            %s\n",
 			strings.ReplaceAll(st.Policy.ReloadError, "\n", "\n            "))
 	}
-	fmt.Fprintf(w, "ledger:     %s (%d records written, %d commits, %d queued, fsync last %.1f ms, max %.1f ms)\n", st.LedgerPath, st.Ledger.Appended, st.Ledger.Commits, st.Ledger.QueueDepth, st.Ledger.LastFsyncMs, st.Ledger.MaxFsyncMs)
+	fmt.Fprintf(w, "ledger:     %s (%d records written in %d fsync batches, %d queued, fsync last %.1f ms, max %.1f ms)\n", st.LedgerPath, st.Ledger.Appended, st.Ledger.Commits, st.Ledger.QueueDepth, st.Ledger.LastFsyncMs, st.Ledger.MaxFsyncMs)
 	if st.Ledger.State == "failing" {
 		fmt.Fprintf(w, "            LEDGER FAILING since %s, CHANGES ARE REFUSED: %s\n", st.Ledger.FailingSince.Local().Format(time.TimeOnly), st.Ledger.Failure)
 	} else if st.Ledger.LastWriteErr != "" {
@@ -227,7 +227,23 @@ func upstreamLine(u upstream.Status) string {
 		line += ", not fetched yet"
 	}
 	if u.LastErr != "" {
-		line += "\n            LAST FETCH FAILED: " + textsafe.Escape(u.LastErr)
+		line += "\n            LAST FETCH FAILED: " + textsafe.Escape(gitFailure(u.LastErr))
 	}
 	return line
+}
+
+// gitFailure shortens a git command's failure to what git said was fatal
+// (its advice lines aside), or to its first line.
+func gitFailure(msg string) string {
+	lines := strings.Split(msg, "\n")
+	var fatal []string
+	for _, l := range lines {
+		if i := strings.Index(l, "fatal: "); i >= 0 {
+			fatal = append(fatal, strings.TrimSpace(l[i:]))
+		}
+	}
+	if len(fatal) == 0 {
+		return strings.TrimSpace(lines[0])
+	}
+	return strings.Join(fatal, "; ")
 }

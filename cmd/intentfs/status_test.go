@@ -50,3 +50,16 @@ func TestInitNextInTheImage(t *testing.T) {
 		t.Errorf("in the image: %q", got)
 	}
 }
+
+func TestGitFailure(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"fetching refs/heads/main from the upstream /x: git fetch ...: fatal: detected dubious ownership in repository at '/x'\nTo add an exception for this directory, call:\n\n\tgit config --global --add safe.directory /x\nfatal: Could not read from remote repository.",
+			"fatal: detected dubious ownership in repository at '/x'; fatal: Could not read from remote repository."},
+		{"the upstream has not been fetched yet", "the upstream has not been fetched yet"},
+		{"first line\nsecond", "first line"},
+	} {
+		if got := gitFailure(tc.in); got != tc.want {
+			t.Errorf("gitFailure(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
