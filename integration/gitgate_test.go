@@ -73,7 +73,7 @@ func TestCommitGate(t *testing.T) {
 	}
 	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
 	t.Logf(".intentfs/denials:\n%s", den)
-	if !lineWith(string(den), "COMMIT_NOT_ACCOUNTED", "README.md", "never written through the mount") {
+	if !lineWith(string(den), "COMMIT_NOT_ACCOUNTED", "README.md (outside the scope of INT-001)", "never written through the mount") {
 		t.Fatalf("the denial does not say why:\n%s", den)
 	}
 	gitAs(t, mnt, "git reset -q HEAD -- README.md")

@@ -352,7 +352,7 @@ func (g *Gate) refUpdate(ctx context.Context, w fsnode.GitChange, gitDir, inner 
 	}
 	if !rep.OK() {
 		return &policy.Decision{Code: CodeCommitRefused, Validation: policy.ValidationFail, Path: req.Path2,
-			Reason: commitReason(ups, rep)}, nil
+			Reason: commitReason(ups, rep, g.outsideNote(req.Intent))}, nil
 	}
 	var proc *ledger.Process
 	if w.Caller != nil {
@@ -620,8 +620,22 @@ func (g *Gate) accept(st *repoState, ups []update, ids []string, rep *gitcheck.R
 	}
 }
 
-// commitReason names the problems of a refused update.
-func commitReason(ups []update, rep *gitcheck.Report) string {
+// outsideNote returns what to add to a problem's path outside the scope
+// of intent, the committer's: the commonest cause, which the problem
+// itself ("matches no recorded version") does not name.
+func (g *Gate) outsideNote(intent string) func(path string) string {
+	in := g.cfg.Snapshot().Intents.Get(intent)
+	return func(p string) string {
+		if in == nil || in.InScope(p) {
+			return ""
+		}
+		return " (outside the scope of " + in.ID + ")"
+	}
+}
+
+// commitReason names the problems of a refused update; note adds to a
+// path what the committer's scope says of it.
+func commitReason(ups []update, rep *gitcheck.Report, note func(path string) string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s would move to commit(s) made in the mount that fail intentfs check:", ups[0].ref)
 	for i, p := range rep.Problems {
@@ -629,7 +643,7 @@ func commitReason(ups []update, rep *gitcheck.Report) string {
 			fmt.Fprintf(&b, "; and %d more", len(rep.Problems)-i)
 			break
 		}
-		fmt.Fprintf(&b, " %s %s: %s;", p.Commit[:12], textsafe.Escape(p.Path), p.Detail)
+		fmt.Fprintf(&b, " %s %s%s: %s;", p.Commit[:12], textsafe.Escape(p.Path), note(p.Path), p.Detail)
 	}
 	b.WriteString(" write the content through the mount under an intent whose scope covers it, then commit again")
 	return strings.TrimSuffix(b.String(), ";")
