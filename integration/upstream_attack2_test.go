@@ -1,0 +1,159 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Round 2 of the attacks on git's upstream path outside the scope (see
+// upstream_attack_test.go). Each test fails while the hole is open and
+// passes once it is closed.
+
+// shim2C is shimC with more operations. Like shimC, it only gives the
+// agent control of *when* the system's git makes its requests.
+const shim2C = `#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+static void waitfile(const char *p) { while (p && access(p, F_OK) != 0) usleep(50000); }
+static void touch(const char *p) { if (p) close(open(p, O_WRONLY | O_CREAT, 0666)); }
+__attribute__((constructor)) static void atk(void) {
+	const char *op = getenv("ATK_OP");
+	if (!op) return;
+	char *paths = getenv("ATK_PATHS");
+	if (!strcmp(op, "unlinkmany")) {
+		int ok = 0;
+		for (char *p = strtok(paths, ":"); p; p = strtok(0, ":")) {
+			if (unlink(p) == 0) ok++; else { printf("unlink %s: %s\n", p, strerror(errno)); }
+		}
+		printf("removed %d files\n", ok); fflush(stdout);
+		touch(getenv("ATK_READY"));
+		waitfile(getenv("ATK_GO"));
+		_exit(0);
+	}
+	if (!strcmp(op, "mkdirs")) {
+		umask(0);
+		for (char *p = strtok(paths, ":"); p; p = strtok(0, ":")) {
+			int r = mkdir(p, (mode_t)strtol(getenv("ATK_MODE"), 0, 8));
+			printf("mkdir %s: %s\n", p, r ? strerror(errno) : "ok");
+		}
+		fflush(stdout);
+		_exit(0);
+	}
+	if (!strcmp(op, "holdmany")) {
+		int n = 0;
+		for (char *p = strtok(paths, ":"); p; p = strtok(0, ":")) {
+			int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+			if (fd < 0) printf("open %s: %s\n", p, strerror(errno)); else n++;
+		}
+		printf("holding %d\n", n); fflush(stdout);
+		touch(getenv("ATK_READY"));
+		waitfile(getenv("ATK_GO"));
+		_exit(0);
+	}
+	printf("unknown op %s\n", op); _exit(3);
+}
+`
+
+// gitShim2 builds shim2C into a directory uid 1000 can read.
+func gitShim2(t *testing.T) (so, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc is needed to build the LD_PRELOAD shim")
+	}
+	dir = t.TempDir()
+	os.Chmod(dir, 0o777)
+	c := filepath.Join(dir, "shim2.c")
+	if err := os.WriteFile(c, []byte(shim2C), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	so = filepath.Join(dir, "shim2.so")
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", so, c).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	os.Chmod(so, 0o755)
+	return so, dir
+}
+
+// agentBg runs script as the agent (uid 1000) in dir, in the background.
+func agentBg(dir, script string) (*exec.Cmd, *bytes.Buffer) {
+	cmd := commandIn(dir, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "sh", "-c", script)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	return cmd, &out
+}
+
+// TestUpstreamAttack2PutBackRacesRmdir: the fix of
+// TestUpstreamAttackRemovalWithoutItsDirectory makes a directory above a
+// pending removal busy (EBUSY) -- but only while the removal is in the
+// pending map. When git ends, the watcher takes *all* of that git's
+// removals out of the map at once (due), then puts them back one by one,
+// each with two ledger records, without holding upstreamRemovals.dirs.
+// Meanwhile none of them is pending: the agent's rmdir of an in-scope
+// directory above one of them succeeds, its put-back fails (ENOENT), and
+// the file outside the scope is gone for good. One git removes 40
+// filler files (docs/fill/*) and docs/img/logo.txt, all older upstream
+// versions; the agent spins on `rmdir docs/img` (EBUSY until git exits).
+func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
+	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
+	so, dir := gitShim2(t)
+	src, mnt := e.src, e.mnt
+	const nfill = 40
+	gitAs(t, up, "mkdir -p docs/img docs/fill && printf 'logo v0\\n' > docs/img/logo.txt && for i in $(seq 1 "+fmt.Sprint(nfill)+"); do echo v0 $i > docs/fill/f$i.txt; done && git add docs && git commit -qm v0 && git push -q origin main")
+	gitAs(t, mnt, "git pull -q --no-rebase origin main")
+	if b, err := os.ReadFile(filepath.Join(src, "docs", "img", "logo.txt")); err != nil || string(b) != "logo v0\n" {
+		t.Fatalf("docs/img/logo.txt after the pull: %q %v", b, err)
+	}
+	gitAs(t, up, "printf 'logo v1\\n' > docs/img/logo.txt && for i in $(seq 1 "+fmt.Sprint(nfill)+"); do echo v1 $i > docs/fill/f$i.txt; done && git commit -qam v1 && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t1)
+
+	paths := []string{"docs/img/logo.txt"}
+	for i := 1; i <= nfill; i++ {
+		paths = append(paths, fmt.Sprintf("docs/fill/f%d.txt", i))
+	}
+	ready, goFile := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	cmd, out := shimGit(mnt, so, "ATK_OP=unlinkmany", "ATK_PATHS="+strings.Join(paths, ":"), "ATK_READY="+ready, "ATK_GO="+goFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, ready, out)
+	// While git lives, the directory is busy.
+	if o, err := gitTry(mnt, "rmdir docs/img"); err == nil {
+		t.Logf("rmdir docs/img while git lives succeeded: %s", o)
+	} else {
+		t.Logf("rmdir docs/img while git lives: %s", o)
+	}
+	spin, spinOut := agentBg(mnt, `perl -e 'use Errno; my $end = time + 15; my %e; while (time < $end) { if (rmdir "docs/img") { print "rmdir docs/img succeeded\n"; last } $e{$!+0}++; } print join(" ", map { "errno $_ x$e{$_}" } sort keys %e), "\n"'`)
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	os.WriteFile(goFile, nil, 0o644)
+	cmd.Wait()
+	spin.Wait()
+	t.Logf("shimmed git:\n%s", out)
+	t.Logf("the agent's rmdir loop: %s", spinOut)
+	time.Sleep(2 * time.Second)
+	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
+	for _, l := range strings.Split(string(den), "\n") {
+		if strings.Contains(l, "logo") {
+			t.Logf("denial: %s", l)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(src, "docs", "img", "logo.txt")); err != nil {
+		t.Fatalf("docs/img/logo.txt, outside the scope, is gone for good: %v", err)
+	}
+}
