@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -155,5 +156,46 @@ func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(src, "docs", "img", "logo.txt")); err != nil {
 		t.Fatalf("docs/img/logo.txt, outside the scope, is gone for good: %v", err)
+	}
+}
+
+// TestUpstreamAttack2WorldWritableDirectory: a file git creates outside
+// the scope is published with git's modes at most ("no set-ID bits,
+// nothing writable by others", upstream_file.go), but a directory git
+// makes there toward the tip keeps whatever mode git asked for. With
+// umask 0, the real git pulls a new upstream directory, docs/newdir,
+// outside the scope: it is made 0777 (anyone on the machine may add,
+// remove or replace files below it in the source), owned by the agent;
+// through the shimmed git, mkdir asks 01777 as well. A file published
+// in it is 0644.
+func TestUpstreamAttack2WorldWritableDirectory(t *testing.T) {
+	c, e, up := upstreamRepoScoped(t, `["src/**"]`)
+	so, _ := gitShim2(t)
+	src, mnt := e.src, e.mnt
+	gitAs(t, up, "mkdir -p docs/newdir docs/sticky && echo new > docs/newdir/a.md && echo s > docs/sticky/s.md && git add docs && git commit -qm newdir && git push -q origin main")
+	out := gitAs(t, mnt, "umask 000 && git pull -q --no-rebase origin main 2>&1; echo pulled")
+	t.Logf("umask 000; git pull: %s", out)
+	gitAs(t, up, "mkdir docs/sticky2 && echo s > docs/sticky2/s.md && git add docs && git commit -qm sticky2 && git push -q origin main")
+	t2 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t2)
+	cmd, sout := shimGit(mnt, so, "ATK_OP=mkdirs", "ATK_PATHS=docs/sticky2", "ATK_MODE=7777")
+	cmd.Run()
+	t.Logf("shimmed git: %s", sout)
+	var bad []string
+	for _, p := range []string{"docs/newdir", "docs/newdir/a.md", "docs/sticky2"} {
+		st, err := os.Stat(filepath.Join(src, p))
+		if err != nil {
+			t.Logf("%s: %v", p, err)
+			continue
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		t.Logf("%s: mode %04o uid %d", p, sys.Mode&0o7777, sys.Uid)
+		if sys.Mode&0o7022 != 0 {
+			bad = append(bad, fmt.Sprintf("%s %04o", p, sys.Mode&0o7777))
+		}
+	}
+	if len(bad) > 0 {
+		t.Fatalf("git made entries outside the scope writable by group or others, or with set-ID/sticky bits: %v", bad)
 	}
 }
