@@ -199,3 +199,37 @@ func TestUpstreamAttack2WorldWritableDirectory(t *testing.T) {
 		t.Fatalf("git made entries outside the scope writable by group or others, or with set-ID/sticky bits: %v", bad)
 	}
 }
+
+// TestUpstreamAttack2HeldSinkBusiesDirectoryForever: a removal git leaves
+// incomplete is bounded (10 s), but a file git creates from the upstream
+// is not: while its handle is open, every directory above it is busy
+// (EBUSY to rename and rmdir), for as long as the git process lives. Any
+// number of such files can be open on one path (the existence check looks
+// at the source, where the unnamed files have no name). The shimmed git
+// creates docs/img/logo.txt (the upstream's) five times and keeps the
+// handles; 15 s later the agent's own in-scope directory docs/img, and
+// docs/ for a session that owns docs/**, still cannot be renamed.
+func TestUpstreamAttack2HeldSinkBusiesDirectoryForever(t *testing.T) {
+	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
+	so, dir := gitShim2(t)
+	mnt := e.mnt
+	gitAs(t, up, "mkdir -p docs/img && printf 'logo\\n' > docs/img/logo.txt && git add docs/img && git commit -qm logo && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin && mkdir docs/img")
+	waitMirror(t, c, mnt, t1)
+	p := "docs/img/logo.txt"
+	ready, goFile := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	cmd, out := shimGit(mnt, so, "ATK_OP=holdmany", "ATK_PATHS="+strings.Join([]string{p, p, p, p, p}, ":"), "ATK_READY="+ready, "ATK_GO="+goFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { os.WriteFile(goFile, nil, 0o644); cmd.Wait() }()
+	waitHeld(t, ready, out)
+	t.Logf("shimmed git: %s", out)
+	time.Sleep(15 * time.Second)
+	mv, err := gitTry(mnt, "mv docs/img docs/pic && echo renamed")
+	t.Logf("15 s later, mv docs/img docs/pic: %v %s", err, mv)
+	if err != nil && strings.Contains(mv, "busy") {
+		t.Fatalf("a file git keeps open outside the scope keeps the in-scope directory above it busy with no time bound: %s", mv)
+	}
+}
