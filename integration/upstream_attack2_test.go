@@ -233,3 +233,55 @@ func TestUpstreamAttack2HeldSinkBusiesDirectoryForever(t *testing.T) {
 		t.Fatalf("a file git keeps open outside the scope keeps the in-scope directory above it busy with no time bound: %s", mv)
 	}
 }
+
+// TestUpstreamAttack2PublishStallsEveryDirectoryRename: every rename or
+// removal of a directory anywhere in the mount takes upstreamRemovals.dirs
+// for writing, and a publish holds it for reading while it asks the
+// mirror for the tip, which waits up to 20 s for a fetch under way. The
+// agent keeps a fetch always queued (it rewrites .git/FETCH_HEAD, which
+// kicks one, faster than the 2 s debounce), has the shimmed git close a
+// file it brings from the upstream, and then renames an unrelated
+// directory of its own scope (src/a): the rename waits for the publish,
+// about 20 s. Any session's directory renames and rmdirs (a checkout, an
+// rm -rf of a build tree) stall the same way, over and over.
+func TestUpstreamAttack2PublishStallsEveryDirectoryRename(t *testing.T) {
+	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
+	so, dir := gitShim2(t)
+	mnt := e.mnt
+	gitAs(t, up, "mkdir -p docs/img && printf 'logo\\n' > docs/img/logo.txt && git add docs/img && git commit -qm logo && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin && mkdir docs/img src/a")
+	waitMirror(t, c, mnt, t1)
+
+	kick, kout := agentBg(mnt, `end=$(( $(date +%s) + 45 )); n=0; while [ $(date +%s) -lt $end ]; do : > .git/FETCH_HEAD; n=$((n+1)); sleep 0.02; done; echo kicked $n times`)
+	if err := kick.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { kick.Process.Kill(); kick.Wait(); t.Logf("kicker: %s", kout) }()
+	time.Sleep(3 * time.Second)
+	t.Logf("status while kicking:\n%s", c.must("status", "--mount", mnt))
+	ready, goFile := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	cmd, out := shimGit(mnt, so, "ATK_OP=holdmany", "ATK_PATHS=docs/img/logo.txt", "ATK_READY="+ready, "ATK_GO="+goFile)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 600; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("the shimmed git's create took %v: %s", time.Since(start).Round(time.Millisecond), out)
+	// git writes nothing: the close (publish) is refused, after the tip is read.
+	os.WriteFile(goFile, nil, 0o644)
+	time.Sleep(time.Second)
+	start = time.Now()
+	mv, err := gitTry(mnt, "mv src/a src/b && echo renamed")
+	took := time.Since(start)
+	cmd.Wait()
+	t.Logf("mv src/a src/b (in scope, unrelated) took %v: %v %s", took.Round(time.Millisecond), err, mv)
+	if took > 5*time.Second {
+		t.Fatalf("a rename of an unrelated in-scope directory waited %v for git's publish outside the scope", took.Round(time.Millisecond))
+	}
+}
