@@ -154,6 +154,11 @@ func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
 			t.Logf("denial: %s", l)
 		}
 	}
+	for _, r := range e.records() {
+		if strings.Contains(r.Path(), "docs/img") {
+			t.Logf("ledger: %s %s restored_from=%q", r.Gov().Event, r.Path(), r.Gov().RestoredFrom)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(src, "docs", "img", "logo.txt")); err != nil {
 		t.Fatalf("docs/img/logo.txt, outside the scope, is gone for good: %v", err)
 	}
