@@ -290,3 +290,31 @@ func TestUpstreamAttack2PublishStallsEveryDirectoryRename(t *testing.T) {
 		t.Fatalf("a rename of an unrelated in-scope directory waited %v for git's publish outside the scope", took.Round(time.Millisecond))
 	}
 }
+
+// TestUpstreamAttack2PublishedModeFromUmask: what git publishes outside
+// the scope is checked for its content and its executable bit, and its
+// mode is otherwise the agent's umask. With umask 0777 the real git
+// pulls the upstream's docs/guide.md: the human's file outside the scope,
+// 0644 before, is replaced by the upstream's content with mode 0000, owned
+// by the agent, which nobody but root and the agent can read or chmod.
+func TestUpstreamAttack2PublishedModeFromUmask(t *testing.T) {
+	c, e, up := upstreamRepoScoped(t, `["src/**"]`)
+	src, mnt := e.src, e.mnt
+	before, _ := os.Stat(filepath.Join(src, "docs", "guide.md"))
+	gitAs(t, up, "printf '# Guide\\n\\nv2\\n' > docs/guide.md && git commit -qam v2 && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t1)
+	out, err := gitTry(mnt, "umask 777 && git pull -q --no-rebase origin main && echo pulled")
+	t.Logf("umask 777; git pull: %v %s", err, out)
+	st, err := os.Stat(filepath.Join(src, "docs", "guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	b, _ := os.ReadFile(filepath.Join(src, "docs", "guide.md"))
+	t.Logf("docs/guide.md before: %v; after: mode %04o uid %d content %q", before.Mode(), sys.Mode&0o7777, sys.Uid, b)
+	if string(b) == "# Guide\n\nv2\n" && sys.Mode&0o444 != 0o444 {
+		t.Fatalf("git replaced docs/guide.md outside the scope (mode %v before) with mode %04o", before.Mode(), sys.Mode&0o7777)
+	}
+}
