@@ -26,6 +26,7 @@ const shim2C = `#define _GNU_SOURCE
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sys/wait.h>
 static void waitfile(const char *p) { while (p && access(p, F_OK) != 0) usleep(50000); }
 static void touch(const char *p) { if (p) close(open(p, O_WRONLY | O_CREAT, 0666)); }
 __attribute__((constructor)) static void atk(void) {
@@ -60,6 +61,27 @@ __attribute__((constructor)) static void atk(void) {
 		printf("holding %d\n", n); fflush(stdout);
 		touch(getenv("ATK_READY"));
 		waitfile(getenv("ATK_GO"));
+		_exit(0);
+	}
+	if (!strcmp(op, "forkwrite")) {
+		const char *path = getenv("ATK_PATHS");
+		const char *good = getenv("ATK_GOOD"), *bad = getenv("ATK_BAD");
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+		if (fd < 0) { printf("open %s: %s\n", path, strerror(errno)); fflush(stdout); _exit(1); }
+		write(fd, good, strlen(good));
+		fflush(stdout);
+		pid_t child = fork();
+		if (child == 0) {
+			usleep(300000);
+			ssize_t w = pwrite(fd, bad, strlen(bad), 0);
+			printf("child wrote %zd forged bytes through its descriptor\n", w); fflush(stdout);
+			touch(getenv("ATK_READY"));
+			waitfile(getenv("ATK_GO"));
+			_exit(0);
+		}
+		int r = close(fd);
+		printf("parent close: %s\n", r ? strerror(errno) : "ok"); fflush(stdout);
+		int st; waitpid(child, &st, 0);
 		_exit(0);
 	}
 	printf("unknown op %s\n", op); _exit(3);
@@ -316,5 +338,36 @@ func TestUpstreamAttack2PublishedModeFromUmask(t *testing.T) {
 	t.Logf("docs/guide.md before: %v; after: mode %04o uid %d content %q", before.Mode(), sys.Mode&0o7777, sys.Uid, b)
 	if string(b) == "# Guide\n\nv2\n" && sys.Mode&0o444 != 0o444 {
 		t.Fatalf("git replaced docs/guide.md outside the scope (mode %v before) with mode %04o", before.Mode(), sys.Mode&0o7777)
+	}
+}
+
+// TestUpstreamAttack2WritesAfterPublishThroughTheMount: "writes after the
+// check reach nothing". git creates docs/img/logo.txt (the upstream's),
+// writes the upstream's bytes, forks, and the parent closes: the file is
+// published. The child still holds the unnamed file's descriptor and
+// overwrites it with forged bytes of the same length. Another process
+// then reads docs/img/logo.txt through the mount: it must see the
+// upstream's bytes, as the source holds.
+func TestUpstreamAttack2WritesAfterPublishThroughTheMount(t *testing.T) {
+	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
+	so, dir := gitShim2(t)
+	src, mnt := e.src, e.mnt
+	gitAs(t, up, "mkdir -p docs/img && printf 'logo-upstream\\n' > docs/img/logo.txt && git add docs/img && git commit -qm logo && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin && mkdir docs/img")
+	waitMirror(t, c, mnt, t1)
+	ready, goFile := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	cmd, out := shimGit(mnt, so, "ATK_OP=forkwrite", "ATK_PATHS=docs/img/logo.txt", "ATK_GOOD=logo-upstream\n", "ATK_BAD=FORGED-BYTES\n", "ATK_READY="+ready, "ATK_GO="+goFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { os.WriteFile(goFile, nil, 0o644); cmd.Wait(); t.Logf("shimmed git:\n%s", out) }()
+	waitHeld(t, ready, out)
+	time.Sleep(500 * time.Millisecond)
+	viaMount, _ := gitTry(mnt, "cat docs/img/logo.txt")
+	inSource, _ := os.ReadFile(filepath.Join(src, "docs", "img", "logo.txt"))
+	t.Logf("through the mount: %q; in the source: %q", viaMount, inSource)
+	if strings.Contains(viaMount, "FORGED") {
+		t.Fatalf("a read through the mount sees bytes written after the check: %q (the source holds %q)", viaMount, inSource)
 	}
 }
