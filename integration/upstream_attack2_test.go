@@ -84,6 +84,15 @@ __attribute__((constructor)) static void atk(void) {
 		int st; waitpid(child, &st, 0);
 		_exit(0);
 	}
+	if (!strcmp(op, "unlinkseq")) {
+		int secs = atoi(getenv("ATK_SECS"));
+		for (char *p = strtok(paths, ":"); p; p = strtok(0, ":")) {
+			int r = unlink(p);
+			printf("unlink %s: %s\n", p, r ? strerror(errno) : "ok"); fflush(stdout);
+			sleep(secs);
+		}
+		_exit(0);
+	}
 	printf("unknown op %s\n", op); _exit(3);
 }
 `
@@ -369,5 +378,36 @@ func TestUpstreamAttack2WritesAfterPublishThroughTheMount(t *testing.T) {
 	t.Logf("through the mount: %q; in the source: %q", viaMount, inSource)
 	if strings.Contains(viaMount, "FORGED") {
 		t.Fatalf("a read through the mount sees bytes written after the check: %q (the source holds %q)", viaMount, inSource)
+	}
+}
+
+// TestUpstreamAttack2BarredGitStillRemoves: "A git process that left a
+// removal incomplete may remove nothing more outside the scope". The bar
+// is checked only for removals toward other content at the tip (which
+// must be followed by git's creation), not for removals of files the tip
+// no longer has, which are permanent. The shimmed git removes
+// docs/guide.md (the tip has v2), never writes it, waits 12 s (the mount
+// puts it back and bars this git), then removes docs/old.md (which the
+// upstream deleted): the removal goes through.
+func TestUpstreamAttack2BarredGitStillRemoves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 15 s")
+	}
+	c, e, up := upstreamRepoScoped(t, `["src/**"]`)
+	so, _ := gitShim2(t)
+	src, mnt := e.src, e.mnt
+	gitAs(t, up, "printf '# Old\\n' > docs/old.md && git add docs/old.md && git commit -qm old && git push -q origin main")
+	gitAs(t, mnt, "git pull -q --no-rebase origin main")
+	gitAs(t, up, "printf '# Guide\\n\\nv2\\n' > docs/guide.md && git rm -q docs/old.md && git commit -qam 'v2, no old' && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin")
+	waitMirror(t, c, mnt, t1)
+	cmd, out := shimGit(mnt, so, "ATK_OP=unlinkseq", "ATK_PATHS=docs/guide.md:docs/old.md", "ATK_SECS=12")
+	cmd.Run()
+	t.Logf("shimmed git:\n%s", out)
+	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
+	t.Logf(".intentfs/denials:\n%s", den)
+	if _, err := os.Stat(filepath.Join(src, "docs", "old.md")); err != nil && strings.Contains(out.String(), "unlink docs/old.md: ok") {
+		t.Fatalf("the git process barred for leaving docs/guide.md's removal incomplete removed docs/old.md outside the scope")
 	}
 }
