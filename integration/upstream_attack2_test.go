@@ -191,6 +191,8 @@ func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(src, "docs", "img", "logo.txt")); err != nil {
+		v, code := c.run("verify", "--source", src)
+		t.Logf("intentfs verify --source (exit %d):\n%s", code, v)
 		t.Fatalf("docs/img/logo.txt, outside the scope, is gone for good: %v", err)
 	}
 }
