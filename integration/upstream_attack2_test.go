@@ -413,3 +413,51 @@ func TestUpstreamAttack2BarredGitStillRemoves(t *testing.T) {
 		t.Fatalf("the git process barred for leaving docs/guide.md's removal incomplete removed docs/old.md outside the scope")
 	}
 }
+
+// TestUpstreamAttack2ExchangeParentOfSink: the checks held against
+// RENAME_EXCHANGE and against a rename of the parent of the directory a
+// file git brings from the upstream is created in. With the scope
+// docs/* and docs/*/* (docs/a/b is in scope, docs/a/b/logo.txt is not),
+// git holds docs/a/b/logo.txt; the agent exchanges docs/a with docs/c,
+// exchanges docs/a/b with docs/c/d, and renames docs/a: each must fail
+// (EBUSY), and git's close must publish docs/a/b/logo.txt where it was
+// created, and nowhere else.
+func TestUpstreamAttack2ExchangeParentOfSink(t *testing.T) {
+	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*", "docs/*/*"]`)
+	so, dir := gitShim(t)
+	src, mnt := e.src, e.mnt
+	gitAs(t, up, "mkdir -p docs/a/b && printf 'logo\\n' > docs/a/b/logo.txt && git add docs/a && git commit -qm logo && git push -q origin main")
+	t1 := gitAs(t, up, "git rev-parse HEAD")
+	gitAs(t, mnt, "git fetch -q origin && mkdir -p docs/a/b docs/c/d")
+	waitMirror(t, c, mnt, t1)
+	content := filepath.Join(dir, "content")
+	os.WriteFile(content, []byte("logo\n"), 0o644)
+	ready, goFile := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	cmd, out := shimGit(mnt, so, "ATK_OP=hold", "ATK_PATH=docs/a/b/logo.txt", "ATK_MODE=644", "ATK_SRC="+content, "ATK_READY="+ready, "ATK_GO="+goFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, ready, out)
+	// renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) on x86_64.
+	xchg := func(a, b string) string {
+		o, _ := gitTry(mnt, `perl -e 'syscall(316, -100, $ARGV[0], -100, $ARGV[1], 2) == 0 ? print "exchanged\n" : print "$!\n"' `+a+` `+b)
+		return o
+	}
+	r1 := xchg("docs/a", "docs/c")
+	r2 := xchg("docs/a/b", "docs/c/d")
+	r3, _ := gitTry(mnt, "mv docs/a docs/z 2>&1 && echo renamed")
+	t.Logf("exchange docs/a docs/c: %s; exchange docs/a/b docs/c/d: %s; mv docs/a docs/z: %s", r1, r2, r3)
+	os.WriteFile(goFile, nil, 0o644)
+	cmd.Wait()
+	t.Logf("shimmed git:\n%s", out)
+	var where []string
+	for _, p := range []string{"docs/a/b/logo.txt", "docs/c/logo.txt", "docs/c/b/logo.txt", "docs/c/d/logo.txt", "docs/a/d/logo.txt", "docs/z/b/logo.txt"} {
+		if _, err := os.Stat(filepath.Join(src, p)); err == nil {
+			where = append(where, p)
+		}
+	}
+	t.Logf("published at: %v", where)
+	if strings.Contains(r1+r2+r3, "exchanged") || strings.Contains(r3, "renamed") || len(where) != 1 || where[0] != "docs/a/b/logo.txt" {
+		t.Fatalf("a directory above git's pending file moved, or the file was published elsewhere: %s / %s / %s; published at %v", r1, r2, r3, where)
+	}
+}
