@@ -40,6 +40,17 @@ func (n *Node) makeEntry(ctx context.Context, op policy.Op, ev ledger.Event, nam
 		if err := n.root.asCaller(ctx, func() error { return mk(dirfd) }); err != nil {
 			return err
 		}
+		if g.upstream != nil && isDir {
+			// A directory of the upstream's, made outside the scope:
+			// git's usual mode whatever the caller asked (no sticky or
+			// set-ID bit, nothing writable by others).
+			if err := fstatat(dirfd, name, &st); err != nil {
+				return err
+			}
+			if err := n.root.asCaller(ctx, func() error { return chmodAt(dirfd, name, st.Mode&0o755, !n.root.noFchmodat2.Load()) }); err != nil {
+				return err
+			}
+		}
 		return fstatat(dirfd, name, &st)
 	})
 	if errno != 0 {

@@ -114,6 +114,11 @@ func (r *Root) upstreamPlanFor(ctx context.Context, src UpstreamSource, req poli
 		return nil, err.Error()
 	}
 	plan := &upstreamPlan{entry: e}
+	if req.Op == policy.OpUnlink || req.Op == policy.OpRmdir {
+		if why := r.upstreamRemovals.barredWhy(req.Caller.Pid); why != "" {
+			return nil, why
+		}
+	}
 	switch req.Op {
 	case policy.OpMkdir:
 		if e.Kind != "tree" {

@@ -28,6 +28,7 @@ type upstreamFile struct {
 	dir       *Node // the directory it is created in
 	name, rel string
 	g         grant
+	created   time.Time
 
 	mu      sync.Mutex
 	settled bool
@@ -76,9 +77,12 @@ func (n *Node) createUpstream(ctx context.Context, name, rel string, g grant, mo
 	}
 	child := n.newChild(ctx, &st, out)
 	cn := child.Operations().(*Node)
-	f := &upstreamFile{File: newFile(cn, fd, nil), dir: n, name: name, rel: rel, g: g}
+	f := &upstreamFile{File: newFile(cn, fd, nil), dir: n, name: name, rel: rel, g: g, created: time.Now()}
+	if why := n.root.upstreamRemovals.addSink(f); why != "" {
+		f.File.Release(ctx)
+		return nil, nil, 0, n.root.denyUpstream(ctx, g, policy.OpCreate, rel, why)
+	}
 	cn.sink.Store(f)
-	n.root.upstreamRemovals.addSink(f)
 	// The check runs at close (FLUSH), before close returns.
 	return child, f, openFlags &^ fuse.FOPEN_NOFLUSH, 0
 }
@@ -110,6 +114,16 @@ func (f *upstreamFile) Release(ctx context.Context) syscall.Errno {
 func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
 	r := f.node.root
 	dir, _ := splitRel(f.rel)
+	if time.Since(f.created) >= upstreamSinkFor {
+		return f.refuseLocking(ctx, fmt.Sprintf("git kept it open more than %v", upstreamSinkFor))
+	}
+	// The tip now, not the one of the creation: the upstream may have
+	// moved on (or the policy named another) while the file was open.
+	// Asked before dirs is taken: it may wait for a fetch.
+	e, why := f.tipNow(ctx)
+	if why != "" {
+		return f.refuseLocking(ctx, why)
+	}
 	// No directory above the path moves while it is published (see
 	// upstreamRemovals.dirs), and it is still where git created it: what
 	// is checked and recorded is the path the file goes to.
@@ -117,12 +131,6 @@ func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
 	defer r.upstreamRemovals.dirs.RUnlock()
 	if d, ok := f.dir.relPath(); !ok || joinRel(d, f.name) != f.rel {
 		return f.refuse(ctx, "its directory was moved or removed while git wrote it")
-	}
-	// The tip now, not the one of the creation: the upstream may have
-	// moved on (or the policy named another) while the file was open.
-	e, why := f.tipNow(ctx)
-	if why != "" {
-		return f.refuse(ctx, why)
 	}
 	var copyFd = -1
 	defer func() {
@@ -163,13 +171,13 @@ func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
 		}); err != nil || why != "" {
 			return err
 		}
-		// The caller's umask applies, but never more than git's own
-		// modes: no set-ID bits, nothing writable by others.
+		// git's own modes, whatever the caller's umask: a file of the
+		// upstream is readable by all, writable by its owner only.
 		perm := uint32(0o644)
 		if e.Mode == "100755" {
 			perm = 0o755
 		}
-		if err := syscall.Fchmod(copyFd, sinkSt.Mode&perm); err != nil {
+		if err := syscall.Fchmod(copyFd, perm); err != nil {
 			return err
 		}
 		if err := r.gov.LedgerErr(); err != nil {
@@ -225,8 +233,15 @@ func (f *upstreamFile) tipNow(ctx context.Context) (UpstreamEntry, string) {
 	return e, ""
 }
 
+// refuseLocking is refuse with dirs not yet held.
+func (f *upstreamFile) refuseLocking(ctx context.Context, why string) syscall.Errno {
+	f.node.root.upstreamRemovals.dirs.RLock()
+	defer f.node.root.upstreamRemovals.dirs.RUnlock()
+	return f.refuse(ctx, why)
+}
+
 // refuse records the refusal of the file, puts back what git removed at
-// its path (the pair failed), and returns EACCES.
+// its path (the pair failed), and returns EACCES. dirs is held.
 func (f *upstreamFile) refuse(ctx context.Context, why string) syscall.Errno {
 	r := f.node.root
 	if rm, ok := r.upstreamRemovals.take(f.rel); ok {

@@ -49,6 +49,10 @@ const (
 	// upstreamCooldown is how long a path whose removal was put back
 	// cannot be removed toward the upstream again.
 	upstreamCooldown = time.Minute
+	// upstreamSinkFor is how long git may keep a file it creates from
+	// the upstream open: past it, the file is refused at close, and the
+	// directories above it are no longer kept from moving.
+	upstreamSinkFor = 10 * time.Second
 	// removerPoll is how often a watcher looks at the time while it
 	// waits for the git process to end.
 	removerPoll = 500 * time.Millisecond
@@ -93,8 +97,8 @@ func (u *upstreamRemovals) put(rel string, pid uint32, rm upstreamRemoval) (star
 	if u.m == nil {
 		u.m, u.watched, u.cooldown = map[string]upstreamRemoval{}, map[uint32]bool{}, map[string]time.Time{}
 	}
-	if _, ok := u.barred[pid]; ok {
-		return false, "this git process removed a file outside the scope before and did not write it again"
+	if why := u.barredLocked(pid); why != "" {
+		return false, why
 	}
 	if until, ok := u.cooldown[rel]; ok {
 		if time.Now().Before(until) {
@@ -104,6 +108,11 @@ func (u *upstreamRemovals) put(rel string, pid uint32, rm upstreamRemoval) (star
 	}
 	if _, dup := u.m[rel]; !dup && len(u.m) >= maxUpstreamRemovals {
 		return false, "too many removals are waiting for git to write their files again"
+	}
+	if trim(u.cooldown, time.Now()); len(u.cooldown) >= maxUpstreamRemovals {
+		// Entries still in their cooldown would have to go: refuse
+		// rather than forget one.
+		return false, "too many files were put back in the last minute"
 	}
 	u.m[rel] = rm
 	start = !u.watched[pid]
@@ -154,6 +163,21 @@ func (u *upstreamRemovals) due(pid uint32, ended, all bool, now time.Time) (out 
 	return out, left == 0
 }
 
+// barredWhy says why the git process pid may remove nothing outside the
+// scope ("" if it may).
+func (u *upstreamRemovals) barredWhy(pid uint32) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.barredLocked(pid)
+}
+
+func (u *upstreamRemovals) barredLocked(pid uint32) string {
+	if _, ok := u.barred[pid]; ok {
+		return "this git process removed a file outside the scope before and did not write it again"
+	}
+	return ""
+}
+
 // cool starts rel's cooldown, and bars the git process pid that left its
 // removal incomplete. Past the bound, entries from before the cooldown
 // go; if none has, the oldest do (a barred process is one a git command
@@ -168,14 +192,14 @@ func (u *upstreamRemovals) cool(rel string, pid uint32) {
 		u.barred = map[uint32]time.Time{}
 	}
 	now := time.Now()
-	trim(u.cooldown, now)
-	trim(u.barred, now.Add(-upstreamCooldown))
+	trimOldest(u.cooldown, now)
+	trimOldest(u.barred, now.Add(-upstreamCooldown))
 	u.cooldown[rel] = now.Add(upstreamCooldown)
 	u.barred[pid] = now
 }
 
-// trim keeps m under maxUpstreamRemovals: entries not after before go
-// first, then the oldest.
+// trim drops, when m is at maxUpstreamRemovals, its entries not after
+// before.
 func trim[K comparable](m map[K]time.Time, before time.Time) {
 	if len(m) < maxUpstreamRemovals {
 		return
@@ -185,6 +209,13 @@ func trim[K comparable](m map[K]time.Time, before time.Time) {
 			delete(m, k)
 		}
 	}
+}
+
+// trimOldest is trim, then the oldest entries go until there is room: a
+// cooldown evicted so is of a path that put() refuses anyway while the
+// map is full.
+func trimOldest[K comparable](m map[K]time.Time, before time.Time) {
+	trim(m, before)
 	for len(m) >= maxUpstreamRemovals {
 		var oldest K
 		var at time.Time
@@ -198,14 +229,24 @@ func trim[K comparable](m map[K]time.Time, before time.Time) {
 	}
 }
 
-// addSink and dropSink keep the files being created from the upstream.
-func (u *upstreamRemovals) addSink(f *upstreamFile) {
+// addSink keeps a file being created from the upstream, unless another
+// is being created at its path, or too many are.
+func (u *upstreamRemovals) addSink(f *upstreamFile) string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.sinks == nil {
 		u.sinks = map[*upstreamFile]bool{}
 	}
+	if len(u.sinks) >= maxUpstreamRemovals {
+		return "too many files are being created from the upstream"
+	}
+	for o := range u.sinks {
+		if o.rel == f.rel && time.Since(o.created) < upstreamSinkFor {
+			return "git is creating it already"
+		}
+	}
 	u.sinks[f] = true
+	return ""
 }
 
 func (u *upstreamRemovals) dropSink(f *upstreamFile) {
@@ -226,7 +267,9 @@ func (u *upstreamRemovals) pendingUnder(rel string) string {
 		}
 	}
 	for f := range u.sinks {
-		if below(f.rel) {
+		// A file kept open past upstreamSinkFor is refused at close,
+		// and busies nothing.
+		if below(f.rel) && time.Since(f.created) < upstreamSinkFor {
 			return f.rel
 		}
 	}
@@ -345,12 +388,16 @@ func (r *Root) watchRemover(pid uint32) {
 		if r.closed.Load() {
 			return // Close puts back what is left
 		}
+		// The removals leave the pending map and are put back under
+		// dirs: no directory above one is removed or renamed between.
+		r.upstreamRemovals.dirs.RLock()
 		rms, done := r.upstreamRemovals.due(pid, ended, false, time.Now())
 		why := "git did not write it again within " + upstreamRemovalFor.String()
 		if ended {
 			why = "git ended without writing it again"
 		}
 		r.settleRemovals(rms, why)
+		r.upstreamRemovals.dirs.RUnlock()
 		if done {
 			return
 		}
@@ -373,7 +420,8 @@ func (r *Root) completeRemoval(rm upstreamRemoval) {
 
 // putBackRemoval puts back the file removal rm took from rel, unless
 // something is there again, and records the denial. The caller took rm
-// (take or due), which counted it in busy.
+// (take or due), which counted it in busy, and holds dirs for reading
+// since before it took it.
 func (r *Root) putBackRemoval(rel string, rm upstreamRemoval, why string) {
 	defer r.upstreamRemovals.busy.Done()
 	defer syscall.Close(rm.held)
@@ -422,8 +470,10 @@ func (r *Root) putBack(dirfd int, name string, rm upstreamRemoval) error {
 // waits for put-backs in progress: the source must not keep a removal git
 // never completed.
 func (r *Root) putBackAll() {
+	r.upstreamRemovals.dirs.RLock()
 	rms, _ := r.upstreamRemovals.due(0, true, true, time.Now())
 	r.settleRemovals(rms, "the mount ended before git wrote it again")
+	r.upstreamRemovals.dirs.RUnlock()
 	r.upstreamRemovals.busy.Wait()
 }
 
