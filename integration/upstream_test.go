@@ -66,6 +66,13 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 	}
 
 	gitAs(t, mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
+	// Pushed at once, in the mount, the notes carry the commit just made
+	// (the mount attaches them a second after it).
+	head := gitAs(t, mnt, "git rev-parse HEAD")
+	c.must("notes", "push", "--source", mnt, "origin")
+	if out, err := commandIn(filepath.Join(filepath.Dir(src), "origin.git"), "git", "-c", "safe.directory=*", "notes", "--ref=intentfs", "list", head).CombinedOutput(); err != nil {
+		t.Fatalf("the commit just made has no note on the remote after notes push: %v\n%s", err, out)
+	}
 	gitAs(t, up, "printf '# Guide\\n\\nv2\\n' > docs/guide.md && git rm -q docs/old.md && mkdir -p docs/new && echo '# New' > docs/new/page.md && "+
 		"printf '#!/bin/sh\\necho run\\n' > run.sh && chmod +x run.sh && git add -A && git commit -qm 'docs v2' && git push -q origin main")
 	out := gitAs(t, mnt, "git pull -q --no-rebase --no-edit origin main 2>&1; echo status $?")

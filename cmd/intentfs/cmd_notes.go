@@ -3,12 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/intentfs/intentfs/fsnode"
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitnotes"
+	"github.com/intentfs/intentfs/internal/registry"
 )
 
 func notesCmd() *command {
@@ -54,7 +59,9 @@ Examples:
 			{
 				name: "push", summary: "fetch, merge and push the notes to a remote", usage: "[REMOTE]",
 				help: `Fetches REMOTE's notes, merges them with the local ones by record id, and
-pushes refs/notes/intentfs to REMOTE (default origin). Hooks do not run; the
+pushes refs/notes/intentfs to REMOTE (default origin). In a mount, or on the
+source of one, it first waits (up to 10 s) for the mount to attach the last
+commit's records to it, which it does a second after a commit. Hooks do not run; the
 transport is limited to file, ssh and https, with the remote's URL read from
 the repository and its uploadpack, receivepack and credential helpers
 ignored. For other setups run the git commands of "intentfs notes --help".
@@ -63,7 +70,7 @@ Examples:
   intentfs notes push
   intentfs notes push upstream`,
 				flags: flags,
-				run:   func(a *app, args []string) error { return runNotesRemote(a, args, gitnotes.Push) },
+				run:   func(a *app, args []string) error { return runNotesRemote(a, args, pushAfterAttach(a)) },
 			},
 			{
 				name: "fetch", summary: "fetch a remote's notes and merge them by record id", usage: "[REMOTE]",
@@ -139,4 +146,50 @@ func runNotesRemote(a *app, args []string, op func(context.Context, *gitexec.Rep
 	}
 	fmt.Fprint(a.stdout, out)
 	return err
+}
+
+// headNoteWait bounds how long a push in a mount waits for the mount to
+// attach the records of the last commit (it does so a second after a
+// burst of commits).
+const headNoteWait = 10 * time.Second
+
+// pushAfterAttach is gitnotes.Push that, in a mount (the agent's usual
+// place: commit, then push), first waits for HEAD's note: pushed at once,
+// the notes lacked the commit just made, and a reviewer's check found it
+// unaccounted for.
+func pushAfterAttach(a *app) func(context.Context, *gitexec.Repo, string) (string, error) {
+	return func(ctx context.Context, repo *gitexec.Repo, remote string) (string, error) {
+		if servedByAMount(repo.Dir) {
+			deadline := time.Now().Add(headNoteWait)
+			for !headNoted(ctx, repo) {
+				if time.Now().After(deadline) {
+					fmt.Fprintf(a.stderr, "intentfs notes push: HEAD carries no intentfs note after %v (the mount attaches notes a second after a commit; a commit from elsewhere has none): pushing the notes there are\n", headNoteWait)
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		return gitnotes.Push(ctx, repo, remote)
+	}
+}
+
+// headNoted reports whether HEAD has a note under refs/notes/intentfs.
+func headNoted(ctx context.Context, repo *gitexec.Repo) bool {
+	_, err := repo.Output(ctx, "notes", "--ref="+gitnotes.Ref, "list", "HEAD")
+	return err == nil
+}
+
+// servedByAMount reports whether dir is an intentfs mount (seen from a
+// session, where the registry is hidden) or the source of one.
+func servedByAMount(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, fsnode.ControlDirName, "status")); err == nil {
+		return true
+	}
+	entries, _ := registry.DefaultRegistry().List()
+	for _, e := range entries {
+		if e.Source == dir || e.Mountpoint == dir {
+			return true
+		}
+	}
+	return false
 }
