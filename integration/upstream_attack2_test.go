@@ -18,17 +18,7 @@ import (
 
 // shim2C is shimC with more operations. Like shimC, it only gives the
 // agent control of *when* the system's git makes its requests.
-const shim2C = `#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <sys/wait.h>
-static void waitfile(const char *p) { while (p && access(p, F_OK) != 0) usleep(50000); }
-static void touch(const char *p) { if (p) close(open(p, O_WRONLY | O_CREAT, 0666)); }
+const shim2C = shimPrelude + `
 __attribute__((constructor)) static void atk(void) {
 	const char *op = getenv("ATK_OP");
 	if (!op) return;
@@ -98,24 +88,7 @@ __attribute__((constructor)) static void atk(void) {
 `
 
 // gitShim2 builds shim2C into a directory uid 1000 can read.
-func gitShim2(t *testing.T) (so, dir string) {
-	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc is needed to build the LD_PRELOAD shim")
-	}
-	dir = t.TempDir()
-	os.Chmod(dir, 0o777)
-	c := filepath.Join(dir, "shim2.c")
-	if err := os.WriteFile(c, []byte(shim2C), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	so = filepath.Join(dir, "shim2.so")
-	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", so, c).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	os.Chmod(so, 0o755)
-	return so, dir
-}
+func gitShim2(t *testing.T) (so, dir string) { return gitShimFrom(t, shim2C) }
 
 // agentBg runs script as the agent (uid 1000) in dir, in the background.
 func agentBg(dir, script string) (*exec.Cmd, *bytes.Buffer) {

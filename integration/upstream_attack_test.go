@@ -11,27 +11,32 @@ import (
 	"time"
 
 	"github.com/intentfs/intentfs/ledger"
-	"github.com/intentfs/intentfs/policy"
 )
 
 // Attacks on git's upstream path outside the scope (see upstream_test.go).
 // Each test fails while the hole is open and passes once it is closed.
 
-// shimC is loaded into the system's git with LD_PRELOAD: the agent's code
-// then runs in a process whose /proc/PID/exe is the root-owned
-// /usr/bin/git, which is all TrustedGit checks. It only gives the agent
-// control of *when* git's requests are made; every byte still goes through
-// the mount's checks.
-const shimC = `#define _GNU_SOURCE
+// shimPrelude is what the shims share: headers, and waiting for and
+// making the files a test steps them with.
+const shimPrelude = `#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 static void waitfile(const char *p) { while (p && access(p, F_OK) != 0) usleep(50000); }
 static void touch(const char *p) { if (p) close(open(p, O_WRONLY | O_CREAT, 0666)); }
+`
+
+// shimC is loaded into the system's git with LD_PRELOAD: the agent's code
+// then runs in a process whose /proc/PID/exe is the root-owned
+// /usr/bin/git, which is all TrustedGit checks. It only gives the agent
+// control of *when* git's requests are made; every byte still goes through
+// the mount's checks.
+const shimC = shimPrelude + `
 __attribute__((constructor)) static void atk(void) {
 	const char *op = getenv("ATK_OP");
 	if (!op) return;
@@ -75,7 +80,11 @@ __attribute__((constructor)) static void atk(void) {
 `
 
 // gitShim builds shimC into a directory uid 1000 can read.
-func gitShim(t *testing.T) (so, dir string) {
+func gitShim(t *testing.T) (so, dir string) { return gitShimFrom(t, shimC) }
+
+// gitShimFrom builds the shim source src into a directory uid 1000 can
+// read.
+func gitShimFrom(t *testing.T, src string) (so, dir string) {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc is needed to build the LD_PRELOAD shim")
@@ -83,7 +92,7 @@ func gitShim(t *testing.T) (so, dir string) {
 	dir = t.TempDir()
 	os.Chmod(dir, 0o777)
 	c := filepath.Join(dir, "shim.c")
-	if err := os.WriteFile(c, []byte(shimC), 0o644); err != nil {
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	so = filepath.Join(dir, "shim.so")
@@ -188,37 +197,8 @@ func upstreamRepoScoped(t *testing.T, scope string) (c *cli, e *env, up string) 
 // upstreamRepoIn is upstreamRepoScoped with a chance to prepare the
 // directory everything is made in (mount a filesystem on it).
 func upstreamRepoIn(t *testing.T, scope string, prepare func(root string)) (c *cli, e *env, up string) {
-	t.Helper()
-	requireFUSE(t)
-	c = newCLI(t)
-	root := t.TempDir()
-	if prepare != nil {
-		prepare(root)
-	}
-	os.Chmod(filepath.Dir(root), 0o755)
-	os.Chmod(root, 0o755)
-	origin, seed := filepath.Join(root, "origin.git"), filepath.Join(root, "seed")
-	for _, d := range []string{origin, seed} {
-		os.Mkdir(d, 0o755)
-	}
 	pol := "active_intents:\n  - id: INT-001\n    name: the api\n    status: IN_PROGRESS\n    owned_scope: " + scope + "\n"
-	writeFile(t, filepath.Join(seed, policy.IntentsFile), pol+"upstream:\n  url: "+origin+"\n  ref: main\n")
-	scratch := t.TempDir()
-	c.must("init", scratch)
-	gi, err := os.ReadFile(filepath.Join(scratch, ".orchestration", ".gitignore"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(seed, ".orchestration", ".gitignore"), string(gi))
-	writeFile(t, filepath.Join(seed, "README.md"), "# project\n")
-	writeFile(t, filepath.Join(seed, "src", "util.go"), "package api\n\nfunc util() {}\n")
-	writeFile(t, filepath.Join(seed, "docs", "guide.md"), "# Guide\n\nv1\n")
-	chownTree(t, root)
-	gitAs(t, origin, "git init -q --bare -b main .")
-	gitAs(t, seed, "git init -q -b main . && git add -A && git commit -qm base && git push -q "+origin+" main")
-	gitAs(t, root, "git clone -q "+origin+" clone && git clone -q "+origin+" up")
-	d := startDaemon(t, filepath.Join(root, "clone"), t.TempDir(), "INT-001")
-	return c, &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d}, filepath.Join(root, "up")
+	return upstreamFixture(t, pol, nil, prepare)
 }
 
 // TestUpstreamAttackSinkFollowsItsDirectory: the file git creates outside

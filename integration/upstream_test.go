@@ -14,17 +14,29 @@ import (
 // upstream, and docs the agent (INT-001, src/**) does not own: a guide,
 // a page upstream will delete, and a human's clone (up) to change them.
 func upstreamRepo(t *testing.T) (c *cli, e *env, up string) {
+	return upstreamFixture(t, notesPolicy, map[string]string{"docs/old.md": "# Old\n"}, nil)
+}
+
+// upstreamFixture makes, in a new directory (prepare, if set, may mount
+// a filesystem on it first), an origin whose policy is intents with
+// origin's main declared as the upstream, with a README, src/util.go,
+// docs/guide.md and files; a clone of it mounted with INT-001; and a
+// human's clone, up.
+func upstreamFixture(t *testing.T, intents string, files map[string]string, prepare func(root string)) (c *cli, e *env, up string) {
 	t.Helper()
 	requireFUSE(t)
 	c = newCLI(t)
 	root := t.TempDir()
+	if prepare != nil {
+		prepare(root)
+	}
 	os.Chmod(filepath.Dir(root), 0o755)
 	os.Chmod(root, 0o755)
 	origin, seed := filepath.Join(root, "origin.git"), filepath.Join(root, "seed")
 	for _, d := range []string{origin, seed} {
 		os.Mkdir(d, 0o755)
 	}
-	writeFile(t, filepath.Join(seed, policy.IntentsFile), notesPolicy+"upstream:\n  url: "+origin+"\n  ref: main\n")
+	writeFile(t, filepath.Join(seed, policy.IntentsFile), intents+"upstream:\n  url: "+origin+"\n  ref: main\n")
 	scratch := t.TempDir()
 	c.must("init", scratch)
 	gi, err := os.ReadFile(filepath.Join(scratch, ".orchestration", ".gitignore"))
@@ -35,7 +47,9 @@ func upstreamRepo(t *testing.T) (c *cli, e *env, up string) {
 	writeFile(t, filepath.Join(seed, "README.md"), "# project\n")
 	writeFile(t, filepath.Join(seed, "src", "util.go"), "package api\n\nfunc util() {}\n")
 	writeFile(t, filepath.Join(seed, "docs", "guide.md"), "# Guide\n\nv1\n")
-	writeFile(t, filepath.Join(seed, "docs", "old.md"), "# Old\n")
+	for rel, content := range files {
+		writeFile(t, filepath.Join(seed, rel), content)
+	}
 	chownTree(t, root)
 	gitAs(t, origin, "git init -q --bare -b main .")
 	gitAs(t, seed, "git init -q -b main . && git add -A && git commit -qm base && git push -q "+origin+" main")
