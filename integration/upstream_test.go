@@ -232,6 +232,10 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 	if got := gitAs(t, src, "git merge-base --is-ancestor origin/main HEAD && git log --format=%s -1"); got != "put" {
 		t.Fatalf("the agent's commit was not rebased onto v3: %s", got)
 	}
+	// The rebase's restores of the agent's own file say where from.
+	if lg := c.must("log", "--source", src, "--path", "src/api.go"); !strings.Contains(lg, "restored from ") {
+		t.Fatalf("intentfs log shows no restore of src/api.go after the rebase:\n%s", lg)
+	}
 
 	// The upstream moves on (v4). Git made to remove the guide, toward
 	// it, and then to write other bytes there: the forged bytes never

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -167,6 +168,10 @@ func printRecords(a *app, recs []*ledger.Record) {
 			proc += "@" + g.Session.ID
 		}
 		note := g.Reason
+		if note == "" && g.RestoredFrom != "" {
+			// git wrote content that is not new: say where it is from.
+			note = "restored from " + restoredFromShort(g.RestoredFrom)
+		}
 		if g.Event == ledger.EventSelect {
 			note = "from " + orDash(ledger.Str(g.FromIntent))
 		}
@@ -188,6 +193,15 @@ func printRecords(a *app, recs []*ledger.Record) {
 func orDash(s string) string {
 	if s == "" {
 		return "-"
+	}
+	return s
+}
+
+// restoredFromShort shortens a restored_from value ("commit <id>",
+// "record <id>", "before intentfs") for the table.
+func restoredFromShort(s string) string {
+	if kind, id, ok := strings.Cut(s, " "); ok && (kind == "commit" || kind == "record") && len(id) > 12 {
+		return kind + " " + id[:12]
 	}
 	return s
 }
