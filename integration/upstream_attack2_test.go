@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,10 +90,10 @@ __attribute__((constructor)) static void atk(void) {
 func gitShim2(t *testing.T) (so, dir string) { return gitShimFrom(t, shim2C) }
 
 // agentBg runs script as the agent (uid 1000) in dir, in the background.
-func agentBg(dir, script string) (*exec.Cmd, *bytes.Buffer) {
+func agentBg(dir, script string) (*exec.Cmd, *syncBuffer) {
 	cmd := commandIn(dir, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "sh", "-c", script)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
-	var out bytes.Buffer
+	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	return cmd, &out
 }

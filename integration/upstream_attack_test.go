@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -104,18 +105,37 @@ func gitShimFrom(t *testing.T, src string) (so, dir string) {
 }
 
 // shimGit returns /usr/bin/git with the shim, run as the agent in dir.
-func shimGit(dir, so string, env ...string) (*exec.Cmd, *bytes.Buffer) {
+func shimGit(dir, so string, env ...string) (*exec.Cmd, *syncBuffer) {
 	// Only git gets the shim: setpriv and env run without it.
 	args := append([]string{"--reuid=1000", "--regid=1000", "--clear-groups", "env", "LD_PRELOAD=" + so}, env...)
 	cmd := commandIn(dir, "setpriv", append(args, "/usr/bin/git", "--version")...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
-	var out bytes.Buffer
+	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	return cmd, &out
 }
 
+// syncBuffer is the output of a command still running, which the test
+// reads meanwhile.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // waitHeld waits for the shim to say it holds its creation.
-func waitHeld(t *testing.T, ready string, out *bytes.Buffer) {
+func waitHeld(t *testing.T, ready string, out *syncBuffer) {
 	t.Helper()
 	for i := 0; i < 200; i++ {
 		if _, err := os.Stat(ready); err == nil {
@@ -367,7 +387,7 @@ exec cat "$1"
 		"-c", "core.attributesFile="+filepath.Join(dir, "attrs"), "-c", "diff.hold.textconv="+tc,
 		"diff", "--output=docs/new.md", "HEAD~1", "HEAD", "--", "src/util.go")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
-	var out bytes.Buffer
+	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
