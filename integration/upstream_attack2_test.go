@@ -150,7 +150,7 @@ func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
 	spin.Wait()
 	t.Logf("shimmed git:\n%s", out)
 	t.Logf("the agent's rmdir loop: %s", spinOut)
-	time.Sleep(2 * time.Second)
+	waitPutBack(t, mnt, "docs/img/logo.txt")
 	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
 	for _, l := range strings.Split(string(den), "\n") {
 		if strings.Contains(l, "logo") {
@@ -236,9 +236,17 @@ func TestUpstreamAttack2HeldSinkBusiesDirectoryForever(t *testing.T) {
 	defer func() { os.WriteFile(goFile, nil, 0o644); cmd.Wait() }()
 	waitHeld(t, ready, out)
 	t.Logf("shimmed git: %s", out)
-	time.Sleep(15 * time.Second)
-	mv, err := gitTry(mnt, "mv docs/img docs/pic && echo renamed")
-	t.Logf("15 s later, mv docs/img docs/pic: %v %s", err, mv)
+	// Busy while the file is young; no longer once it is past its time
+	// (polled up to 20 s, twice the bound).
+	var mv string
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		mv, err = gitTry(mnt, "mv docs/img docs/pic && echo renamed")
+		if err == nil || !strings.Contains(mv, "busy") || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("mv docs/img docs/pic: %v %s", err, mv)
 	if err != nil && strings.Contains(mv, "busy") {
 		t.Fatalf("a file git keeps open outside the scope keeps the in-scope directory above it busy with no time bound: %s", mv)
 	}
@@ -345,13 +353,16 @@ func TestUpstreamAttack2WritesAfterPublishThroughTheMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { os.WriteFile(goFile, nil, 0o644); cmd.Wait(); t.Logf("shimmed git:\n%s", out) }()
+	// Ready comes after the child's write, which follows the parent's close.
 	waitHeld(t, ready, out)
-	time.Sleep(500 * time.Millisecond)
 	viaMount, _ := gitTry(mnt, "cat docs/img/logo.txt")
 	inSource, _ := os.ReadFile(filepath.Join(src, "docs", "img", "logo.txt"))
 	t.Logf("through the mount: %q; in the source: %q", viaMount, inSource)
 	if strings.Contains(viaMount, "FORGED") {
 		t.Fatalf("a read through the mount sees bytes written after the check: %q (the source holds %q)", viaMount, inSource)
+	}
+	if viaMount != "logo-upstream" || string(inSource) != "logo-upstream\n" {
+		t.Fatalf("the upstream's file was not published (through the mount %q, in the source %q): the attack proved nothing", viaMount, inSource)
 	}
 }
 

@@ -299,8 +299,8 @@ func TestUpstreamAttackRemovalWithoutItsDirectory(t *testing.T) {
 	os.WriteFile(goFile, nil, 0o644)
 	cmd.Wait()
 	t.Logf("shimmed git:\n%s", out)
-	// The put-back runs once the git process has ended (checked every second).
-	time.Sleep(3 * time.Second)
+	// The put-back runs once the git process has ended, and says so.
+	waitPutBack(t, mnt, "docs/img/logo.txt")
 	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
 	t.Logf(".intentfs/denials:\n%s", den)
 	if _, err := os.Stat(filepath.Join(src, "docs", "img", "logo.txt")); err != nil {
@@ -442,7 +442,7 @@ func TestUpstreamAttackRemovalPutBackOutOfInodes(t *testing.T) {
 	os.WriteFile(goFile, nil, 0o644)
 	cmd.Wait()
 	t.Logf("shimmed git:\n%s", out)
-	time.Sleep(3 * time.Second) // the put-back runs once git has ended
+	waitPutBack(t, mnt, "docs/guide.md")
 	rm, _ := gitTry(mnt, "rm -rf src/fill && echo removed the files")
 	t.Logf("%s", rm)
 	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
@@ -450,4 +450,14 @@ func TestUpstreamAttackRemovalPutBackOutOfInodes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(src, "docs", "guide.md")); err != nil {
 		t.Fatalf("docs/guide.md, outside the scope, is gone for good: %v", err)
 	}
+}
+
+// waitPutBack waits for the denial that settles git's removal of rel
+// after the git process ended: the file was put back, or could not be.
+func waitPutBack(t *testing.T, mnt, rel string) {
+	t.Helper()
+	waitFor(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
+		return lineWith(string(b), "UPSTREAM_UNVERIFIED", rel, "git ended without writing it again")
+	}, "the settling of git's removal of "+rel)
 }
