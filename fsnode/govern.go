@@ -100,6 +100,13 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 		}
 	}
 	if !d.Allow {
+		if req.Op == policy.OpRmdir && r.hasEntries(ctx, req.Path) {
+			// The source would answer ENOTEMPTY: git tries to remove
+			// every directory it empties of tracked files (after a
+			// pull, say), and a denial of each would be a denial of
+			// nothing.
+			return g, syscall.ENOTEMPTY
+		}
 		r.gov.Denied(req, d, g.proc, a.Session)
 		return g, syscall.EACCES
 	}

@@ -186,14 +186,8 @@ func (r *Root) digestRegularAt(dirfd int, name string) objects.Digest {
 	return d
 }
 
-// Rmdir removes an empty directory. One that is not empty answers
-// ENOTEMPTY, as the source would, before the policy is asked: git tries
-// to remove every directory it empties of tracked files (after a pull,
-// say), and a refusal of each would be a denial of nothing.
+// Rmdir removes an empty directory.
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	if n.hasEntries(ctx, name) {
-		return syscall.ENOTEMPTY
-	}
 	rel, g, errno := n.authorizeChild(ctx, name, syscall.EACCES, policy.Request{Op: policy.OpRmdir, IsDir: true})
 	if errno != 0 {
 		return errno
@@ -359,30 +353,29 @@ func (n *Node) checkpointChild(name string) {
 	}
 }
 
-// hasEntries reports whether directory name in n, read as the caller, has
-// an entry besides . and ..; false when it cannot be read.
-func (n *Node) hasEntries(ctx context.Context, name string) bool {
+// hasEntries reports whether directory rel, read as the caller, has an
+// entry besides . and ..; false when it cannot be read. Only a refused
+// rmdir asks (see decide): an allowed one learns it from the source.
+func (r *Root) hasEntries(ctx context.Context, rel string) bool {
 	found := false
-	n.withDir(func(dirfd int) error {
-		return n.root.asCaller(ctx, func() error {
-			fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-			if err != nil {
+	_ = r.asCaller(ctx, func() error {
+		fd, err := openBeneath(r.rootFd, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return err
+		}
+		defer syscall.Close(fd)
+		buf := make([]byte, 4096)
+		for {
+			nb, err := unix.Getdents(fd, buf)
+			if err != nil || nb <= 0 {
 				return err
 			}
-			defer syscall.Close(fd)
-			buf := make([]byte, 4096)
-			for {
-				nb, err := unix.Getdents(fd, buf)
-				if err != nil || nb <= 0 {
-					return err
-				}
-				// ParseDirent leaves out . and ..
-				if _, count, _ := unix.ParseDirent(buf[:nb], 1, nil); count > 0 {
-					found = true
-					return nil
-				}
+			// ParseDirent leaves out . and ..
+			if _, count, _ := unix.ParseDirent(buf[:nb], 1, nil); count > 0 {
+				found = true
+				return nil
 			}
-		})
+		}
 	})
 	return found
 }
