@@ -276,6 +276,12 @@ func (c *Cache) Lookup(pid, uid, gid uint32) *ledger.Process {
 	if n, err := unix.Readlink(exe, link[:]); err == nil {
 		p.Exe = string(link[:n])
 	}
+	if !c.settled(pid, k, p) {
+		// Read midway through an exec: not kept, or every later hit
+		// would repeat the half-made description.
+		closePidfd()
+		return p
+	}
 	c.mu.Lock()
 	if len(c.entries) >= maxEntries {
 		clear(c.entries)
@@ -284,6 +290,28 @@ func (c *Cache) Lookup(pid, uid, gid uint32) *ledger.Process {
 	c.mu.Unlock()
 	c.remember(pid, pidfd, k, p)
 	return p
+}
+
+// settled reports whether p, read under key k, describes one whole
+// program image. execve replaces the executable, then comm, then the
+// arguments and the code and stack addresses, one at a time: a
+// description read across those steps (an empty command line, or a key
+// that no longer matches /proc afterwards) names no program that ran.
+func (c *Cache) settled(pid uint32, k image, p *ledger.Process) bool {
+	if len(p.Cmdline) == 0 {
+		return false
+	}
+	var buf [1024]byte
+	raw, err := c.readStat(pid, buf[:])
+	if err != nil {
+		return false
+	}
+	st, ok := parseStat(raw)
+	if !ok || st.comm != k.comm || st.start != k.start || st.startCode != k.startCode || st.startStack != k.startStack {
+		return false
+	}
+	dev, ino := c.exeID(pid)
+	return dev == k.exeDev && ino == k.exeIno
 }
 
 // stat holds the fields of /proc/PID/stat that identify a process image.

@@ -77,6 +77,34 @@ func TestLookupSelfAndReusedPid(t *testing.T) {
 	}
 }
 
+// TestLookupMidwayThroughExec reads a process whose exec has named it but
+// not yet given it its arguments: that half-made description must not be
+// what later lookups return.
+func TestLookupMidwayThroughExec(t *testing.T) {
+	root := t.TempDir()
+	c := &Cache{procRoot: root, entries: map[image]*ledger.Process{}}
+	dir := filepath.Join(root, "9")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stat := "9 (sleep) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 300 20 21 22 4096 24 777 29"
+	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cmdline"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Lookup(9, 0, 0); got.Comm != "sleep" || len(got.Cmdline) != 0 {
+		t.Fatalf("midway = %+v", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte("sleep\x005\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Lookup(9, 0, 0); len(got.Cmdline) != 2 || got.Cmdline[1] != "5" {
+		t.Fatalf("after the exec completed, the cache still returns %+v", got)
+	}
+}
+
 // TestLookupAfterExec runs a shell that execs another program and checks
 // the cache names the process by what runs now.
 func TestLookupAfterExec(t *testing.T) {
@@ -125,6 +153,28 @@ func BenchmarkLookupHit(b *testing.B) {
 	}
 }
 
+// lookupCached looks pid up until the cache keeps it. exec.Cmd.Start
+// returns once the exec cannot fail, which is before the new program has
+// its arguments, and a process read midway is not cached.
+func lookupCached(t *testing.T, c *Cache, pid uint32, comm string) *ledger.Process {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		p := c.Lookup(pid, 0, 0)
+		if p.Comm != comm {
+			t.Fatalf("pid %d: comm %q, want %q", pid, p.Comm, comm)
+		}
+		c.mu.Lock()
+		l, ok := c.byPid[pid]
+		c.mu.Unlock()
+		if ok && l.proc == p {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) was never cached", comm, pid)
+		}
+	}
+}
+
 func TestCacheNoticesExitAndReuse(t *testing.T) {
 	c := NewCache()
 	cmd := exec.Command("sleep", "5")
@@ -132,10 +182,7 @@ func TestCacheNoticesExitAndReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := uint32(cmd.Process.Pid)
-	first := c.Lookup(pid, 0, 0)
-	if first.Comm != "sleep" {
-		t.Fatalf("comm %q", first.Comm)
-	}
+	first := lookupCached(t, c, pid, "sleep")
 	if again := c.Lookup(pid, 0, 0); again != first {
 		t.Fatal("a live process was not served from the cache")
 	}
@@ -158,9 +205,7 @@ func TestCacheDropsExitedProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		if p := c.Lookup(uint32(cmd.Process.Pid), 0, 0); p.Comm != "sleep" {
-			t.Fatalf("comm %q", p.Comm)
-		}
+		lookupCached(t, c, uint32(cmd.Process.Pid), "sleep")
 		return cmd
 	}
 	var exited []*live
