@@ -6,6 +6,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/intentfs/intentfs/internal/safeio"
+	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -23,6 +24,8 @@ type GitWatcher interface {
 type GitChange struct {
 	Req    policy.Request
 	Caller *fuse.Caller
+	// Session is the agent session the caller runs in, nil outside one.
+	Session *ledger.Session
 	// Read reads a regular file of the source (at most max bytes, never
 	// through a symlink, never blocking): what a rename is about to move
 	// onto a ref.
@@ -41,12 +44,12 @@ func touchesGit(req policy.Request) bool {
 
 // watchGit asks the Governor's GitWatcher, if it has one, about an
 // allowed change inside a git directory.
-func (r *Root) watchGit(ctx context.Context, caller *fuse.Caller, req policy.Request) (*policy.Decision, func()) {
+func (r *Root) watchGit(ctx context.Context, caller *fuse.Caller, sess *ledger.Session, req policy.Request) (*policy.Decision, func()) {
 	w, ok := r.gov.(GitWatcher)
 	if !ok || !touchesGit(req) {
 		return nil, nil
 	}
-	return w.WatchGit(ctx, GitChange{Req: req, Caller: caller,
+	return w.WatchGit(ctx, GitChange{Req: req, Caller: caller, Session: sess,
 		Read:       func(rel string, max int64) ([]byte, error) { return safeio.ReadFile(r.source, rel, max) },
 		Checkpoint: r.checkpointWriters,
 	})

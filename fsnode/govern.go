@@ -75,7 +75,7 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 	}
 	g := grant{decision: d, intent: req.Intent, actor: a, upstream: up}
 	if d.Allow {
-		deny, after := r.watchGit(ctx, caller, req)
+		deny, after := r.watchGit(ctx, caller, a.Session, req)
 		if deny != nil {
 			g.proc = r.gov.Process(caller)
 			r.gov.Denied(req, *deny, g.proc, a.Session)

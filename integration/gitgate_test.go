@@ -51,8 +51,9 @@ func gateRepo(t *testing.T) (c *cli, e *env, origin, base string) {
 	base = gitAs(t, seed, "git rev-parse main")
 	src := filepath.Join(root, "clone")
 	gitAs(t, root, "git clone -q "+origin+" clone && cd clone && git branch -q other origin/other")
-	d := startDaemon(t, src, t.TempDir(), "INT-001")
-	return c, &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d}, origin, base
+	reg := t.TempDir()
+	d := startDaemonIn(t, src, t.TempDir(), "INT-001", reg)
+	return c, &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d, reg: reg}, origin, base
 }
 
 // TestCommitGate: a commit made in the mount that check would fail is
@@ -114,8 +115,30 @@ func TestCommitGate(t *testing.T) {
 	gitAs(t, mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
 	ok := head()
 	r := e.waitRecord("commit record", func(r *ledger.Record) bool { return r.Gov().Event == ledger.EventCommit && r.Gov().Commit == ok })
-	if len(r.Gov().Records) != 1 {
-		t.Fatalf("commit record links %v, want the write of src/api.go", r.Gov().Records)
+	if g := r.Gov(); len(g.Records) != 1 || ledger.Str(g.IntentID) != "INT-001" || g.Process == nil || g.Process.Comm != "git" {
+		t.Fatalf("commit record: intent %q, process %+v, links %v; want INT-001, git and the write of src/api.go", ledger.Str(g.IntentID), g.Process, g.Records)
+	}
+	// A commit made in an agent session names the session's intent and
+	// the session, as its writes do. (A session refuses a source whose
+	// parent directory the agent could swap.)
+	if err := os.Chown(filepath.Dir(src), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, code := e.runSession("--intent", "INT-002", "--name", "committer", "--", "env", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=agent", "GIT_AUTHOR_EMAIL=agent@example.com", "GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=agent@example.com",
+		"sh", "-c", "cd "+mnt+" && mkdir -p docs && echo guide > docs/guide.md && git add docs/guide.md && git commit -qm guide")
+	if code != 0 {
+		t.Fatalf("a commit in a session failed (%d):\n%s", code, out)
+	}
+	inSession := head()
+	r = e.waitRecord("the session's commit record", func(r *ledger.Record) bool {
+		return r.Gov().Event == ledger.EventCommit && r.Gov().Commit == inSession
+	})
+	if g := r.Gov(); ledger.Str(g.IntentID) != "INT-002" || g.Session == nil || g.Session.Name != "committer" {
+		t.Fatalf("the session's commit record: intent %q, session %+v; want INT-002 and the session committer", ledger.Str(g.IntentID), g.Session)
+	}
+	if lg := c.must("log", "--source", src, "--event", "commit"); !lineWith(lg, "INT-002", "git[", "@"+r.Gov().Session.ID) {
+		t.Fatalf("intentfs log does not name the committing session:\n%s", lg)
 	}
 	out = c.must("check", "--source", src, base+"..HEAD")
 	t.Logf("intentfs check %s..HEAD:\n%s", base[:12], out)
@@ -132,11 +155,13 @@ func TestCommitGate(t *testing.T) {
 	// git stash builds a temporary index (.git/index.stash.<pid>).
 	gitAs(t, mnt, "echo '// wip' >> src/api.go && git stash -q && git diff --quiet && git stash pop -q && grep -q wip src/api.go")
 	gitAs(t, mnt, "git checkout -q -- src/api.go")
-	// Its note is attached in the background; amend keeps it.
-	waitFor(t, func() bool { _, err := gitTry(src, "git notes --ref=intentfs show "+ok); return err == nil }, "the commit's note")
-	gitAs(t, mnt, "git commit -q --amend -m 'the api, amended'")
+	// Notes are attached in the background; amend keeps them.
+	for _, id := range []string{ok, inSession} {
+		waitFor(t, func() bool { _, err := gitTry(src, "git notes --ref=intentfs show "+id); return err == nil }, "the note of "+id)
+	}
+	gitAs(t, mnt, "git commit -q --amend -m 'the guide, amended'")
 	amended := head()
-	if note, err := gitTry(src, "git notes --ref=intentfs show "+amended); err != nil || !strings.Contains(note, "src/api.go") {
+	if note, err := gitTry(src, "git notes --ref=intentfs show "+amended); err != nil || !strings.Contains(note, "docs/guide.md") {
 		t.Fatalf("the amended commit has no note: %v\n%s", err, note)
 	}
 }

@@ -44,7 +44,6 @@ func (d *Daemon) newGitGate() *gitgate.Gate {
 		Snapshot:  d.engine.Snapshot,
 		Process:   d.procs.Lookup,
 		Record:    d.Record,
-		Active:    d.ActiveIntent,
 		Committed: d.attachNotes,
 		Log:       d.log,
 	})

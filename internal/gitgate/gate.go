@@ -64,8 +64,6 @@ type Config struct {
 	// Process describes a caller; Record records a change.
 	Process func(pid, uid, gid uint32) *ledger.Process
 	Record  func(ledger.Change)
-	// Active is the selected intent.
-	Active func() string
 	// Committed, if set, runs after a branch moved to new commits (the
 	// daemon attaches notes).
 	Committed func(gitDir string)
@@ -358,7 +356,8 @@ func (g *Gate) refUpdate(ctx context.Context, w fsnode.GitChange, gitDir, inner 
 	if w.Caller != nil {
 		proc = g.cfg.Process(w.Caller.Pid, w.Caller.Uid, w.Caller.Gid)
 	}
-	return nil, func() { g.accept(st, ups, ids, rep, req.Path2, proc) }
+	by := committer{intent: req.Intent, proc: proc, session: w.Session}
+	return nil, func() { g.accept(st, ups, ids, rep, req.Path2, by) }
 }
 
 // judge lists the commits made in the mount that the updates bring onto
@@ -597,9 +596,17 @@ func (g *Gate) waitIndex() error {
 	return fmt.Errorf("timed out waiting for the ledger to be read")
 }
 
+// committer is who moved a branch: the intent, process and session its
+// commit records name.
+type committer struct {
+	intent  string
+	proc    *ledger.Process
+	session *ledger.Session
+}
+
 // accept runs once the branch moved: the commits are remembered, and each
 // gets a commit record.
-func (g *Gate) accept(st *repoState, ups []update, ids []string, rep *gitcheck.Report, refPath string, proc *ledger.Process) {
+func (g *Gate) accept(st *repoState, ups []update, ids []string, rep *gitcheck.Report, refPath string, by committer) {
 	g.mu.Lock()
 	for _, id := range ids {
 		st.accepted[id] = true
@@ -612,8 +619,8 @@ func (g *Gate) accept(st *repoState, ups []update, ids []string, rep *gitcheck.R
 	}
 	g.mu.Unlock()
 	for _, id := range ids {
-		g.cfg.Record(ledger.Change{Event: ledger.EventCommit, Path: refPath, Intent: g.cfg.Active(), Commit: id, Records: rep.Accounted[id],
-			Op: "commit", Process: proc, Reason: fmt.Sprintf("%s moved to %s, made in the mount; %d record(s) account for it", ups[0].ref, id, len(rep.Accounted[id]))})
+		g.cfg.Record(ledger.Change{Event: ledger.EventCommit, Path: refPath, Intent: by.intent, Commit: id, Records: rep.Accounted[id],
+			Op: "commit", Process: by.proc, Session: by.session, Reason: fmt.Sprintf("%s moved to %s, made in the mount; %d record(s) account for it", ups[0].ref, id, len(rep.Accounted[id]))})
 	}
 	if len(ids) > 0 && g.cfg.Committed != nil {
 		g.cfg.Committed(st.gitDir)
