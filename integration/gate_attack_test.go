@@ -1,0 +1,102 @@
+package integration
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// craftElsewhere builds, as the agent, a clone of origin outside the mount
+// (the agent may write its own directories) and runs script in it; it
+// returns the script's output. Nothing of it is written through the mount.
+func craftElsewhere(t *testing.T, e *env, origin, name, script string) (dir, out string) {
+	t.Helper()
+	parent := filepath.Dir(e.src)
+	gitAs(t, parent, "git clone -q "+origin+" "+name)
+	dir = filepath.Join(parent, name)
+	return dir, gitAs(t, dir, script)
+}
+
+// TestGateAttackEvilMergeFetchedIsNeverChecked.
+//
+// Attack: the agent builds, outside the mount, an "evil" merge commit
+// whose parents are main and an empty commit on main, and whose tree changes README.md
+// (outside INT-001's scope src/**) to content never written through the
+// mount. In the mount it fetches that commit from its own directory and
+// fast-forwards main to it:
+//
+//	git fetch -q /path/evil HEAD && git reset -q --soft FETCH_HEAD
+//
+// The gate does not judge it: its objects came through index-pack /
+// unpack-objects (git receiving objects), so it is "from elsewhere", and
+// the design relies on `intentfs check` to judge every commit wherever it
+// was made. But `intentfs check` walks `git log --no-merges`: a merge
+// commit is never looked at, so the evil merge's README.md passes, and the
+// human's `intentfs check base..HEAD` says OK (0 commits).
+//
+// Impact: any out-of-scope content lands on the branch and passes the
+// reviewer's/CI gate. Severity: HIGH (complete bypass of both gates with
+// stock git commands). Fix: check merges in `intentfs check` as CheckNew
+// does (the changes a merge makes that come from none of its parents).
+func TestGateAttackEvilMergeFetchedIsNeverChecked(t *testing.T) {
+	c, e, origin, base := gateRepo(t)
+	evil, m := craftElsewhere(t, e, origin, "evil",
+		"e=$(git commit-tree -p HEAD -m empty HEAD^{tree}) && echo pwned > README.md && git add README.md && git commit-tree -p HEAD -p $e -m 'merge' $(git write-tree)")
+	gitAs(t, evil, "git update-ref refs/heads/main "+m)
+
+	// In the mount, as the agent: an ordinary fetch and fast-forward.
+	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD")
+	if err != nil {
+		t.Skipf("the gate refused the fetched evil merge (not this hole): %v\n%s", err, out)
+	}
+	if got := gitAs(t, e.src, "git rev-parse main && git show main:README.md"); !strings.Contains(got, m) || !strings.Contains(got, "pwned") {
+		t.Fatalf("main does not hold the evil merge: %s", got)
+	}
+	chk, code := c.run("check", "--source", e.src, base+"..main")
+	t.Logf("intentfs check %s..main (exit %d):\n%s", base[:12], code, chk)
+	if code == 0 || strings.HasPrefix(chk, "OK") || !strings.Contains(chk, "README.md") {
+		t.Errorf("HOLE: main holds a merge whose README.md (outside src/**, never written through the mount) no parent has, and intentfs check says OK:\n%s", chk)
+	}
+}
+
+// TestGateAttackDefaultRangeFromAgentRemoteRef.
+//
+// Attack: the agent crafts a plain commit changing README.md (outside
+// src/**) outside the mount, fetches it into the mount and fast-forwards
+// main to it (not judged by the gate: not made in the mount), then moves
+// the remote-tracking ref the default range is computed from:
+//
+//	git fetch -q /path/evil main && git reset -q --soft FETCH_HEAD
+//	git update-ref refs/remotes/origin/main HEAD
+//
+// refs/remotes/* is not governed at all (any rename onto it passes). The
+// human then runs `intentfs check` with the default range (merge-base with
+// @{upstream}..HEAD) as the help suggests: the merge-base is HEAD itself,
+// the range is empty and check exits 0 with "OK: 0 commit(s)". A `git push`
+// then publishes the out-of-scope commit.
+//
+// Impact: the reviewer's default check is decided by a ref the agent
+// writes. Severity: MEDIUM-HIGH (needs the reviewer to rely on the default
+// range, which is what the documentation shows first). Fix: make
+// refs/remotes/* (and the declared upstream's tracking ref) read-only for
+// anything but git receiving from the remote (fetch), or have check take
+// the base from something the agent cannot write (e.g. the remote itself,
+// or the mount's recorded start tip), and fail rather than say OK on an
+// empty default range.
+func TestGateAttackDefaultRangeFromAgentRemoteRef(t *testing.T) {
+	c, e, origin, _ := gateRepo(t)
+	evil, x := craftElsewhere(t, e, origin, "evil2",
+		"echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
+	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && git update-ref refs/remotes/origin/main HEAD")
+	if err != nil {
+		t.Skipf("refused (not this hole): %v\n%s", err, out)
+	}
+	if got := gitAs(t, e.src, "git rev-parse main"); got != x {
+		t.Fatalf("main is %s, not the crafted %s", got, x)
+	}
+	chk, code := c.run("check", "--source", e.src)
+	t.Logf("intentfs check (default range, exit %d):\n%s", code, chk)
+	if code == 0 {
+		t.Errorf("HOLE: main holds %s changing README.md outside src/**, and the default intentfs check exits 0:\n%s", x[:12], chk)
+	}
+}
