@@ -152,3 +152,61 @@ sysseek($fh, 0, 0); syswrite($fh, "$new\n") or die "second write: $!"; close($fh
 		t.Errorf("HOLE: main moved from %s to the unjudged crafted commit %s by writing through the lock's descriptor after the judged rename", base[:12], crafted[:12])
 	}
 }
+
+// TestGateAttackCommitGraphHidesTree.
+//
+// Attack: objects/info/commit-graph is "git state" the agent may write
+// through the mount, and git (the gate's and check's git included: the
+// hardening does not set core.commitGraph=false) takes a commit's root
+// tree from the graph rather than from the commit object. The agent makes
+// a commit X changing README.md (outside src/**), writes a commit graph
+// holding X, and patches X's row so its tree is the parent's:
+//
+//	x=$(... git commit-tree -p HEAD ...)        # tree T_bad
+//	echo $x | git commit-graph write --stdin-commits
+//	perl: replace T_bad's 20 bytes by HEAD^{tree}'s in the graph file
+//	git update-ref refs/heads/main $x
+//
+// The gate's `git log --raw --no-walk X` takes X's tree from the graph,
+// sees no change, and main moves to X, whose real tree (git cat-file -p)
+// has README.md "pwned". (`intentfs check base..main` walks a range, where
+// git 2.39 reads the real tree, so it still flags this non-merge commit;
+// an in-mount evil merge, judged by diff-tree against its parents, is
+// exposed to the same substitution, and check skips merges: see
+// TestGateAttackEvilMergeFetchedIsNeverChecked. Another git version or a
+// patched generation/parents row may fool the range walk too.)
+//
+// Impact: the commit gate is bypassed from inside the mount with stock git
+// plus a byte patch of a file the mount lets the agent write. Severity:
+// HIGH for the gate. Fix: run every gate/check git
+// with -c core.commitGraph=false (and fetch.writeCommitGraph etc. do not
+// matter then), or make objects/info/commit-graph* read-only through the
+// mount like alternates.
+func TestGateAttackCommitGraphHidesTree(t *testing.T) {
+	c, e, _, base := gateRepo(t)
+	x := craftInMount(t, e.mnt)
+	tbad := gitAs(t, e.mnt, "git cat-file -p "+x+" | sed -n 's/^tree //p'")
+	tgood := gitAs(t, e.mnt, "git rev-parse HEAD^{tree}")
+	out, err := gitTry(e.mnt, "echo "+x+" | git commit-graph write --stdin-commits && ls -l .git/objects/info/ && "+
+		`perl -e 'my ($g, $a, $b) = @ARGV; open(my $in, "<:raw", $g) or die $!; local $/; my $d = <$in>; close $in;
+my ($A, $B) = (pack("H*", $a), pack("H*", $b)); my $n = ($d =~ s/\Q$A\E/$B/g) or die "tree not in graph";
+open(my $o, ">:raw", "$g.new") or die $!; print $o $d; close $o or die $!; rename("$g.new", $g) or die $!; print "patched $n\n"' `+
+		".git/objects/info/commit-graph "+tbad+" "+tgood)
+	t.Logf("commit graph: err %v\n%s", err, out)
+	if err != nil {
+		t.Skipf("could not write the commit graph (not this hole): %v", err)
+	}
+	if got := gitAs(t, e.mnt, "git log -1 --format=%T "+x); got != tgood {
+		t.Skipf("git does not take the tree from the patched graph (%s)", got)
+	}
+	out, err = gitTry(e.mnt, "git update-ref refs/heads/main "+x)
+	t.Logf("git update-ref refs/heads/main %s: err %v\n%s", x[:12], err, out)
+	chk, code := c.run("check", "--source", e.src, base+"..main")
+	t.Logf("intentfs check %s..main (exit %d):\n%s", base[:12], code, chk)
+	if mainHolds(t, e.src, x) {
+		t.Errorf("HOLE: main holds %s, whose real tree %s changes README.md outside src/**: the gate judged the tree the patched commit-graph names", x[:12], tbad[:12])
+	}
+	if code == 0 {
+		t.Errorf("HOLE: intentfs check says OK:\n%s", chk)
+	}
+}
