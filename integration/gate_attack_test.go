@@ -210,3 +210,39 @@ open(my $o, ">:raw", "$g.new") or die $!; print $o $d; close $o or die $!; renam
 		t.Errorf("HOLE: intentfs check says OK:\n%s", chk)
 	}
 }
+
+// TestGateAttackPackedRefsDuplicateEntry.
+//
+// Attack: the gate reads packed-refs into a map (the last line for a name
+// wins) and judges only the names whose value changes; git, when the
+// header claims "sorted", binary-searches the file as it is and finds the
+// first line. The agent writes a packed-refs with main twice, the crafted
+// commit first and the current commit last (a new branch line in between
+// keeps the binary search on the first), then removes the loose ref,
+// which no rule watches:
+//
+//	# pack-refs with: peeled fully-peeled sorted
+//	<crafted> refs/heads/main
+//	<HEAD>    refs/heads/zzz
+//	<HEAD>    refs/heads/main
+//	mv .git/packed-refs.new .git/packed-refs; rm .git/refs/heads/main
+//
+// The gate sees main unchanged (HEAD) and zzz new at HEAD: nothing to
+// judge. git resolves main to the crafted commit (README.md outside
+// src/**).
+//
+// Impact: the commit gate is bypassed for any commit made in the mount.
+// Severity: HIGH for the gate. Fix: refuse a packed-refs with a duplicate
+// (or unsorted, when it claims sorted) name, or ask git itself
+// (`git show-ref` on the new file) rather than parsing; and judge the
+// unlink of a loose branch (the packed value it reveals).
+func TestGateAttackPackedRefsDuplicateEntry(t *testing.T) {
+	_, e, _, base := gateRepo(t)
+	crafted := craftInMount(t, e.mnt)
+	out, err := gitTry(e.mnt, "printf '# pack-refs with: peeled fully-peeled sorted \\n%s refs/heads/main\\n%s refs/heads/zzz\\n%s refs/heads/main\\n' "+
+		crafted+" "+base+" "+base+" > .git/packed-refs.new && mv .git/packed-refs.new .git/packed-refs && rm .git/refs/heads/main && git rev-parse main")
+	t.Logf("duplicate packed main, loose main removed: err %v\n%s", err, out)
+	if mainHolds(t, e.src, crafted) {
+		t.Errorf("HOLE: main resolves to the unjudged crafted commit %s (was %s) through a packed-refs with main twice", crafted[:12], base[:12])
+	}
+}
