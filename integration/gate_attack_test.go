@@ -246,3 +246,46 @@ func TestGateAttackPackedRefsDuplicateEntry(t *testing.T) {
 		t.Errorf("HOLE: main resolves to the unjudged crafted commit %s (was %s) through a packed-refs with main twice", crafted[:12], base[:12])
 	}
 }
+
+// TestGateAttackForgedLocalNoteAccountsForLocalCheck.
+//
+// Attack: refs/notes/intentfs of the source is written through the mount
+// like any ref the gate does not watch, and `intentfs check` on the
+// source adds every record of those notes whose id is not in the local
+// ledger, unverified, even though the local (root-owned) ledger is there.
+// The agent gets a commit changing README.md (outside src/**) onto main
+// (fetched from its own directory: not judged by the gate), then attaches
+// a note with one made-up "revert" record (judge accepts a revert
+// whatever its intent) naming README.md and the committed content's
+// sha256:
+//
+//	git fetch -q /path/evil main && git reset -q --soft FETCH_HEAD
+//	git notes --ref=intentfs add -f -m '{"id":"<new uuid>","files":[{"path":"README.md"}],
+//	  "metadata":{"dev.intentfs":{"event":"revert","post_hash":"sha256:<sha of pwned>"}}}' HEAD
+//
+// `intentfs check base..main`, run by the human on the source with the
+// local ledger, says OK. (Unlike the known notes issue this needs no other
+// machine: the reviewer's local check is fooled on the agent's own clone.)
+//
+// Impact: full bypass of the local check. Severity: HIGH. Fix: when a
+// local ledger exists, take from the notes only records that are in it
+// (or that verify against a chain other than the local origin's), and
+// never let a note record of this workspace's origin that the local
+// ledger lacks account for anything; make refs/notes/intentfs writable
+// only by the daemon in the mount.
+func TestGateAttackForgedLocalNoteAccountsForLocalCheck(t *testing.T) {
+	c, e, origin, base := gateRepo(t)
+	evil, x := craftElsewhere(t, e, origin, "evil3", "echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
+	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && "+
+		`h=$(printf 'pwned\n' | sha256sum | cut -d' ' -f1) && `+
+		`git notes --ref=intentfs add -f -m "{\"id\":\"6a1e2b3c-4d5e-4f60-8172-839405a6b7c8\",\"files\":[{\"path\":\"README.md\"}],\"metadata\":{\"dev.intentfs\":{\"event\":\"revert\",\"post_hash\":\"sha256:$h\"}}}" HEAD`)
+	t.Logf("fetch, reset and forged note: err %v\n%s", err, out)
+	if !mainHolds(t, e.src, x) {
+		t.Skipf("main does not hold the fetched commit (not this hole): %v\n%s", err, out)
+	}
+	chk, code := c.run("check", "--source", e.src, base+"..main")
+	t.Logf("intentfs check %s..main (exit %d):\n%s", base[:12], code, chk)
+	if code == 0 {
+		t.Errorf("HOLE: main's %s changes README.md outside src/** and a forged note written through the mount makes the local intentfs check say OK:\n%s", x[:12], chk)
+	}
+}
