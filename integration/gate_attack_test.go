@@ -289,3 +289,38 @@ func TestGateAttackForgedLocalNoteAccountsForLocalCheck(t *testing.T) {
 		t.Errorf("HOLE: main's %s changes README.md outside src/** and a forged note written through the mount makes the local intentfs check say OK:\n%s", x[:12], chk)
 	}
 }
+
+// TestGateAttackRefsHeadsReplacedBySymlink.
+//
+// Attack: the gate refuses moving a directory onto refs/heads and writing
+// a branch in place, but neither moving refs/heads away (only the
+// destination of a rename is classified) nor creating a symlink named
+// refs/heads (OpSymlink is refused only for branch/HEAD/packed-refs
+// paths, and refs/heads is a "refDir"). The agent points refs/heads at a
+// directory of its own in scope and writes the branch there as an
+// ordinary file:
+//
+//	mkdir src/.r && cp .git/refs/heads/* src/.r/ && echo <crafted> > src/.r/main
+//	mv .git/refs/heads .git/refs/oldheads
+//	ln -s ../../src/.r .git/refs/heads
+//
+// git (the human's in the source too) resolves main through the symlink
+// to the crafted commit (README.md outside src/**); later writes of
+// src/.r/main move the branch with no gate at all.
+//
+// Impact: the commit gate is bypassed for any commit made in the mount,
+// and the branch becomes an ordinary in-scope file. Severity: HIGH for the
+// gate. Fix: refuse symlinks (and renames away, and rmdir) at refs,
+// refs/heads and any directory below it, as moving a directory onto them
+// is refused; treat the source side of a rename of a ref directory like
+// the destination.
+func TestGateAttackRefsHeadsReplacedBySymlink(t *testing.T) {
+	_, e, _, base := gateRepo(t)
+	crafted := craftInMount(t, e.mnt)
+	out, err := gitTry(e.mnt, "mkdir src/.r && cp .git/refs/heads/* src/.r/ && echo "+crafted+" > src/.r/main && "+
+		"mv .git/refs/heads .git/refs/oldheads && ln -s ../../src/.r .git/refs/heads && git rev-parse main")
+	t.Logf("refs/heads replaced by a symlink: err %v\n%s", err, out)
+	if got, _ := gitTry(e.src, "git rev-parse -q --verify refs/heads/main"); got == crafted {
+		t.Errorf("HOLE: main resolves to the unjudged crafted commit %s (was %s) through a symlinked refs/heads", crafted[:12], base[:12])
+	}
+}
