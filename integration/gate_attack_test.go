@@ -324,3 +324,47 @@ func TestGateAttackRefsHeadsReplacedBySymlink(t *testing.T) {
 		t.Errorf("HOLE: main resolves to the unjudged crafted commit %s (was %s) through a symlinked refs/heads", crafted[:12], base[:12])
 	}
 }
+
+// TestGateAttackShadowRefRedirectsCheck.
+//
+// Attack: git resolves a short name through $GIT_DIR/<name>, refs/<name>,
+// refs/tags/<name> before refs/heads/<name>. refs/<name> is not a branch
+// to the gate, so the agent may write it. After a legitimate commit G in
+// the mount, it puts a commit X changing README.md (outside src/**) on
+// top of it onto main (fetched from its own directory: not judged by the
+// gate), and shadows the branch name with the clean commit:
+//
+//	git fetch -q /path/evil main && git reset -q --soft FETCH_HEAD
+//	git update-ref refs/main <G>
+//
+// The human's `intentfs check <base>..main` checks refs/main (G): "OK: 1
+// commit(s)"; git's "refname 'main' is ambiguous" warning goes to a stderr
+// intentfs swallows. `git push origin main` pushes refs/heads/main (push
+// prefers refs/heads/ to the weak match refs/main; checked with git
+// 2.39), which holds X.
+//
+// Impact: the reviewer checks another commit than the branch. Severity:
+// MEDIUM (needs the short branch name, which is what people type).
+// Fix: resolve each revision of the range with git's ambiguity check
+// (rev-parse --verify with core.warnAmbiguousRefs as an error) and fail
+// on an ambiguous name, or refuse refs outside refs/heads, refs/tags,
+// refs/remotes, refs/notes and refs/stash through the mount.
+func TestGateAttackShadowRefRedirectsCheck(t *testing.T) {
+	c, e, _, base := gateRepo(t)
+	gitAs(t, e.mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
+	g := gitAs(t, e.mnt, "git rev-parse HEAD")
+	parent := filepath.Dir(e.src)
+	gitAs(t, parent, "git clone -q "+e.mnt+" evil4")
+	evil := filepath.Join(parent, "evil4")
+	x := gitAs(t, evil, "echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
+	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && git update-ref refs/main "+g)
+	t.Logf("fetch, reset and refs/main: err %v\n%s", err, out)
+	if !mainHolds(t, e.src, x) {
+		t.Skipf("main does not hold the fetched commit (not this hole): %v\n%s", err, out)
+	}
+	chk, code := c.run("check", "--source", e.src, base+"..main")
+	t.Logf("intentfs check %s..main (exit %d):\n%s", base[:12], code, chk)
+	if code == 0 {
+		t.Errorf("HOLE: refs/heads/main holds %s (README.md outside src/**), and intentfs check %s..main says OK: it checked refs/main:\n%s", x[:12], base[:12], chk)
+	}
+}
