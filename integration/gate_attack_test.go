@@ -368,3 +368,44 @@ func TestGateAttackShadowRefRedirectsCheck(t *testing.T) {
 		t.Errorf("HOLE: refs/heads/main holds %s (README.md outside src/**), and intentfs check %s..main says OK: it checked refs/main:\n%s", x[:12], base[:12], chk)
 	}
 }
+
+// TestGateAttackAgentCodeLaunderedAsRestore.
+//
+// Attack: a write by git is a "restore", not authorship, when the content
+// is in a commit a branch, remote-tracking branch, HEAD or FETCH_HEAD
+// names and that was not made in the mount. A commit the agent makes in a
+// directory of its own and fetches qualifies. So the agent writes new code
+// there and brings it into the work tree with git:
+//
+//	(in ~/evil) printf 'package api\n\nfunc Backdoor() {}\n' > src/evil.go && git commit
+//	git fetch -q /path/evil main && git checkout FETCH_HEAD -- src/evil.go
+//
+// The ledger records the write with restored_from "commit <X>", and
+// `intentfs blame` credits the lines to no intent: the agent's own,
+// never-before-seen code is shown as git putting back existing content.
+//
+// Impact: blame/log misattribution of agent-authored code (it still must
+// be in scope). Severity: LOW-MEDIUM. Fix: count as restore sources only
+// commits that the repository had when the mount started, or that came in
+// through a fetch from a configured remote URL (not a path the agent
+// controls), and never FETCH_HEAD of a local path.
+func TestGateAttackAgentCodeLaunderedAsRestore(t *testing.T) {
+	c, e, origin, _ := gateRepo(t)
+	evil, _ := craftElsewhere(t, e, origin, "evil5", "printf 'package api\\n\\nfunc Backdoor() {}\\n' > src/evil.go && git add src/evil.go && git commit -qm x")
+	gitAs(t, e.mnt, "git fetch -q "+evil+" main && git checkout FETCH_HEAD -- src/evil.go")
+	var restored string
+	waitFor(t, func() bool {
+		for _, r := range e.records() {
+			if r.Path() == "src/evil.go" && r.Gov().PostHash != nil {
+				restored = r.Gov().RestoredFrom
+				return true
+			}
+		}
+		return false
+	}, "the record of src/evil.go")
+	blame := c.must("blame", "--source", e.src, "src/evil.go")
+	t.Logf("restored_from %q; intentfs blame src/evil.go:\n%s", restored, blame)
+	if restored != "" || !lineWith(blame, "INT-001", "Backdoor") {
+		t.Errorf("HOLE: code the agent wrote (in its own directory, never seen before) is recorded as restored from %q and not credited to INT-001:\n%s", restored, blame)
+	}
+}
