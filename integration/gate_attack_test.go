@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -407,5 +408,39 @@ func TestGateAttackAgentCodeLaunderedAsRestore(t *testing.T) {
 	t.Logf("restored_from %q; intentfs blame src/evil.go:\n%s", restored, blame)
 	if restored != "" || !lineWith(blame, "INT-001", "Backdoor") {
 		t.Errorf("HOLE: code the agent wrote (in its own directory, never seen before) is recorded as restored from %q and not credited to INT-001:\n%s", restored, blame)
+	}
+}
+
+// TestGateAttackPrunedStartTipWedgesEveryCommit.
+//
+// Attack (denial of service): the gate excludes, in every judgement, the
+// commits every ref named when it first saw the repository ("^<tip>" on
+// rev-list's stdin). If one of those commits no longer exists, rev-list
+// fails and every branch update is refused ("the commit could not be
+// checked"). The agent deletes the refs that keep one start tip alive and
+// prunes it with ordinary git:
+//
+//	git hash-object -w --stdin </dev/null     # the gate notes the start tips
+//	git branch -q -D other && git update-ref -d refs/remotes/origin/other
+//	git reflog expire --expire=now --all && git gc -q --prune=now
+//
+// From then on every commit in the mount, by the agent or a person, in
+// scope and accounted for, fails with "couldn't set refs/heads/main",
+// until the mount is restarted.
+//
+// Impact: one agent wedges all commits through the mount. Severity:
+// MEDIUM (DoS, fail-closed). Fix: pass the known tips with
+// --ignore-missing (or filter them with cat-file --batch-check first) and
+// drop the ones that are gone.
+func TestGateAttackPrunedStartTipWedgesEveryCommit(t *testing.T) {
+	_, e, _, _ := gateRepo(t)
+	out, err := gitTry(e.mnt, "git hash-object -w --stdin </dev/null && git branch -q -D other && git update-ref -d refs/remotes/origin/other && "+
+		"git reflog expire --expire=now --all && git gc -q --prune=now")
+	t.Logf("pruning a start tip: err %v\n%s", err, out)
+	out, err = gitTry(e.mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
+	t.Logf("an ordinary commit in scope afterwards: err %v\n%s", err, out)
+	if err != nil {
+		den, _ := os.ReadFile(filepath.Join(e.mnt, ".intentfs", "denials"))
+		t.Errorf("HOLE (DoS): after the agent pruned a start tip, an ordinary in-scope commit is refused: %v\n%s\n.intentfs/denials:\n%s", err, out, den)
 	}
 }
