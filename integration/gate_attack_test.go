@@ -444,3 +444,39 @@ func TestGateAttackPrunedStartTipWedgesEveryCommit(t *testing.T) {
 		t.Errorf("HOLE (DoS): after the agent pruned a start tip, an ordinary in-scope commit is refused: %v\n%s\n.intentfs/denials:\n%s", err, out, den)
 	}
 }
+
+// TestGateAttackPackNotNamedPackIsNotSeen.
+//
+// Attack: the gate tells commits made in the mount by the loose objects
+// and the packs written there, a pack being objects/pack/pack-*.{pack,idx}
+// (packFile); git reads every objects/pack/*.idx, whatever its name. The
+// agent builds its crafted commit in an object directory of its own in
+// scope and packs it into .git/objects/pack/evil-<hash>.pack, then moves
+// the branch:
+//
+//	export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix
+//	git read-tree HEAD; blob=$(echo pwned | git hash-object -w --stdin)
+//	git update-index --cacheinfo 100644,$blob,README.md
+//	x=$(git commit-tree -p HEAD -m tidy $(git write-tree))
+//	git rev-list --objects $x ^HEAD | git pack-objects -q .git/objects/pack/evil
+//	unset ...; git update-ref refs/heads/main $x
+//
+// The gate finds no object of X written in the mount, so it does not
+// judge it (as if fetched), and main moves to a commit changing README.md
+// outside src/**. Nothing outside the mount is needed, nor index-pack.
+//
+// Impact: the commit gate is bypassed for any commit made in the mount.
+// Severity: HIGH for the gate. Fix: treat any file written under
+// objects/pack/ (any *.idx/*.pack/*.rev/*.mtimes name) as the mount's,
+// or refuse pack names git itself would not write.
+func TestGateAttackPackNotNamedPackIsNotSeen(t *testing.T) {
+	_, e, _, base := gateRepo(t)
+	x := gitAs(t, e.mnt, `mkdir src/.o && export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix && `+
+		`git read-tree HEAD && blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && `+
+		`x=$(git commit-tree -p HEAD -m tidy $(git write-tree)) && git rev-list --objects $x ^HEAD | git pack-objects -q .git/objects/pack/evil >/dev/null && echo $x`)
+	out, err := gitTry(e.mnt, "rm -rf src/.o src/.ix && ls .git/objects/pack && git update-ref refs/heads/main "+x)
+	t.Logf("commit packed as evil-*.pack, then update-ref: err %v\n%s", err, out)
+	if mainHolds(t, e.src, x) {
+		t.Errorf("HOLE: main moved from %s to the unjudged commit %s (README.md outside src/**), whose objects reached the mount in a pack not named pack-*", base[:12], x[:12])
+	}
+}
