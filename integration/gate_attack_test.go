@@ -480,3 +480,36 @@ func TestGateAttackPackNotNamedPackIsNotSeen(t *testing.T) {
 		t.Errorf("HOLE: main moved from %s to the unjudged commit %s (README.md outside src/**), whose objects reached the mount in a pack not named pack-*", base[:12], x[:12])
 	}
 }
+
+// TestGateAttackEndToEndInsideMount.
+//
+// Attack: the two holes above together, with nothing outside the mount:
+// the evil merge of TestGateAttackEvilMergeFetchedIsNeverChecked (parents
+// HEAD and an empty commit on HEAD, tree with README.md changed), built
+// in an object directory under src/ and packed as evil-*.pack
+// (TestGateAttackPackNotNamedPackIsNotSeen), then
+//
+//	git update-ref refs/heads/main <merge>
+//
+// The gate does not judge it (not seen as made in the mount) and
+// `intentfs check base..main` skips it (a merge): main holds README.md
+// "pwned", outside src/**, never written through the mount, and both
+// gates say nothing. Works inside a sealed session too (only src/ and
+// .git/ are written).
+//
+// Severity: HIGH. Fix: both fixes above (check merges in intentfs check;
+// see every pack written in the mount).
+func TestGateAttackEndToEndInsideMount(t *testing.T) {
+	c, e, _, base := gateRepo(t)
+	m := gitAs(t, e.mnt, `mkdir src/.o && export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix && `+
+		`git read-tree HEAD && e=$(git commit-tree -p HEAD -m empty HEAD^{tree}) && blob=$(echo pwned | git hash-object -w --stdin) && `+
+		`git update-index --cacheinfo 100644,$blob,README.md && m=$(git commit-tree -p HEAD -p $e -m merge $(git write-tree)) && `+
+		`git rev-list --objects $m ^HEAD | git pack-objects -q .git/objects/pack/evil >/dev/null && echo $m`)
+	out, err := gitTry(e.mnt, "rm -rf src/.o src/.ix && git update-ref refs/heads/main "+m)
+	t.Logf("git update-ref refs/heads/main <evil merge>: err %v\n%s", err, out)
+	chk, code := c.run("check", "--source", e.src, base+"..main")
+	t.Logf("intentfs check %s..main (exit %d):\n%s", base[:12], code, chk)
+	if mainHolds(t, e.src, m) && code == 0 {
+		t.Errorf("HOLE: main holds the evil merge %s (README.md outside src/**), made entirely inside the mount, and intentfs check says OK:\n%s", m[:12], chk)
+	}
+}
