@@ -206,9 +206,14 @@ open(my $o, ">:raw", "$g.new") or die $!; print $o $d; close $o or die $!; renam
 	t.Logf("intentfs check %s..main (exit %d):\n%s", base[:12], code, chk)
 	if mainHolds(t, e.src, x) {
 		t.Errorf("HOLE: main holds %s, whose real tree %s changes README.md outside src/**: the gate judged the tree the patched commit-graph names", x[:12], tbad[:12])
+		if code == 0 {
+			t.Errorf("HOLE: intentfs check says OK:\n%s", chk)
+		}
 	}
-	if code == 0 {
-		t.Errorf("HOLE: intentfs check says OK:\n%s", chk)
+	// check reads commits as the gate does: a range naming the crafted
+	// commit itself must not pass through the graph either.
+	if chk, code := c.run("check", "--source", e.src, base+".."+x); code == 0 {
+		t.Errorf("HOLE: intentfs check %s..%s says OK:\n%s", base[:12], x[:12], chk)
 	}
 }
 

@@ -68,6 +68,10 @@ func hardening() []string {
 		"maintenance.auto=false",
 		"protocol.allow=never",
 		"safe.directory=", // git's ownership check stays as it is
+		// The commit-graph file is a cache of each commit's tree and
+		// parents that git trusts over the commit itself, and anyone
+		// who can write the object store can write it.
+		"core.commitGraph=false",
 	}
 }
 
