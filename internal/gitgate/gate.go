@@ -390,6 +390,14 @@ func (g *Gate) judge(ctx context.Context, st *repoState, ups []update) (*gitchec
 	// --parents: which of them are merges is known without asking git
 	// again.
 	out, err := st.git.OutputInput(ctx, input(true), "rev-list", "--parents", "--stdin")
+	if err != nil && g.dropMissingTips(ctx, st) {
+		// A commit the history was known by is gone (the agent deleted
+		// the branch and pruned it): without it, the list can be made.
+		g.mu.Lock()
+		known = append(append([]string(nil), st.startTips...), st.acceptedTips...)
+		g.mu.Unlock()
+		out, err = st.git.OutputInput(ctx, input(true), "rev-list", "--parents", "--stdin")
+	}
 	if err != nil && slices.ContainsFunc(ups, func(u update) bool { return u.oldRef != "" }) {
 		// The branch does not exist yet (its first commit, or an unborn
 		// HEAD): nothing to exclude.
@@ -451,6 +459,34 @@ func (g *Gate) judge(ctx context.Context, st *repoState, ups []update) (*gitchec
 		}
 	}
 	return rep, ids, err
+}
+
+// dropMissingTips forgets the known tips whose commits the repository no
+// longer has, and reports whether there were any. (A missing new commit
+// is not forgiven this way: rev-list still fails on it.)
+func (g *Gate) dropMissingTips(ctx context.Context, st *repoState) bool {
+	g.mu.Lock()
+	known := append(append([]string(nil), st.startTips...), st.acceptedTips...)
+	g.mu.Unlock()
+	out, err := st.git.OutputInput(ctx, []byte(strings.Join(known, "\n")+"\n"), "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if err != nil {
+		return false
+	}
+	missing := map[string]bool{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[1] == "missing" {
+			missing[f[0]] = true
+		}
+	}
+	if len(missing) == 0 {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gone := func(id string) bool { return missing[id] }
+	st.startTips = slices.DeleteFunc(st.startTips, gone)
+	st.acceptedTips = slices.DeleteFunc(st.acceptedTips, gone)
+	return true
 }
 
 // blobs returns the repository's long-lived cat-file, starting it if
