@@ -172,6 +172,43 @@ func TestSyncAttachesACommitsOwnCommitRecord(t *testing.T) {
 	}
 }
 
+// Two commits made in the mount, synced together, each get the records
+// up to their own commit record, even when the first commit's content is
+// written again after the second (git restoring the file after a stash).
+func TestSyncStopsEachMountCommitAtItsCommitRecord(t *testing.T) {
+	root, origin := setup(t)
+	gittest.Git(t, root, "clone", "-q", origin, "a")
+	a := newClone(t, filepath.Join(root, "a"))
+	appendRecords := func(changes ...ledger.Change) {
+		t.Helper()
+		w, err := ledger.OpenWriter(a.ledgerPath(), ledger.WriterOptions{Source: a.dir, Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range changes {
+			w.Append(ledger.NewRecord(c, "test"))
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := "package one\n"
+	c1 := a.work("INT-001", "one", map[string]string{"src/one.go": one})
+	appendRecords(ledger.Change{Event: ledger.EventCommit, Path: ".git/refs/heads/main", Intent: "INT-001", Commit: c1})
+	c2 := a.work("INT-002", "two", map[string]string{"docs/two.md": "two\n"})
+	appendRecords(ledger.Change{Event: ledger.EventCommit, Path: ".git/refs/heads/main", Intent: "INT-002", Commit: c2},
+		ledger.Change{Event: ledger.EventWrite, Path: "src/one.go", Intent: "INT-001", PostHash: gittest.Sha(one), RestoredFrom: "commit " + c1})
+	res := a.sync()
+	// c1: header, select, create, commit; c2: select, create, commit; the
+	// restore waits for a commit that holds it.
+	if res.Commits[c1] != 4 || res.Commits[c2] != 3 || res.Pending != 1 {
+		t.Fatalf("sync = %+v", res)
+	}
+	if note := noteLines(t, a.dir, c2); !strings.Contains(note, "docs/two.md") || !strings.Contains(note, `"commit":"`+c2+`"`) {
+		t.Fatalf("note of c2:\n%s", note)
+	}
+}
+
 // A Cursor reads only what the ledger gained, and starts over when the
 // notes ref moved under it; either way the notes end up as a full Sync
 // leaves them.

@@ -127,10 +127,18 @@ func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string
 	}
 	var plan []attach
 	err = repo.Commits(ctx, gitexec.Query{Opts: opts, Revs: []string{"HEAD"}}, func(c *gitexec.Commit) error {
-		last := -1
 		if i, ok := commitRecord[c.ID]; ok {
-			last = i
+			// A commit made in the mount holds what was written before
+			// its commit record: a later write of the same content (git
+			// restoring the file after a stash) is not part of it, and
+			// would carry the next commits' records off with it.
+			if i >= cursor {
+				plan = append(plan, attach{c.ID, cursor, i + 1})
+				cursor = i + 1
+			}
+			return nil
 		}
+		last := -1
 		for _, ch := range c.Changes {
 			rel, ok := strings.CutPrefix(ch.Path, prefix)
 			if !ok {
