@@ -154,9 +154,23 @@ func (g *Gate) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decisi
 		pid, uid, gid = w.Caller.Pid, w.Caller.Uid, w.Caller.Gid
 	}
 	receiver := func() bool { return isReceiver(g.cfg.Process(pid, uid, gid)) }
+	if req.Op == policy.OpSymlink && ok1 {
+		// git never makes a symlink in its own directory, and one there
+		// (refs/heads pointing into the work tree, a pack index) would
+		// put what git reads out of the gate's sight.
+		return refuse(req.Path, "making a symlink inside a git directory is refused: git never does, and one there would redirect what git reads past the commit check"), nil
+	}
 	switch req.Op {
 	case policy.OpRename:
 		exchange := req.RenameFlags&policy.RenameExchange != 0
+		if ok1 && !exchange {
+			if k := classifyRef(in1); k != notRef {
+				// git moves a ref only by renaming its .lock over it:
+				// moving a ref, HEAD, packed-refs or refs/heads away
+				// would reveal or replace a branch unchecked.
+				return refuse(req.Path, "moving "+in1+" away is refused: every branch update is checked, and git never does this"), nil
+			}
+		}
 		if ok1 && exchange {
 			g.observe(dir1, in1, req.IsDir2, receiver)
 			if classifyRef(in1) != notRef {
@@ -194,10 +208,52 @@ func (g *Gate) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decisi
 			}
 			return refuse(req.Path, "writing "+in1+" in place is refused: git updates a ref by renaming its .lock file over it, which is checked; a ref written any other way would move a branch unchecked"), nil
 		}
-	case policy.OpMkdir:
-		_ = dir1
+	case policy.OpUnlink:
+		if ok1 && classifyRef(in1) == branchRef {
+			return g.looseRefRemoval(ctx, w, dir1, in1)
+		}
 	}
 	return nil, nil
+}
+
+// looseRefRemoval judges the removal of a loose branch: the branch then
+// becomes what packed-refs says of it, if anything, and that value is
+// judged as if the branch moved there.
+func (g *Gate) looseRefRemoval(ctx context.Context, w fsnode.GitChange, gitDir, inner string) (*policy.Decision, func()) {
+	req := w.Req
+	content, err := w.Read(path.Join(gitDir, "packed-refs"), maxRefBytes)
+	if err != nil {
+		return nil, nil // no packed-refs: the branch is deleted
+	}
+	packed, ok := parsePackedBranches(content)
+	if !ok {
+		return refuse(req.Path, "removing "+inner+" is refused: packed-refs does not parse, so what the branch would become cannot be checked"), nil
+	}
+	oid, ok := packed[inner]
+	if !ok {
+		return nil, nil
+	}
+	st := g.repo(ctx, gitDir)
+	if st.git == nil {
+		return refuse(req.Path, "cannot run git on "+gitDir+" to check the commit"), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+	defer cancel()
+	ups := []update{{ref: inner, new: oid, oldRef: inner}}
+	rep, ids, err := g.judge(ctx, st, ups)
+	if err != nil {
+		return refuse(req.Path, fmt.Sprintf("the commit packed-refs names for %s could not be checked (%v); removing the loose branch is refused until it can be", inner, err)), nil
+	}
+	if !rep.OK() {
+		return &policy.Decision{Code: CodeCommitRefused, Validation: policy.ValidationFail, Path: req.Path,
+			Reason: commitReason(ups, rep, g.outsideNote(req.Intent))}, nil
+	}
+	var proc *ledger.Process
+	if w.Caller != nil {
+		proc = g.cfg.Process(w.Caller.Pid, w.Caller.Uid, w.Caller.Gid)
+	}
+	by := committer{intent: req.Intent, proc: proc, session: w.Session}
+	return nil, func() { g.accept(st, ups, ids, rep, req.Path, by) }
 }
 
 func refuse(rel, reason string) *policy.Decision {

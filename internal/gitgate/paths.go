@@ -1,6 +1,7 @@
 package gitgate
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/intentfs/intentfs/internal/gitexec"
@@ -57,15 +58,16 @@ func looseObject(inner string) (string, bool) {
 	return oid, gitexec.ValidOID(oid)
 }
 
-// packFile returns the pack's base name ("pack-<hash>") for a path of
-// objects/pack/, if it is a pack or its index.
+// packFile returns the pack's base name for a path of objects/pack/, if
+// it is a pack or its index. git reads every *.idx there, whatever its
+// name, so any name counts: not only the pack-<hash> git writes.
 func packFile(inner string) (string, bool) {
 	name, ok := strings.CutPrefix(inner, "objects/pack/")
 	if !ok || strings.Contains(name, "/") {
 		return "", false
 	}
 	for _, ext := range []string{".pack", ".idx"} {
-		if base, ok := strings.CutSuffix(name, ext); ok && strings.HasPrefix(base, "pack-") {
+		if base, ok := strings.CutSuffix(name, ext); ok && base != "" {
 			return base, true
 		}
 	}
@@ -103,16 +105,28 @@ func parseLooseRef(b []byte) (refValue, bool) {
 
 // parsePackedBranches returns the branches (refs/heads/*) a packed-refs
 // file holds, by name.
+//
+// A name that appears twice, or out of order in a file whose header says
+// it is sorted, does not parse: git binary-searches a sorted file and
+// would find another line than the one a reader of the whole file keeps.
 func parsePackedBranches(b []byte) (map[string]string, bool) {
 	out := map[string]string{}
-	for _, l := range strings.Split(string(b), "\n") {
+	seen := map[string]bool{}
+	sorted := false
+	prev := ""
+	for i, l := range strings.Split(string(b), "\n") {
+		if i == 0 && strings.HasPrefix(l, "# pack-refs with:") {
+			sorted = slices.Contains(strings.Fields(strings.TrimPrefix(l, "# pack-refs with:")), "sorted")
+		}
 		if l == "" || l[0] == '#' || l[0] == '^' {
 			continue
 		}
 		oid, name, ok := strings.Cut(l, " ")
-		if !ok || !gitexec.ValidOID(oid) {
+		if !ok || !gitexec.ValidOID(oid) || seen[name] || (sorted && name <= prev) {
 			return nil, false
 		}
+		seen[name] = true
+		prev = name
 		if strings.HasPrefix(name, "refs/heads/") {
 			out[name] = oid
 		}
