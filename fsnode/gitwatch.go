@@ -33,6 +33,11 @@ type GitChange struct {
 	// Checkpoint records the pending writes of every file open for
 	// writing, so the ledger holds them before a commit is judged.
 	Checkpoint func()
+	// Judged, on a rename onto a ref, takes the bytes the update was
+	// judged from: once the rename is made, a new file holding them
+	// replaces the renamed one, so that a handle still open on that file
+	// cannot change the ref after the judgement (see replaceRef).
+	Judged func(content []byte)
 }
 
 // touchesGit reports whether either path of req is inside a git directory.
@@ -44,15 +49,17 @@ func touchesGit(req policy.Request) bool {
 
 // watchGit asks the Governor's GitWatcher, if it has one, about an
 // allowed change inside a git directory.
-func (r *Root) watchGit(ctx context.Context, caller *fuse.Caller, sess *ledger.Session, req policy.Request) (*policy.Decision, func()) {
+func (r *Root) watchGit(ctx context.Context, caller *fuse.Caller, sess *ledger.Session, req policy.Request) (deny *policy.Decision, after func(), judged []byte) {
 	w, ok := r.gov.(GitWatcher)
 	if !ok || !touchesGit(req) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return w.WatchGit(ctx, GitChange{Req: req, Caller: caller, Session: sess,
+	deny, after = w.WatchGit(ctx, GitChange{Req: req, Caller: caller, Session: sess,
+		Judged:     func(b []byte) { judged = b },
 		Read:       func(rel string, max int64) ([]byte, error) { return safeio.ReadFile(r.source, rel, max) },
 		Checkpoint: r.checkpointWriters,
 	})
+	return deny, after, judged
 }
 
 // checkpointWriters records the pending writes of every file open for

@@ -26,6 +26,9 @@ type grant struct {
 	// upstream, if set, is the plan of git's change outside the scope
 	// toward the declared upstream (see UpstreamSource).
 	upstream *upstreamPlan
+	// refContent, if set, is what a rename onto a git ref was judged
+	// from (see GitChange.Judged).
+	refContent []byte
 }
 
 // traced reports whether the change goes to the ledger; exempt paths
@@ -75,13 +78,13 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 	}
 	g := grant{decision: d, intent: req.Intent, actor: a, upstream: up}
 	if d.Allow {
-		deny, after := r.watchGit(ctx, caller, a.Session, req)
+		deny, after, judged := r.watchGit(ctx, caller, a.Session, req)
 		if deny != nil {
 			g.proc = r.gov.Process(caller)
 			r.gov.Denied(req, *deny, g.proc, a.Session)
 			return g, syscall.EACCES
 		}
-		g.after = after
+		g.after, g.refContent = after, judged
 	}
 	if d.Allow && !g.traced() {
 		// Exempt changes skip the /proc lookup: they are the bulk of a

@@ -288,6 +288,9 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if errno != 0 {
 		return errno
 	}
+	if g.refContent != nil {
+		n.root.replaceRef(ctx, dst, newName, newRel, g.refContent, srcSt.Mode)
+	}
 	if listed.Load() {
 		if errno := n.recheckMovedTree(ctx, g, req, dst, name, newName); errno != 0 {
 			return errno

@@ -350,6 +350,9 @@ func (g *Gate) refUpdate(ctx context.Context, w fsnode.GitChange, gitDir, inner 
 	if err != nil {
 		return refuse(req.Path2, fmt.Sprintf("cannot read what would become %s: %v", inner, err)), nil
 	}
+	if w.Judged != nil {
+		w.Judged(content)
+	}
 	st := g.repo(ctx, gitDir)
 	if st.git == nil {
 		return refuse(req.Path2, "cannot run git on "+gitDir+" to check the commit"), nil
