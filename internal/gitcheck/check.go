@@ -83,9 +83,26 @@ type Checker struct {
 	Parents map[string][]string
 }
 
-// Check checks every non-merge commit of revs (rev-list syntax).
+// Check checks every commit of revs (rev-list syntax): a non-merge
+// commit by what it changes, a merge by what it holds that none of its
+// parents has (as CheckNew does), so a merge cannot carry content of its
+// own past the check.
 func (c *Checker) Check(ctx context.Context, revs []string) (*Report, error) {
-	return c.run(ctx, nil, revs)
+	start := time.Now()
+	rep, err := c.run(ctx, nil, revs)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"rev-list", "--merges", "--reverse", "--end-of-options"}, revs...)
+	out, err := c.Repo.Output(ctx, append(args, "--")...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the merges of %s: %w", strings.Join(revs, " "), err)
+	}
+	if err := c.checkMerges(ctx, rep, strings.Fields(string(out))); err != nil {
+		return nil, err
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
 }
 
 func (c *Checker) run(ctx context.Context, opts, revs []string) (*Report, error) {

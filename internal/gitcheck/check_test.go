@@ -143,7 +143,7 @@ func TestCheck(t *testing.T) {
 		},
 		want: []string{"src/a.go: written under INT-009, which the policy does not define"},
 	}, {
-		name: "merge commits are skipped, the merged commits are not",
+		name: "a clean merge holds nothing of its own; the merged commits are checked",
 		act: func(f *fixture) {
 			gittest.Git(t, f.dir, "checkout", "-q", "-b", "side")
 			f.record(ledger.EventWrite, "INT-001", "src/a.go", "package a // side\n")
@@ -152,6 +152,34 @@ func TestCheck(t *testing.T) {
 			f.record(ledger.EventCreate, "INT-002", "docs/x.md", "x\n")
 			gittest.Commit(t, f.dir, "main", map[string]string{"docs/x.md": "x\n"})
 			gittest.Git(t, f.dir, "merge", "-q", "--no-edit", "side")
+		},
+	}, {
+		name: "an evil merge: content no parent has is the merge's own change",
+		act: func(f *fixture) {
+			gittest.Git(t, f.dir, "checkout", "-q", "-b", "side")
+			f.record(ledger.EventWrite, "INT-001", "src/a.go", "package a // side\n")
+			gittest.Commit(t, f.dir, "side", map[string]string{"src/a.go": "package a // side\n"})
+			gittest.Git(t, f.dir, "checkout", "-q", "main")
+			cmd := "git merge -q --no-commit side && echo pwned > README.md && git add README.md && git commit -qm merge"
+			if out, err := shIn(f.dir, cmd); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+		},
+		want: []string{"README.md: never written through the mount"},
+	}, {
+		name: "a merge's own content recorded in scope (a resolved conflict) is accounted for",
+		act: func(f *fixture) {
+			gittest.Git(t, f.dir, "checkout", "-q", "-b", "side")
+			f.record(ledger.EventWrite, "INT-001", "src/a.go", "package a // side\n")
+			gittest.Commit(t, f.dir, "side", map[string]string{"src/a.go": "package a // side\n"})
+			gittest.Git(t, f.dir, "checkout", "-q", "main")
+			f.record(ledger.EventWrite, "INT-001", "src/a.go", "package a // main\n")
+			gittest.Commit(t, f.dir, "main", map[string]string{"src/a.go": "package a // main\n"})
+			f.record(ledger.EventWrite, "INT-001", "src/a.go", "package a // both\n")
+			cmd := "git merge -q --no-commit side; printf 'package a // both\\n' > src/a.go && git add src/a.go && git commit -qm merge"
+			if out, err := shIn(f.dir, cmd); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
 		},
 	}}
 	for _, tc := range tests {

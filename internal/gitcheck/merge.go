@@ -44,23 +44,41 @@ func (c *Checker) CheckNew(ctx context.Context, ids []string) (*Report, error) {
 	if len(merges) == 0 {
 		return rep, nil
 	}
-	blobs, done, err := c.blobs(ctx)
-	if err != nil {
-		return nil, err
+	ms := make([]string, len(merges))
+	for i, m := range merges {
+		ms[i] = m[0]
 	}
-	defer done()
-	for _, m := range merges {
-		changes, err := c.mergeChanges(ctx, m[0], m[1:])
-		if err != nil {
-			return nil, err
-		}
-		rep.Commits++
-		for _, ch := range changes {
-			c.checkChange(rep, blobs, m[0], ch)
-		}
+	if err := c.checkMerges(ctx, rep, ms); err != nil {
+		return nil, err
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// checkMerges checks each merge of merges by the changes that come from
+// none of its parents, adding to rep. One git diff-tree reads them all,
+// so a range with thousands of merges costs one process, not one per
+// merge and parent.
+func (c *Checker) checkMerges(ctx context.Context, rep *Report, merges []string) error {
+	if len(merges) == 0 {
+		return nil
+	}
+	changes, err := c.mergeChanges(ctx, merges)
+	if err != nil {
+		return err
+	}
+	blobs, done, err := c.blobs(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	for _, m := range merges {
+		rep.Commits++
+		for _, ch := range changes[m] {
+			c.checkChange(rep, blobs, m, ch)
+		}
+	}
+	return nil
 }
 
 // knownMerges returns the merges among ids from c.Parents, and whether
@@ -99,65 +117,55 @@ func (c *Checker) merges(ctx context.Context, ids []string) ([][]string, error) 
 	return ms, nil
 }
 
-// mergeChanges returns the changes of merge against its first parent at
-// the paths where it differs from every parent.
-func (c *Checker) mergeChanges(ctx context.Context, merge string, parents []string) ([]gitexec.Change, error) {
-	first, err := c.diffTree(ctx, parents[0], merge)
+// mergeChanges returns, for each merge commit of merges, its changes
+// against its first parent at the paths where it differs from every
+// parent: what git's combined diff (diff-tree -c) lists, the merge's own
+// content rather than what it took from one side.
+func (c *Checker) mergeChanges(ctx context.Context, merges []string) (map[string][]gitexec.Change, error) {
+	in := []byte(strings.Join(merges, "\n") + "\n")
+	out, err := c.Repo.OutputInput(ctx, in, "diff-tree", "--stdin", "-c", "-r", "-z", "--raw", "--no-renames", "--no-ext-diff",
+		"--no-textconv", "--no-abbrev")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("git diff-tree -c of %d merge(s): %w", len(merges), err)
 	}
-	for _, p := range parents[1:] {
-		if len(first) == 0 {
-			break
-		}
-		other, err := c.diffTree(ctx, p, merge)
-		if err != nil {
-			return nil, err
-		}
-		differs := map[string]bool{}
-		for _, ch := range other {
-			differs[ch.Path] = true
-		}
-		kept := first[:0]
-		for _, ch := range first {
-			if differs[ch.Path] {
-				kept = append(kept, ch)
-			}
-		}
-		first = kept
-	}
-	return first, nil
+	return parseCombined(out)
 }
 
-// diffTree lists what changes from tree-ish a to b, as git log --raw does.
-func (c *Checker) diffTree(ctx context.Context, a, b string) ([]gitexec.Change, error) {
-	out, err := c.Repo.Output(ctx, "diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-abbrev", "--end-of-options", a, b)
-	if err != nil {
-		return nil, err
-	}
-	return parseRaw(out)
-}
-
-// parseRaw reads diff-tree -z --raw output: a ":<modes> <blobs> <status>"
-// token, then the path, each ending in NUL.
-func parseRaw(out []byte) ([]gitexec.Change, error) {
-	var chs []gitexec.Change
+// parseCombined reads diff-tree --stdin -c -z --raw output: per commit a
+// token with its id, then per path a token "::<modes> <blobs> <statuses>"
+// (one mode, blob and status per parent, then the merge's mode and blob)
+// and a token with the path. Tokens end in NUL; a newline may precede a
+// token. The parser knows which token comes next, so no path is ever read
+// as a commit id. Each change is given against the first parent.
+func parseCombined(out []byte) (map[string][]gitexec.Change, error) {
+	chs := map[string][]gitexec.Change{}
+	cur := ""
 	br := bufio.NewReader(bytes.NewReader(out))
 	for {
 		tok, err := br.ReadBytes(0)
 		if len(tok) == 0 && err == io.EOF {
 			return chs, nil
 		}
-		tok = bytes.TrimSuffix(tok, []byte{0})
-		f := strings.Fields(strings.TrimPrefix(string(bytes.TrimLeft(tok, "\n")), ":"))
-		if len(f) != 5 || len(f[4]) == 0 {
-			return nil, fmt.Errorf("git diff-tree: unexpected change line %q", tok)
+		t := string(bytes.TrimLeft(bytes.TrimSuffix(tok, []byte{0}), "\n"))
+		if !strings.HasPrefix(t, "::") {
+			if !gitexec.ValidOID(t) {
+				return nil, fmt.Errorf("git diff-tree: unexpected line %q", t)
+			}
+			cur = t
+			continue
+		}
+		f := strings.Fields(strings.TrimLeft(t, ":"))
+		// f is a mode per parent and the merge's, a blob per parent and
+		// the merge's, and the statuses: n parents give 2n+3 fields.
+		n := (len(f) - 3) / 2
+		if cur == "" || n < 2 || len(f) != 2*n+3 || len(f[2*n+2]) != n {
+			return nil, fmt.Errorf("git diff-tree: unexpected change line %q", t)
 		}
 		path, perr := br.ReadBytes(0)
 		if perr != nil && perr != io.EOF || len(path) == 0 {
 			return nil, fmt.Errorf("git diff-tree: output ends before the path of a change")
 		}
-		chs = append(chs, gitexec.Change{OldMode: f[0], NewMode: f[1], OldBlob: f[2], NewBlob: f[3], Status: f[4][0],
+		chs[cur] = append(chs[cur], gitexec.Change{OldMode: f[0], NewMode: f[n], OldBlob: f[n+1], NewBlob: f[2*n+1], Status: f[2*n+2][0],
 			Path: string(bytes.TrimSuffix(path, []byte{0}))})
 	}
 }
