@@ -160,13 +160,15 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 		t.Fatalf("check in a clone whose upstream is HEAD does not say it checked nothing:\n%s", out)
 	}
 	gitAs(t, review, "git remote add up "+filepath.Join(filepath.Dir(src), "origin.git")+" && git fetch -q up")
+	// The range holds the agent's commit and its merge of upstream, which
+	// holds nothing of its own (its content comes from a parent).
 	// Without the notes, the agent's commit cannot be accounted for, and
 	// check says where its records would be.
-	if out, code := c.run("check", "--source", review); code != 1 || !strings.Contains(out, "..HEAD: 1 commit(s)") || !strings.Contains(out, "has no intentfs note in this clone") {
+	if out, code := c.run("check", "--source", review); code != 1 || !strings.Contains(out, "..HEAD: 2 commit(s), 1 changed path(s)") || !strings.Contains(out, "has no intentfs note in this clone") {
 		t.Fatalf("check in a clone with the declared upstream as a remote, without notes (exit %d):\n%s", code, out)
 	}
 	c.must("notes", "fetch", "--source", review)
-	if out, code := c.run("check", "--source", review); code != 0 || !strings.Contains(out, "..HEAD: 1 commit(s)") {
+	if out, code := c.run("check", "--source", review); code != 0 || !strings.Contains(out, "..HEAD: 2 commit(s), 1 changed path(s)") {
 		t.Fatalf("check in a clone with the declared upstream and the notes (exit %d):\n%s", code, out)
 	}
 
