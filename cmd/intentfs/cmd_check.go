@@ -45,6 +45,7 @@ Examples:
 			fs.String("mount", "", "the mountpoint")
 			fs.Bool("json", false, "print the report as JSON")
 			fs.Bool("strict", false, "count changes to governance files as problems")
+			fs.Bool("with-notes", false, "count other origins' records from the notes (whole chains only) on a clone with a ledger of its own; the default without one")
 		},
 		run: runCheck,
 	}
@@ -70,7 +71,12 @@ func runCheck(a *app, args []string) error {
 		return err
 	}
 	ix := gitcheck.NewIndex()
-	local, noted, err := allRecords(ctx, ws, g, ix.Add)
+	var withNotes *bool
+	if a.fs.Changed("with-notes") {
+		v, _ := a.fs.GetBool("with-notes")
+		withNotes = &v
+	}
+	counts, err := allRecords(ctx, ws, g, withNotes, ix.Add)
 	if err != nil {
 		return err
 	}
@@ -85,7 +91,7 @@ func runCheck(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if local == 0 {
+	if !counts.HasLedger {
 		hintUnnoted(ctx, g, rep)
 	}
 	strict, _ := a.fs.GetBool("strict")
@@ -94,11 +100,15 @@ func runCheck(a *app, args []string) error {
 		rep.Notices = nil
 	}
 	if jsonOut(a) {
-		if err := printJSON(a, rep); err != nil {
+		out := struct {
+			*gitcheck.Report
+			Records recordCounts `json:"records"`
+		}{rep, counts}
+		if err := printJSON(a, out); err != nil {
 			return err
 		}
 	} else {
-		printCheck(a, rep, local, noted)
+		printCheck(a, rep, counts)
 		if len(args) == 0 && rep.Commits == 0 {
 			fmt.Fprintf(a.stdout, "note: the default range %s holds no commit: HEAD is where its upstream is. Name the base you review against: intentfs check <base>..HEAD\n",
 				printable(strings.Join(rep.Range, " ")))
@@ -131,7 +141,7 @@ func defaultRange(ctx context.Context, g *gitWorkspace, declared *policy.Upstrea
 	return []string{base + "..HEAD"}, nil
 }
 
-func printCheck(a *app, rep *gitcheck.Report, local, noted int) {
+func printCheck(a *app, rep *gitcheck.Report, n recordCounts) {
 	if len(rep.Problems)+len(rep.Notices) > 0 {
 		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "COMMIT\tST\tPATH\tPROBLEM")
@@ -152,7 +162,13 @@ func printCheck(a *app, rep *gitcheck.Report, local, noted int) {
 		status = fmt.Sprintf("FAILED (%d problem(s) in %d commit(s))", len(rep.Problems)+rep.Omitted, len(bad))
 	}
 	fmt.Fprintf(a.stdout, "%s: %s: %d commit(s), %d changed path(s) (%d exempt), against %d record(s) (%d from the local ledger, %d from notes), in %s\n",
-		status, printable(strings.Join(rep.Range, " ")), rep.Commits, rep.Changes, rep.Exempt, local+noted, local, noted, rep.Elapsed.Round(1e6))
+		status, printable(strings.Join(rep.Range, " ")), rep.Commits, rep.Changes, rep.Exempt, n.Local+n.Noted, n.Local, n.Noted, rep.Elapsed.Round(1e6))
+	if n.Ignored > 0 {
+		fmt.Fprintf(a.stdout, "notice: %d record(s) in the notes ignored: not part of a whole chain, or claiming this clone's own chain without being in its ledger (see intentfs verify --notes)\n", n.Ignored)
+	}
+	if n.LeftOut > 0 {
+		fmt.Fprintf(a.stdout, "notice: %d record(s) of other origins in the notes left out: this clone has a ledger of its own, which alone is counted; --with-notes counts them\n", n.LeftOut)
+	}
 }
 
 func shortCommit(c string) string { return ledger.ShortHash(c) }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"strconv"
@@ -51,33 +53,76 @@ func hasLocalLedger(ws workspace) bool {
 	return err == nil && len(files) > 0
 }
 
+// recordCounts says where the records a check counted came from, and
+// which records of the notes it did not count.
+type recordCounts struct {
+	Local int `json:"local"`
+	Noted int `json:"from_notes"`
+	// Ignored are note records in no whole chain (or claiming this
+	// clone's own chain without being in its ledger): never counted.
+	Ignored int `json:"notes_ignored"`
+	// LeftOut are other origins' note records not counted because the
+	// clone has a ledger of its own and --with-notes was not given.
+	LeftOut int `json:"notes_left_out"`
+	// HasLedger is whether the clone has a ledger of its own.
+	HasLedger bool `json:"local_ledger"`
+}
+
 // allRecords calls fn for every record of the local ledger and then for
-// each record of the notes not in it, and returns how many of each.
-func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, fn func(*ledger.Record)) (local, noted int, err error) {
+// the records of the notes a check may count (gitnotes.Count): where the
+// clone has a ledger of its own, it is authoritative and other origins'
+// whole chains count only with withNotes; without one (a reviewer's fresh
+// clone) they count unless withNotes is false. withNotes nil is the
+// default.
+func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *bool, fn func(*ledger.Record)) (recordCounts, error) {
+	var n recordCounts
 	seen := map[string]bool{}
-	err = ledger.Scan(ws.layout().LedgerPath(), func(_ int, r *ledger.Record) error {
+	local := gitnotes.NewLocal()
+	err := ledger.ScanRaw(ws.layout().LedgerPath(), func(file string, line int, raw []byte) error {
+		if len(raw) == 0 {
+			return nil
+		}
+		var r ledger.Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("%s:%d: not a ledger record: %w", file, line, err)
+		}
 		seen[r.ID] = true
-		local++
-		fn(r)
+		n.Local++
+		local.Add(raw, &r)
+		fn(&r)
 		return nil
 	})
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, 0, err
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		local = nil
+	case err != nil:
+		return n, err
 	}
+	n.HasLedger = local != nil
 	if g == nil {
-		return local, 0, nil
+		return n, nil
 	}
 	set, err := gitnotes.Read(ctx, g.repo)
 	if err != nil {
-		return local, 0, err
+		return n, err
 	}
-	for _, l := range set.Lines {
+	counted := gitnotes.Count(set, local)
+	n.Ignored = len(counted.Ignored)
+	others := local == nil
+	if withNotes != nil {
+		others = *withNotes
+	}
+	if !others {
+		n.LeftOut = len(counted.Others)
+		return n, nil
+	}
+	for _, l := range counted.Others {
 		if !seen[l.Record.ID] {
-			noted++
+			n.Noted++
 			fn(l.Record)
 		}
 	}
-	return local, noted, nil
+	return n, nil
 }
 
 // notedRecords returns the records of the notes in time order, for the
