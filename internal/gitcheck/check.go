@@ -87,8 +87,15 @@ type Checker struct {
 // commit by what it changes, a merge by what it holds that none of its
 // parents has (as CheckNew does), so a merge cannot carry content of its
 // own past the check.
+//
+// A revision name that more than one ref matches is an error
+// (*AmbiguousError): the check must judge the branch that is published,
+// not the ref git happens to prefer.
 func (c *Checker) Check(ctx context.Context, revs []string) (*Report, error) {
 	start := time.Now()
+	if err := CheckNames(ctx, c.Repo, revs); err != nil {
+		return nil, err
+	}
 	rep, err := c.run(ctx, nil, revs)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package gitcheck
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -259,3 +260,37 @@ func TestCheckRunsNoFsmonitor(t *testing.T) {
 }
 
 func shIn(dir, script string) (string, error) { return gittest.Sh(dir, script) }
+
+// TestCheckRefusesAnAmbiguousName: refs/main shadows refs/heads/main for
+// git's lookup of "main"; every form of range naming main is refused,
+// and the full name is accepted.
+func TestCheckRefusesAnAmbiguousName(t *testing.T) {
+	f := newFixture(t)
+	gittest.Commit(t, f.dir, "more", map[string]string{"README.md": "# p2\n"})
+	gittest.Git(t, f.dir, "update-ref", "refs/main", f.base)
+	tests := []struct {
+		revs      []string
+		ambiguous bool
+	}{
+		{[]string{f.base + "..main"}, true},
+		{[]string{f.base + "...main"}, true},
+		{[]string{"^" + f.base, "main"}, true},
+		{[]string{"^main", "HEAD"}, true},
+		{[]string{"main"}, true},
+		{[]string{"main~1..HEAD"}, true},
+		{[]string{f.base + "..refs/heads/main"}, false},
+		{[]string{f.base + "..HEAD"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.revs, " "), func(t *testing.T) {
+			_, err := f.c.Check(context.Background(), tc.revs)
+			var amb *AmbiguousError
+			if got := errors.As(err, &amb); got != tc.ambiguous {
+				t.Fatalf("ambiguous = %v (%v), want %v", got, err, tc.ambiguous)
+			}
+			if tc.ambiguous && (amb.Name != "main" || !strings.Contains(err.Error(), "refs/main and refs/heads/main; name it in full (refs/heads/main)")) {
+				t.Errorf("error: %v", err)
+			}
+		})
+	}
+}
