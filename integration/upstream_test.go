@@ -150,6 +150,15 @@ func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
 		t.Fatalf("check fails after the pull (exit %d):\n%s", code, check)
 	}
 
+	// The default range in the mounted clone (it has a ledger): the base
+	// comes from the daemon's mirror of the declared upstream, which the
+	// agent cannot write, not from refs/remotes/origin/main, which it can.
+	check, code = c.run("check", "--source", src)
+	t.Logf("intentfs check (default range, exit %d):\n%s", code, check)
+	if code != 0 || !strings.Contains(check, "from the daemon's mirror of the declared upstream") || !strings.Contains(check, "..HEAD: 2 commit(s), 1 changed path(s)") {
+		t.Fatalf("the default range in the mounted clone does not start at the mirror's tip (exit %d):\n%s", code, check)
+	}
+
 	// A reviewer's clone of the agent's repository: its own upstream is
 	// the agent's branch, so the default range holds nothing, and check
 	// says so; with a remote at the declared upstream's URL, the default
