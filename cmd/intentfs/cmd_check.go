@@ -23,10 +23,12 @@ func checkCmd() *command {
 	return &command{
 		name: "check", summary: "check that commits hold only governed changes", usage: "[REV_RANGE...]",
 		help: `The gate a reviewer or CI runs on what an agent hands over. For every
-non-merge commit in the range, every path it changes must be accounted for:
-a ledger record, made under an intent whose scope covers the path, whose
-recorded content (post_hash) is the committed blob's sha256 (a deletion: a
-delete record), or a path .intentignore exempts. Otherwise the commit and
+commit in the range, every path it changes must be accounted for: a
+ledger record, made under an intent whose scope covers the path, whose
+recorded content (post_hash) is the committed blob's sha256 (a deletion:
+a delete record), or a path .intentignore exempts. A merge's changes are
+the paths where it differs from every parent (git diff-tree --cc): a merge
+that only takes each side's content holds none. Otherwise the commit and
 path are named with the problem: "never written through the mount",
 "written under INT-002, whose scope does not cover it", "committed content
 matches no recorded version". Changes to governance files (.orchestration/,
@@ -34,15 +36,27 @@ matches no recorded version". Changes to governance files (.orchestration/,
 
 Records come from the local ledger and from the git notes under
 refs/notes/intentfs (see intentfs notes), so check works on a fresh clone.
-Scopes are judged by the workspace's current policy. REV_RANGE is git
-rev-list syntax; the default is the merge-base with the upstream up to
-HEAD: the policy's declared upstream (upstream: in active_intents.yaml), as
-fetched from the remote with that URL, else the branch's upstream
-(@{upstream}), else all of HEAD's history. Exit status 1 on any problem.
+A note record counts only as a line of the local ledger or as part of
+another origin's whole hash chain; others are ignored (and counted in a
+notice). Where the clone has a ledger of its own, it is authoritative:
+other origins' records count only with --with-notes (the default without
+a local ledger). Scopes are judged by the workspace's current policy.
+
+REV_RANGE is git rev-list syntax; a revision name that names two refs
+(refs/main and refs/heads/main) is refused: name it in full. The default
+is the merge-base with the upstream up to HEAD: the daemon's mirror of the
+policy's declared upstream (upstream: in active_intents.yaml), which the
+agent cannot write; else the declared upstream's remote-tracking branch
+or the branch's upstream (@{upstream}), which an agent in the mount can
+move: on a clone with a ledger of its own check refuses that base and
+asks for the range (intentfs check <base>..HEAD); else all of HEAD's
+history. The output says where the base came from. Exit status 1 on any
+problem.
 
 Examples:
   intentfs check
-  intentfs check origin/main..HEAD
+  intentfs check 4f1c2e9..HEAD
+  intentfs check --with-notes origin/main..HEAD
   intentfs check --json HEAD~20..HEAD | jq '.problems[]'`,
 		flags: func(fs *pflag.FlagSet) {
 			sourceFlag(fs)
