@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -12,9 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/internal/gitcheck"
-	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitnotes"
-	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -99,9 +95,9 @@ func runCheck(a *app, args []string) error {
 		return err
 	}
 	revs := args
-	var base *defaultBase
+	var base *gitcheck.DefaultBase
 	if len(revs) == 0 {
-		if base, err = defaultRange(ctx, ws, g, intents.Upstream, counts.HasLedger); err != nil {
+		if base, err = gitcheck.DefaultRange(ctx, g.repo, ws.source, intents.Upstream, counts.HasLedger); err != nil {
 			return err
 		}
 		revs = base.Revs
@@ -122,8 +118,8 @@ func runCheck(a *app, args []string) error {
 	if jsonOut(a) {
 		out := struct {
 			*gitcheck.Report
-			Records recordCounts `json:"records"`
-			Base    *defaultBase `json:"default_base,omitempty"`
+			Records recordCounts          `json:"records"`
+			Base    *gitcheck.DefaultBase `json:"default_base,omitempty"`
 		}{rep, counts, base}
 		if err := printJSON(a, out); err != nil {
 			return err
@@ -145,98 +141,6 @@ func runCheck(a *app, args []string) error {
 		return silentFailure{}
 	}
 	return nil
-}
-
-// defaultBase is where the default range starts and why.
-type defaultBase struct {
-	Revs []string `json:"-"`
-	// From says where the base came from, for the output.
-	From string `json:"from"`
-	// Notes are what was tried before and why it was not used.
-	Notes []string `json:"notes,omitempty"`
-}
-
-// defaultRange is the merge-base with the upstream up to HEAD, or HEAD.
-// The upstream is, first, the daemon's mirror of the policy's declared
-// upstream (a ref the agent cannot write); else a ref of this clone: the
-// declared upstream's remote-tracking branch, or the branch's own
-// upstream. Such a ref is written by git fetch, and by anyone who can
-// run git in the clone: an agent in the mount can move it to HEAD and
-// make the range empty. So where the clone has a ledger of its own (it
-// is or was mounted), a base from such a ref is refused, not used; a
-// reviewer's fresh clone (its own fetch wrote the refs) uses it, saying
-// which ref it was.
-func defaultRange(ctx context.Context, ws workspace, g *gitWorkspace, declared *policy.Upstream, hasLedger bool) (*defaultBase, error) {
-	if _, err := g.repo.Line(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
-		return nil, fmt.Errorf("the repository has no commits yet")
-	}
-	d := &defaultBase{}
-	if declared != nil {
-		tip, err := mirrorTip(ctx, ws)
-		switch {
-		case err != nil:
-			d.Notes = append(d.Notes, err.Error())
-		case tip == "":
-		case !hasCommit(ctx, g, tip):
-			d.Notes = append(d.Notes, fmt.Sprintf("the daemon's mirror of the declared upstream is at %s, which this clone does not have (fetch the upstream)", ledger.ShortHash(tip)))
-		default:
-			from := fmt.Sprintf("the daemon's mirror of the declared upstream (%s %s at %s)", printable(declared.URL), printable(declared.Ref), ledger.ShortHash(tip))
-			return d.mergeBase(ctx, g, tip, from), nil
-		}
-	}
-	ref, up := declaredUpstream(ctx, g, declared)
-	if up == "" {
-		ref, _ = g.repo.Line(ctx, "rev-parse", "--symbolic-full-name", "--verify", "--quiet", "@{upstream}")
-		if up, _ = g.repo.Line(ctx, "rev-parse", "--verify", "--quiet", "@{upstream}^{commit}"); up == "" {
-			d.Revs, d.From = []string{"HEAD"}, "no upstream: all of HEAD's history"
-			return d, nil
-		}
-	}
-	if hasLedger {
-		msg := fmt.Sprintf("the default range would start at the merge-base with %s, a ref an agent in the mount can write (moved to HEAD, it makes the range empty); give the range: intentfs check <base>..HEAD, with the commit the review is against as <base>, or declare upstream: {url, ref} in %s so that check takes the base from the daemon's mirror",
-			printable(ref), policy.IntentsFile)
-		for _, n := range d.Notes {
-			msg += "\n  (" + printable(n) + ")"
-		}
-		return nil, errors.New(msg)
-	}
-	return d.mergeBase(ctx, g, up, "the merge-base with "+printable(ref)+" (this clone has no ledger: its own fetch wrote that ref)"), nil
-}
-
-// mergeBase sets d's range to the merge-base of HEAD and up up to HEAD
-// (all of HEAD when they share no history).
-func (d *defaultBase) mergeBase(ctx context.Context, g *gitWorkspace, up, from string) *defaultBase {
-	base, err := g.repo.Line(ctx, "merge-base", "HEAD", up)
-	if err != nil || base == "" {
-		d.Revs, d.From = []string{"HEAD"}, from+": no common history, so all of HEAD's"
-		return d
-	}
-	d.Revs, d.From = []string{base + "..HEAD"}, from
-	return d
-}
-
-// mirrorTip returns the commit of the daemon's mirror of the declared
-// upstream ("" when there is no mirror): a bare repository in the git
-// directory that only the daemon writes (upstream.MirrorRel).
-func mirrorTip(ctx context.Context, ws workspace) (string, error) {
-	path := filepath.Join(ws.source, upstream.MirrorRel)
-	if _, err := os.Lstat(filepath.Join(path, "HEAD")); err != nil {
-		return "", nil
-	}
-	repo, err := gitexec.OpenGitDir(path)
-	if err != nil {
-		return "", fmt.Errorf("opening the upstream mirror: %w", err)
-	}
-	tip, err := repo.Line(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", upstream.TrustedRef+"^{commit}")
-	if err != nil || !gitexec.ValidOID(tip) {
-		return "", fmt.Errorf("the daemon's mirror of the declared upstream has not fetched it yet")
-	}
-	return tip, nil
-}
-
-func hasCommit(ctx context.Context, g *gitWorkspace, commit string) bool {
-	_, err := g.repo.Line(ctx, "cat-file", "-e", "--end-of-options", commit+"^{commit}")
-	return err == nil
 }
 
 func printCheck(a *app, rep *gitcheck.Report, n recordCounts) {
@@ -270,52 +174,6 @@ func printCheck(a *app, rep *gitcheck.Report, n recordCounts) {
 }
 
 func shortCommit(c string) string { return ledger.ShortHash(c) }
-
-// declaredUpstream returns the ref and commit of the policy's declared
-// upstream as this clone last fetched it: the remote-tracking branch of
-// the remote whose URL is the declared one. "" when there is none.
-func declaredUpstream(ctx context.Context, g *gitWorkspace, declared *policy.Upstream) (string, string) {
-	branch, ok := strings.CutPrefix(declaredRef(declared), "refs/heads/")
-	if !ok {
-		return "", ""
-	}
-	out, err := g.repo.Output(ctx, "config", "--get-regexp", `^remote\..*\.url$`)
-	if err != nil {
-		return "", ""
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		key, url, ok := strings.Cut(line, " ")
-		remote := strings.TrimSuffix(strings.TrimPrefix(key, "remote."), ".url")
-		if !ok || !sameURL(url, declared.URL) || strings.HasPrefix(remote, "-") {
-			continue
-		}
-		ref := "refs/remotes/" + remote + "/" + branch
-		if c, err := g.repo.Line(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}"); err == nil && c != "" {
-			return ref, c
-		}
-	}
-	return "", ""
-}
-
-func declaredRef(u *policy.Upstream) string {
-	if u == nil {
-		return ""
-	}
-	return u.Ref
-}
-
-// sameURL compares two remote URLs, a path's trailing slash and a
-// file:// prefix aside.
-func sameURL(a, b string) bool {
-	norm := func(s string) string {
-		s = strings.TrimPrefix(s, "file://")
-		if strings.HasPrefix(s, "/") {
-			s = filepath.Clean(s)
-		}
-		return strings.TrimSuffix(s, "/")
-	}
-	return norm(a) == norm(b)
-}
 
 // hintUnnoted adds to each problem of a commit that carries no intentfs
 // note here that its records may not have reached this clone: on a clone
