@@ -17,14 +17,14 @@ import (
 // fixture is a repository with a base commit, an index of records and a
 // checker.
 type fixture struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	base string
 	ix   *Index
 	c    *Checker
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	dir := t.TempDir()
 	gittest.Init(t, dir)
 	base := gittest.Commit(t, dir, "base", map[string]string{"README.md": "# project\n", "go.mod": "module x\n", "src/a.go": "package a\n"})
