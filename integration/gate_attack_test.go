@@ -99,6 +99,8 @@ func TestGateAttackDefaultRangeFromAgentRemoteRef(t *testing.T) {
 	t.Logf("intentfs check (default range, exit %d):\n%s", code, chk)
 	if code == 0 {
 		t.Errorf("HOLE: main holds %s changing README.md outside src/**, and the default intentfs check exits 0:\n%s", x[:12], chk)
+	} else if !strings.Contains(chk, "refs/remotes/origin/main") || !strings.Contains(chk, "intentfs check <base>..HEAD") {
+		t.Errorf("the default check refuses, but does not name the agent-writable ref and how to give the range:\n%s", chk)
 	}
 }
 
