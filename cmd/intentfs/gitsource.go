@@ -78,6 +78,9 @@ func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *b
 	var n recordCounts
 	seen := map[string]bool{}
 	local := gitnotes.NewLocal()
+	// Hashing every ledger line is for matching the notes' lines: skipped
+	// when there are none.
+	hasNotes := g != nil && gitnotes.HasRef(ctx, g.repo, gitnotes.Ref)
 	err := ledger.ScanRaw(ws.layout().LedgerPath(), func(file string, line int, raw []byte) error {
 		if len(raw) == 0 {
 			return nil
@@ -88,7 +91,9 @@ func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *b
 		}
 		seen[r.ID] = true
 		n.Local++
-		local.Add(raw, &r)
+		if hasNotes {
+			local.Add(raw, &r)
+		}
 		fn(&r)
 		return nil
 	})
@@ -99,7 +104,7 @@ func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *b
 		return n, err
 	}
 	n.HasLedger = local != nil
-	if g == nil {
+	if !hasNotes {
 		return n, nil
 	}
 	set, err := gitnotes.Read(ctx, g.repo)
