@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGateAttack2HardLinkOfBranchWrittenInPlace.
+//
+// Attack: the gate refuses writing a branch in place, and refuses a hard
+// link whose new name is a ref, but not a hard link whose existing file
+// is a ref: the new name (a tag, or any file the agent may write) is a
+// second name for the branch's inode. Writing through it moves the branch,
+// and nothing judges it:
+//
+//	ln .git/refs/heads/main .git/refs/tags/m
+//	echo <crafted> > .git/refs/tags/m
+//
+// (The daemon's ref replacement only runs after a judged rename, so a
+// branch created by a commit, or by any judged update, is such an inode
+// until the next update.)
+//
+// Impact: the commit gate is bypassed for any commit made in the mount.
+// Severity: HIGH for the gate (intentfs check on the range still flags
+// the commit). Fix: refuse OpLink whose existing file (Path2) is a ref
+// (classifyRef of in2 != notRef), as a symlink or write in place is.
+func TestGateAttack2HardLinkOfBranchWrittenInPlace(t *testing.T) {
+	_, e, _, base := gateRepo(t)
+	crafted := craftInMount(t, e.mnt)
+	out, err := gitTry(e.mnt, "ln .git/refs/heads/main .git/refs/tags/m && echo "+crafted+" > .git/refs/tags/m && git rev-parse main")
+	t.Logf("hard link of main written: err %v\n%s", err, out)
+	if mainHolds(t, e.src, crafted) {
+		t.Errorf("HOLE: main moved from %s to the unjudged crafted commit %s through a hard link of the branch file", base[:12], crafted[:12])
+	}
+}
+
+// TestGateAttack2FullHashBaseShadowedByBranch.
+//
+// Attack: check refuses an ambiguous revision name, and git warns that a
+// full 40-hex id is "ambiguous" as soon as a ref of that name exists, even
+// though git then takes the object. The agent gets a commit X changing
+// README.md (outside src/**) onto main (fetched from its own directory:
+// not judged by the gate), and creates a branch named after the base
+// commit id the human will review from, pointing at X (also not judged:
+// X was not made in the mount):
+//
+//	git fetch -q /path/evil main && git reset -q --soft FETCH_HEAD
+//	git update-ref refs/heads/<base id> HEAD
+//
+// The human's `intentfs check <base id>..main` (the form the help shows)
+// is refused: "<base id> is ambiguous: refs/heads/<base id>; name it in
+// full (refs/heads/<base id>)". Doing what it says, `intentfs check
+// refs/heads/<base id>..main`, checks X..X: "OK: 0 commit(s)", exit 0.
+// Without following the advice the human cannot name any commit id the
+// agent has shadowed (<id>^{commit}, <id>~0 warn the same): a DoS on the
+// range form.
+//
+// Impact: the reviewer's check is steered by its own advice to a base
+// the agent set; or check on explicit ids is denied. Severity: MEDIUM.
+// Fix: a full 40-hex name is an object id whatever refs exist (git uses
+// the object): do not count git's warning for it as ambiguity; never
+// advise a name under refs/heads that is itself a commit id (or refuse
+// such ref names through the mount).
+func TestGateAttack2FullHashBaseShadowedByBranch(t *testing.T) {
+	c, e, origin, base := gateRepo(t)
+	evil, x := craftElsewhere(t, e, origin, "evil21", "echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
+	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && git update-ref refs/heads/"+base+" HEAD")
+	t.Logf("fetch, reset and refs/heads/<base id>: err %v\n%s", err, out)
+	if !mainHolds(t, e.src, x) {
+		t.Skipf("main does not hold the fetched commit (not this hole): %v\n%s", err, out)
+	}
+	chk, code := c.run("check", "--source", e.src, base+"..main")
+	t.Logf("intentfs check <base id>..main (exit %d):\n%s", code, chk)
+	if code == 0 {
+		t.Fatalf("HOLE: intentfs check %s..main says OK with README.md changed outside src/**:\n%s", base[:12], chk)
+	}
+	if !strings.Contains(chk, "README.md") {
+		t.Errorf("HOLE (DoS): intentfs check with the full base commit id is refused because the agent made a branch of that name:\n%s", chk)
+	}
+	if strings.Contains(chk, "name it in full (refs/heads/"+base+")") {
+		chk2, code2 := c.run("check", "--source", e.src, "refs/heads/"+base+"..main")
+		t.Logf("following the advice: intentfs check refs/heads/<base id>..main (exit %d):\n%s", code2, chk2)
+		if code2 == 0 {
+			t.Errorf("HOLE: check's own advice for the refused base names the agent's branch, and the check then says OK while main holds %s (README.md outside src/**):\n%s", x[:12], chk2)
+		}
+	}
+}
+
+// TestGateAttack2GcMakesUpstreamCommitsTheAgents.
+//
+// Attack (denial of service, by ordinary git): the gate takes every
+// commit in a pack written in the mount by anything but git receiving
+// objects (index-pack, unpack-objects) as made in the mount. `git gc`
+// (which git also runs by itself: gc --auto after commit, fetch, merge)
+// repacks everything with pack-objects, so the commits a fetch brought
+// from the remote, until then "from elsewhere", now count as made in the
+// mount and are judged against the agent's ledger. A person pushes a
+// README change to origin; in the mount:
+//
+//	git fetch -q origin && git gc -q && git branch -q --no-track review origin/main
+//
+// Making a branch of the person's commit is refused (COMMIT_NOT_ACCOUNTED,
+// README.md never written through the mount; without the gc it passes),
+// and so is every later branch, merge, rebase or pull that brings that
+// upstream commit, until the mount restarts. The same happens at once, without gc, after the agent writes
+// any unreadable objects/pack/x.idx ("a pack that cannot be read: any new
+// commit may be in it").
+//
+// Impact: the agent (or anyone committing through the mount) can no
+// longer take in the team's upstream work after a routine gc.
+// Severity: MEDIUM (DoS, fail-closed). Fix: judge by what git received
+// as well: note the commits that arrived from a receiver (index-pack's
+// pack contents, or the remote-tracking tips after a fetch) as known, so
+// a repack does not turn them into the mount's work; and treat an
+// unreadable pack that git itself would not load (no .pack) as nothing.
+func TestGateAttack2GcMakesUpstreamCommitsTheAgents(t *testing.T) {
+	_, e, origin, _ := gateRepo(t)
+	// The gate starts noting the repository's history.
+	gitAs(t, e.mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api' && git push -q origin main")
+	// A person's commit on the upstream.
+	parent := filepath.Dir(e.src)
+	gitAs(t, parent, "git clone -q "+origin+" person && cd person && echo 'by a person' >> README.md && git commit -qam docs && git push -q origin main")
+	out, err := gitTry(e.mnt, "git fetch -q origin && git gc -q && git branch -q --no-track review origin/main")
+	t.Logf("fetch, gc, a branch at the person's commit: err %v\n%s", err, out)
+	if err != nil {
+		den, _ := os.ReadFile(filepath.Join(e.mnt, ".intentfs", "denials"))
+		t.Errorf("HOLE (DoS): after git gc, a branch at a commit fetched from origin is refused: %v\n%s\n.intentfs/denials:\n%s", err, out, den)
+	}
+}
+
+// TestGateAttack2UnpackObjectsLaundersInMountCommit.
+//
+// Attack: objects written by git "receiving" (the real git running
+// index-pack or unpack-objects) are taken as fetched from elsewhere and
+// their commits are not judged. The agent builds its crafted commit in
+// an object directory under src/ (ordinary in-scope files, not objects
+// of .git), packs it to a pipe and has the real git unpack it into
+// .git/objects, then moves the branch; no fetch, no directory outside the
+// mount (works in a sealed session):
+//
+//	export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix
+//	git read-tree HEAD; ...; x=$(git commit-tree -p HEAD -m tidy $(git write-tree))
+//	git rev-list --objects $x ^HEAD | git pack-objects -q --stdout > src/.p
+//	unset ...; git unpack-objects -q < src/.p; git update-ref refs/heads/main $x
+//
+// Impact: the commit gate is bypassed for a commit made entirely in the
+// mount (intentfs check on the range still flags it). Severity:
+// LOW-MEDIUM (the gate already lets in what a fetch brings; this needs no
+// fetch and no place outside the mount). Fix: count a receiver as such
+// only when it runs under a fetch/clone/pull (its parent is git fetch
+// receiving from a remote), not when the agent runs it directly.
+func TestGateAttack2UnpackObjectsLaundersInMountCommit(t *testing.T) {
+	_, e, _, base := gateRepo(t)
+	x := gitAs(t, e.mnt, `mkdir src/.o && export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix && `+
+		`git read-tree HEAD && blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && `+
+		`x=$(git commit-tree -p HEAD -m tidy $(git write-tree)) && git rev-list --objects $x ^HEAD | git pack-objects -q --stdout > src/.p && echo $x`)
+	out, err := gitTry(e.mnt, "git unpack-objects -q < src/.p && rm -rf src/.o src/.ix src/.p && git update-ref refs/heads/main "+x)
+	t.Logf("unpack-objects of the crafted commit, then update-ref: err %v\n%s", err, out)
+	if mainHolds(t, e.src, x) {
+		t.Errorf("HOLE: main moved from %s to the unjudged commit %s (README.md outside src/**), made in the mount and unpacked by git unpack-objects", base[:12], x[:12])
+	}
+}
