@@ -162,3 +162,39 @@ func TestGateAttack2UnpackObjectsLaundersInMountCommit(t *testing.T) {
 		t.Errorf("HOLE: main moved from %s to the unjudged commit %s (README.md outside src/**), made in the mount and unpacked by git unpack-objects", base[:12], x[:12])
 	}
 }
+
+// TestGateAttack2BrokenNotesRefFailsEveryCheck.
+//
+// Attack (denial of service): refs/notes/intentfs is agent-writable, and
+// `intentfs check` on a clone with a ledger of its own still lists the
+// notes (to match them with the ledger's lines) and fails when git cannot.
+// The agent points the notes ref at a commit whose tree names a missing
+// fan-out subtree:
+//
+//	t=$(printf '040000 tree 1111…\tab\n' | git mktree --missing)
+//	git update-ref refs/notes/intentfs $(git commit-tree -m n $t)
+//
+// From then on the human's `intentfs check <base>..main` on the source
+// fails ("listing notes: … unable to read tree 1111…"), for a range that
+// checked clean before, until someone finds and deletes the ref (the
+// error does not say to).
+//
+// Impact: the reviewer/CI gate cannot be run on the agent's clone.
+// Severity: LOW-MEDIUM (fail-closed DoS, easy to undo once understood).
+// Fix: where a local ledger exists and --with-notes is not given, do not
+// read the notes at all (they cannot add anything); otherwise treat an
+// unreadable notes tree as no notes plus a notice, as unreadable blobs are.
+func TestGateAttack2BrokenNotesRefFailsEveryCheck(t *testing.T) {
+	c, e, _, base := gateRepo(t)
+	gitAs(t, e.mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
+	if chk, code := c.run("check", "--source", e.src, base+"..refs/heads/main"); code != 0 {
+		t.Fatalf("the clean range does not check clean before the attack (exit %d):\n%s", code, chk)
+	}
+	out, err := gitTry(e.mnt, "t=$(printf '040000 tree 1111111111111111111111111111111111111111\\tab\\n' | git mktree --missing) && git update-ref refs/notes/intentfs $(git commit-tree -m n $t)")
+	t.Logf("notes ref at a tree with a missing subtree: err %v\n%s", err, out)
+	chk, code := c.run("check", "--source", e.src, base+"..refs/heads/main")
+	t.Logf("intentfs check afterwards (exit %d):\n%s", code, chk)
+	if code != 0 {
+		t.Errorf("HOLE (DoS): a broken refs/notes/intentfs written through the mount makes the human's check of a clean range fail:\n%s", chk)
+	}
+}
