@@ -198,3 +198,35 @@ func TestGateAttack2BrokenNotesRefFailsEveryCheck(t *testing.T) {
 		t.Errorf("HOLE (DoS): a broken refs/notes/intentfs written through the mount makes the human's check of a clean range fail:\n%s", chk)
 	}
 }
+
+// TestGateAttack2SymlinkTargetNeverWritten.
+//
+// Attack: a committed symlink is accounted for by any record of a
+// symlink created at that path (the record does not carry the target):
+// its target, the symlink's whole content, is not compared. The agent
+// creates and commits an innocuous symlink through the mount, then, with
+// plumbing, commits the same path pointing somewhere it never wrote:
+//
+//	ln -s util.go src/l && git add src/l && git commit -qm l
+//	blob=$(printf '../../../../etc/passwd' | git hash-object -w --stdin)
+//	git update-index --cacheinfo 120000,$blob,src/l && git commit -qm retarget
+//
+// Both the gate and `intentfs check base..main` accept it.
+//
+// Impact: content (a link target, which decides what the file reads as,
+// e.g. a path outside the project or a secret's) never written through the
+// mount passes both gates. Severity: LOW (in scope, link only). Fix:
+// record the target's hash (sha256 of the readlink bytes) in a symlink's
+// record and compare it with the committed blob, as for files.
+func TestGateAttack2SymlinkTargetNeverWritten(t *testing.T) {
+	c, e, _, base := gateRepo(t)
+	gitAs(t, e.mnt, "ln -s util.go src/l && git add src/l && git commit -qm l")
+	out, err := gitTry(e.mnt, "blob=$(printf '../../../../etc/passwd' | git hash-object -w --stdin) && git update-index --cacheinfo 120000,$blob,src/l && git commit -qm retarget && git show HEAD:src/l")
+	t.Logf("symlink retargeted by plumbing and committed: err %v\n%s", err, out)
+	if got, _ := gitTry(e.src, "git show refs/heads/main:src/l"); got == "../../../../etc/passwd" {
+		t.Errorf("HOLE: the gate let main hold src/l -> %s, a target never written through the mount", got)
+		if chk, code := c.run("check", "--source", e.src, base+"..refs/heads/main"); code == 0 {
+			t.Errorf("HOLE: and intentfs check says OK:\n%s", chk)
+		}
+	}
+}
