@@ -230,3 +230,44 @@ func TestGateAttack2SymlinkTargetNeverWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestGateAttack2ForgedReflogSteersCheckOfBranchAtZero.
+//
+// Attack: logs/ is git state the agent writes through the mount, and git
+// resolves <branch>@{0} (and @{N}, @{date}) from the branch's reflog, not
+// from the branch. The agent gets a commit X changing README.md (outside
+// src/**) onto main (fetched from its own directory: not judged by the
+// gate), then appends to logs/refs/heads/main an entry whose new value is
+// the clean commit G it made before:
+//
+//	git fetch -q /path/evil main && git reset -q --soft FETCH_HEAD
+//	printf '%s %s a <a@a> 1900000000 +0000\tx\n' X G >> .git/logs/refs/heads/main
+//
+// `intentfs check <base>..main@{0}` checks G: OK; refs/heads/main is X.
+// No ambiguity is involved, so the ambiguity refusal does not apply.
+//
+// Impact: a reviewer naming the branch through its reflog checks what the
+// agent wrote there. Severity: LOW (main@{0} is an unusual way to name
+// the tip). Fix: refuse reflog syntax (@{…} other than @{upstream}/@{u}
+// and @{push}) in check's revisions, or resolve each to its commit with
+// reflogs disabled and say so.
+func TestGateAttack2ForgedReflogSteersCheckOfBranchAtZero(t *testing.T) {
+	c, e, _, base := gateRepo(t)
+	gitAs(t, e.mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
+	g := gitAs(t, e.mnt, "git rev-parse HEAD")
+	parent := filepath.Dir(e.src)
+	gitAs(t, parent, "git clone -q "+e.mnt+" evil22")
+	evil := filepath.Join(parent, "evil22")
+	x := gitAs(t, evil, "echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
+	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && "+
+		"printf '%s %s a <a@a> 1900000000 +0000\\tx\\n' "+x+" "+g+" >> .git/logs/refs/heads/main && git rev-parse main main@{0}")
+	t.Logf("fetch, reset, forged reflog entry: err %v\n%s", err, out)
+	if !mainHolds(t, e.src, x) {
+		t.Skipf("main does not hold the fetched commit (not this hole): %v\n%s", err, out)
+	}
+	chk, code := c.run("check", "--source", e.src, base+"..main@{0}")
+	t.Logf("intentfs check <base>..main@{0} (exit %d):\n%s", code, chk)
+	if code == 0 {
+		t.Errorf("HOLE: refs/heads/main holds %s (README.md outside src/**), and intentfs check %s..main@{0} says OK: it checked the forged reflog's %s:\n%s", x[:12], base[:12], g[:12], chk)
+	}
+}
