@@ -271,3 +271,54 @@ func TestGateAttack2ForgedReflogSteersCheckOfBranchAtZero(t *testing.T) {
 		t.Errorf("HOLE: refs/heads/main holds %s (README.md outside src/**), and intentfs check %s..main@{0} says OK: it checked the forged reflog's %s:\n%s", x[:12], base[:12], g[:12], chk)
 	}
 }
+
+// TestGateAttack2FullRefNameRefusedAndAdviceNamesAgentsBranch.
+//
+// Attack: the same as TestGateAttack2FullHashBaseShadowedByBranch on the
+// tip: git's dwim rules also try refs/heads/<name> for a name that is
+// already a full ref, so a branch literally named "refs/heads/main"
+// (refs/heads/refs/heads/main, any branch name the agent likes) makes
+// `intentfs check <base>..refs/heads/main` -- the form check itself asks
+// for -- ambiguous. The agent fast-forwards main to a fetched commit X
+// (README.md outside src/**; not judged by the gate) and creates that
+// branch at the base:
+//
+//	git fetch -q /path/evil main && git reset -q --soft FETCH_HEAD
+//	git update-ref refs/heads/refs/heads/main <base>
+//
+// check refuses the fully qualified branch: "refs/heads/main is ambiguous:
+// refs/heads/main and refs/heads/refs/heads/main; name it in full
+// (refs/heads/refs/heads/main)", and the human cannot name main at all
+// (heads/main and main can be shadowed the same way). Following the
+// advice checks the agent's branch: "OK: 0 commit(s)", exit 0.
+//
+// Impact: DoS of check on the branch by any name; the advice steers the
+// reviewer to an agent ref that passes. Severity: MEDIUM. Fix: a name
+// starting with refs/ is exact (resolve it with rev-parse
+// --symbolic-full-name / for-each-ref and do not apply dwim rules), and
+// the advice should name the ref that git push would publish
+// (refs/heads/<name> only when <name> does not start with refs/).
+func TestGateAttack2FullRefNameRefusedAndAdviceNamesAgentsBranch(t *testing.T) {
+	c, e, origin, base := gateRepo(t)
+	evil, x := craftElsewhere(t, e, origin, "evil24", "echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
+	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && git update-ref refs/heads/refs/heads/main "+base)
+	t.Logf("fetch, reset and refs/heads/refs/heads/main: err %v\n%s", err, out)
+	if !mainHolds(t, e.src, x) {
+		t.Skipf("main does not hold the fetched commit (not this hole): %v\n%s", err, out)
+	}
+	chk, code := c.run("check", "--source", e.src, base+"..refs/heads/main")
+	t.Logf("intentfs check <base>..refs/heads/main (exit %d):\n%s", code, chk)
+	if code == 0 {
+		t.Fatalf("HOLE: intentfs check %s..refs/heads/main says OK with README.md changed outside src/**:\n%s", base[:12], chk)
+	}
+	if !strings.Contains(chk, "README.md") {
+		t.Errorf("HOLE (DoS): intentfs check of the fully qualified refs/heads/main is refused because the agent made a branch named refs/heads/main:\n%s", chk)
+	}
+	if strings.Contains(chk, "name it in full (refs/heads/refs/heads/main)") {
+		chk2, code2 := c.run("check", "--source", e.src, base+"..refs/heads/refs/heads/main")
+		t.Logf("following the advice (exit %d):\n%s", code2, chk2)
+		if code2 == 0 {
+			t.Errorf("HOLE: check's advice names the agent's branch refs/heads/refs/heads/main, and the check then says OK while main holds %s (README.md outside src/**):\n%s", x[:12], chk2)
+		}
+	}
+}
