@@ -18,14 +18,16 @@ import (
 //	ln .git/refs/heads/main .git/refs/tags/m
 //	echo <crafted> > .git/refs/tags/m
 //
-// (The daemon's ref replacement only runs after a judged rename, so a
-// branch created by a commit, or by any judged update, is such an inode
-// until the next update.)
+// HEAD (ln .git/HEAD .git/refs/tags/h; echo <crafted> > …/h detaches HEAD
+// at the crafted commit) and packed-refs (any content: duplicates, out of
+// order, which then makes every judged loose-branch removal fail) are
+// linked and written the same way.
 //
 // Impact: the commit gate is bypassed for any commit made in the mount.
 // Severity: HIGH for the gate (intentfs check on the range still flags
 // the commit). Fix: refuse OpLink whose existing file (Path2) is a ref
-// (classifyRef of in2 != notRef), as a symlink or write in place is.
+// (classifyRef of in2 != notRef), as a symlink or write in place is
+// (and refuse a rename onto a ref of a file with more than one link).
 func TestGateAttack2HardLinkOfBranchWrittenInPlace(t *testing.T) {
 	_, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.mnt)
