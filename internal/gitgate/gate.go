@@ -154,6 +154,11 @@ func (g *Gate) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decisi
 		pid, uid, gid = w.Caller.Pid, w.Caller.Uid, w.Caller.Gid
 	}
 	receiver := func() bool { return isReceiver(g.cfg.Process(pid, uid, gid)) }
+	if req.Op == policy.OpLink && ok2 && classifyRef(in2) != notRef {
+		// A second name for a ref, HEAD or packed-refs is a way to write
+		// it in place, past the rename that is judged.
+		return refuse(req.Path, "making a hard link to "+in2+" is refused: writing through it would move a branch unchecked, and git never does this"), nil
+	}
 	if req.Op == policy.OpSymlink && ok1 {
 		// git never makes a symlink in its own directory, and one there
 		// (refs/heads pointing into the work tree, a pack index) would
