@@ -31,6 +31,12 @@ var (
 // record.
 func (n *Node) makeEntry(ctx context.Context, op policy.Op, ev ledger.Event, name string, isDir bool,
 	mk func(dirfd int) error, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return n.makeEntryHashed(ctx, op, ev, name, isDir, "", mk, out)
+}
+
+// makeEntryHashed is makeEntry recording postHash as what was made.
+func (n *Node) makeEntryHashed(ctx context.Context, op policy.Op, ev ledger.Event, name string, isDir bool, postHash string,
+	mk func(dirfd int) error, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	rel, g, errno := n.authorizeChild(ctx, name, syscall.EEXIST, policy.Request{Op: op, IsDir: isDir})
 	if errno != 0 {
 		return nil, errno
@@ -56,7 +62,7 @@ func (n *Node) makeEntry(ctx context.Context, op policy.Op, ev ledger.Event, nam
 	if errno != 0 {
 		return nil, errno
 	}
-	n.root.recordNew(g, ev, rel)
+	n.root.record(g, ledger.Change{Event: ev, Path: rel, Op: string(ev), PostHash: postHash})
 	return n.newChild(ctx, &st, out), 0
 }
 
@@ -75,8 +81,11 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 
 // Symlink creates a symlink. Its target is stored, never resolved by the
 // daemon.
+//
+// Its record carries the sha256 of the target, which is what git commits
+// as the link's blob: check compares them as it does a file's content.
 func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return n.makeEntry(ctx, policy.OpSymlink, ledger.EventSymlink, name, false,
+	return n.makeEntryHashed(ctx, policy.OpSymlink, ledger.EventSymlink, name, false, ledger.HashBytes([]byte(target)),
 		func(dirfd int) error { return unix.Symlinkat(target, dirfd, name) }, out)
 }
 

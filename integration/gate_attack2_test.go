@@ -324,3 +324,19 @@ func TestGateAttack2FullRefNameRefusedAndAdviceNamesAgentsBranch(t *testing.T) {
 		}
 	}
 }
+
+// TestGateAttack2FetchOfOwnCommitIsNotUpstream: what git fetch from a
+// configured remote writes into remote-tracking refs joins the history
+// the gate knows (so a git gc does not make upstream commits the
+// mount's). git fetch also writes a commit id it already has without
+// asking the remote; a commit crafted in the mount and "fetched" that way
+// must stay the mount's, and moving main to it is still judged.
+func TestGateAttack2FetchOfOwnCommitIsNotUpstream(t *testing.T) {
+	_, e, _, base := gateRepo(t)
+	x := craftInMount(t, e.mnt)
+	out, err := gitTry(e.mnt, "git fetch -q origin "+x+":refs/remotes/origin/x; git rev-parse -q --verify refs/remotes/origin/x; git update-ref refs/heads/main "+x)
+	t.Logf("fetch of the crafted commit from origin, then update-ref: err %v\n%s", err, out)
+	if mainHolds(t, e.src, x) {
+		t.Errorf("HOLE: main moved from %s to the crafted %s once git fetch had written it into a remote-tracking ref", base[:12], x[:12])
+	}
+}

@@ -52,6 +52,12 @@ func ContentHashBuffer(r io.Reader, buf []byte) (hash string, lines int, size in
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), lines, size, nil
 }
 
+// HashBytes returns the ledger's content hash of b ("sha256:<hex>").
+func HashBytes(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
 // ShortHash abbreviates a content hash for people: its first 12 hex digits
 // ("-" for none).
 func ShortHash(h string) string {

@@ -215,11 +215,20 @@ func (c *Checker) checkChange(rep *Report, blobs *gitexec.Blobs, commit string, 
 		c.add(rep, f, false)
 		return
 	case ch.NewMode == "120000":
-		// A symlink record does not carry the target's hash; the record
-		// of its creation is what accounts for it.
-		entries = c.Index.Symlinks(rel)
+		// A link's blob is its target: the record of its creation
+		// accounts for it if it made the same target.
+		hash, err := blobs.Hash(ch.NewBlob)
+		if err != nil {
+			f.Kind, f.Detail = KindReadError, "reading the committed blob: "+err.Error()
+			c.add(rep, f, false)
+			return
+		}
+		entries = c.Index.Symlinks(rel, hash)
 		if len(entries) == 0 {
 			f.Kind, f.Detail = KindUntraced, "a symlink never created through the mount"
+			if c.Index.HasSymlink(rel) {
+				f.Kind, f.Detail = KindContent, "a symlink whose target matches no recorded one ("+ledger.ShortHash(hash)+")"
+			}
 			c.add(rep, f, false)
 			return
 		}

@@ -84,6 +84,40 @@ func TestCheck(t *testing.T) {
 		},
 		want: []string{"README.md: never written through the mount"},
 	}, {
+		name: "a symlink created through the mount, committed with its target",
+		act: func(f *fixture) {
+			f.ix.Add(ledger.NewRecord(ledger.Change{Event: ledger.EventSymlink, Path: "src/l", Intent: "INT-001", PostHash: gittest.Sha("a.go")}, "test"))
+			if out, err := shIn(f.dir, "ln -s a.go src/l && git add src/l && git commit -qm l"); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+		},
+	}, {
+		name: "a symlink retargeted with plumbing: its target was never made",
+		act: func(f *fixture) {
+			f.ix.Add(ledger.NewRecord(ledger.Change{Event: ledger.EventSymlink, Path: "src/l", Intent: "INT-001", PostHash: gittest.Sha("a.go")}, "test"))
+			cmd := "blob=$(printf ../../etc/passwd | git hash-object -w --stdin) && git update-index --add --cacheinfo 120000,$blob,src/l && git commit -qm l"
+			if out, err := shIn(f.dir, cmd); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+		},
+		want: []string{"src/l: a symlink whose target matches no recorded one"},
+	}, {
+		name: "a symlink record from before targets were recorded accounts for any target",
+		act: func(f *fixture) {
+			f.ix.Add(ledger.NewRecord(ledger.Change{Event: ledger.EventSymlink, Path: "src/l", Intent: "INT-001"}, "test"))
+			if out, err := shIn(f.dir, "ln -s elsewhere src/l && git add src/l && git commit -qm l"); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+		},
+	}, {
+		name: "a symlink never created through the mount",
+		act: func(f *fixture) {
+			if out, err := shIn(f.dir, "ln -s a.go src/l && git add src/l && git commit -qm l"); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+		},
+		want: []string{"src/l: a symlink never created through the mount"},
+	}, {
 		name: "written under an intent whose scope does not cover the path",
 		act: func(f *fixture) {
 			f.record(ledger.EventWrite, "INT-002", "src/a.go", "package a // docs\n")

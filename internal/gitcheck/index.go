@@ -32,6 +32,9 @@ type Entry struct {
 	// record's restored_from): set, the record is git putting back
 	// content that existed, not the intent's authorship.
 	RestoredFrom string
+	// Hash, on a symlink's record, is the sha256 of its target, ""
+	// when the record predates it.
+	Hash string
 }
 
 // Index finds the records that could account for a committed change: by
@@ -148,6 +151,9 @@ func (ix *Index) Add(r *ledger.Record) {
 	case ledger.EventDelete:
 		ix.deleted[p] = append(ix.deleted[p], e)
 	case ledger.EventSymlink:
+		// The target's hash, where the record has it (records made
+		// before it was recorded have none, and account for any target).
+		e.Hash = ix.intern(ledger.Str(g.PostHash))
 		ix.symlinks[p] = append(ix.symlinks[p], e)
 	case ledger.EventChmod:
 		ix.modes[p] = append(ix.modes[p], e)
@@ -175,11 +181,25 @@ func (ix *Index) Deleted(path string) []Entry {
 	return ix.deleted[path]
 }
 
-// Symlinks returns the records that created a symlink at path.
-func (ix *Index) Symlinks(path string) []Entry {
+// Symlinks returns the records that created a symlink at path pointing
+// where the committed link (whose blob's sha256 is hash) points.
+func (ix *Index) Symlinks(path, hash string) []Entry {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return ix.symlinks[path]
+	var out []Entry
+	for _, e := range ix.symlinks[path] {
+		if e.Hash == "" || e.Hash == hash {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// HasSymlink reports whether any record created a symlink at path.
+func (ix *Index) HasSymlink(path string) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.symlinks[path]) > 0
 }
 
 // Modes returns the chmod records of path.

@@ -125,10 +125,24 @@ type repoState struct {
 	// accepted are commits the gate judged and let a branch move to.
 	accepted     map[string]bool
 	acceptedTips []string
+	// fetchedTips are commits git fetch from a configured remote wrote
+	// into remote-tracking refs, and remotes caches which remote names
+	// the configuration has (see noteFetched).
+	fetchedTips []string
+	remotes     map[string]bool
 	// tipCache lists the commits restores are looked for in.
 	tipCache *tipCache
 	// blobs reads committed blobs for every check (see Gate.blobs).
 	blobs *gitexec.Blobs
+}
+
+// knownTips are the commits whose history is not the mount's work: what
+// the refs named when the gate first saw the repository, what it let
+// branches move to, and what git fetch brought. g.mu is held.
+func (st *repoState) knownTips() []string {
+	out := make([]string, 0, len(st.startTips)+len(st.acceptedTips)+len(st.fetchedTips))
+	out = append(append(append(out, st.startTips...), st.acceptedTips...), st.fetchedTips...)
+	return out
 }
 
 // Add indexes a record the daemon has just written.
@@ -189,6 +203,9 @@ func (g *Gate) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decisi
 		kind := classifyRef(in2)
 		switch {
 		case kind == notRef:
+			if strings.HasPrefix(in2, "refs/remotes/") && !req.IsDir {
+				g.remoteTrackingUpdate(ctx, w, dir2)
+			}
 			return nil, nil
 		case exchange:
 			return refuse(req.Path2, "exchanging a git ref with another file is refused: every branch update is checked, and git never does this"), nil
@@ -219,6 +236,27 @@ func (g *Gate) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decisi
 		}
 	}
 	return nil, nil
+}
+
+// remoteTrackingUpdate notes what a rename onto a remote-tracking ref
+// brings, if git fetch made it (see noteFetched).
+func (g *Gate) remoteTrackingUpdate(ctx context.Context, w fsnode.GitChange, gitDir string) {
+	if w.Caller == nil {
+		return
+	}
+	p := g.cfg.Process(w.Caller.Pid, w.Caller.Uid, w.Caller.Gid)
+	if _, ok := fetchRemote(p); !ok {
+		return
+	}
+	content, err := w.Read(w.Req.Path, maxRefBytes)
+	if err != nil {
+		return
+	}
+	st := g.repo(ctx, gitDir)
+	if st.git == nil {
+		return
+	}
+	g.noteFetched(ctx, st, p, content)
 }
 
 // looseRefRemoval judges the removal of a loose branch: the branch then
@@ -277,7 +315,8 @@ func (g *Gate) repo(ctx context.Context, gitDir string) *repoState {
 		<-st.ready
 		return st
 	}
-	st = &repoState{gitDir: gitDir, ready: make(chan struct{}), created: map[string]bool{}, createdPacks: map[string]bool{}, accepted: map[string]bool{}}
+	st = &repoState{gitDir: gitDir, ready: make(chan struct{}), created: map[string]bool{}, createdPacks: map[string]bool{}, accepted: map[string]bool{},
+		remotes: map[string]bool{}}
 	g.repos[gitDir] = st
 	g.mu.Unlock()
 	defer close(st.ready)
@@ -433,7 +472,7 @@ func (g *Gate) judge(ctx context.Context, st *repoState, ups []update) (*gitchec
 		}
 	}
 	g.mu.Lock()
-	known := append(append([]string(nil), st.startTips...), st.acceptedTips...)
+	known := st.knownTips()
 	g.mu.Unlock()
 	input := func(withRefs bool) []byte {
 		var in strings.Builder
@@ -458,7 +497,7 @@ func (g *Gate) judge(ctx context.Context, st *repoState, ups []update) (*gitchec
 		// A commit the history was known by is gone (the agent deleted
 		// the branch and pruned it): without it, the list can be made.
 		g.mu.Lock()
-		known = append(append([]string(nil), st.startTips...), st.acceptedTips...)
+		known = st.knownTips()
 		g.mu.Unlock()
 		out, err = st.git.OutputInput(ctx, input(true), "rev-list", "--parents", "--stdin")
 	}
@@ -530,7 +569,7 @@ func (g *Gate) judge(ctx context.Context, st *repoState, ups []update) (*gitchec
 // is not forgiven this way: rev-list still fails on it.)
 func (g *Gate) dropMissingTips(ctx context.Context, st *repoState) bool {
 	g.mu.Lock()
-	known := append(append([]string(nil), st.startTips...), st.acceptedTips...)
+	known := st.knownTips()
 	g.mu.Unlock()
 	out, err := st.git.OutputInput(ctx, []byte(strings.Join(known, "\n")+"\n"), "cat-file", "--batch-check=%(objectname) %(objecttype)")
 	if err != nil {
@@ -550,6 +589,7 @@ func (g *Gate) dropMissingTips(ctx context.Context, st *repoState) bool {
 	gone := func(id string) bool { return missing[id] }
 	st.startTips = slices.DeleteFunc(st.startTips, gone)
 	st.acceptedTips = slices.DeleteFunc(st.acceptedTips, gone)
+	st.fetchedTips = slices.DeleteFunc(st.fetchedTips, gone)
 	return true
 }
 
@@ -626,6 +666,9 @@ func (g *Gate) madeHere(st *repoState, cands []string) ([]string, error) {
 	}
 	for _, p := range packs {
 		idx, err := readIdx(g.cfg.Source, st.gitDir, p)
+		if err != nil && !packBeside(g.cfg.Source, st.gitDir, p) {
+			continue // git loads no index without its pack
+		}
 		if err != nil {
 			// A pack made in the mount that cannot be read: any new
 			// commit may be in it.

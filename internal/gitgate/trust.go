@@ -1,6 +1,7 @@
 package gitgate
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"syscall"
@@ -21,6 +22,14 @@ func trustedGit(exe string) bool {
 		return false
 	}
 	return st.Uid == 0 && st.Mode&0o022 == 0 && st.Mode&syscall.S_IFMT == syscall.S_IFREG
+}
+
+// packBeside reports whether the pack an index belongs to is there (or
+// cannot be told to be absent).
+func packBeside(source, gitDir, pack string) bool {
+	var st syscall.Stat_t
+	err := syscall.Lstat(path.Join(source, gitDir, "objects/pack", pack+".pack"), &st)
+	return err == nil || !errors.Is(err, syscall.ENOENT)
 }
 
 // readIdx reads a pack's index from the source.

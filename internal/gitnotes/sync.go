@@ -149,7 +149,11 @@ func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string
 			case ch.Status == 'D':
 				entries = ix.Deleted(rel)
 			case ch.NewMode == "120000":
-				entries = ix.Symlinks(rel)
+				h, err := blobs.Hash(ch.NewBlob)
+				if err != nil {
+					return err
+				}
+				entries = ix.Symlinks(rel, h)
 			case ch.Status == 'M' && ch.OldBlob == ch.NewBlob:
 				entries = ix.Modes(rel)
 			case ch.NewMode != "160000":
