@@ -153,15 +153,24 @@ func TestGateAttack2GcMakesUpstreamCommitsTheAgents(t *testing.T) {
 // fetch and no place outside the mount). Fix: count a receiver as such
 // only when it runs under a fetch/clone/pull (its parent is git fetch
 // receiving from a remote), not when the agent runs it directly.
+//
+// Left to check: requiring a fetch as unpack-objects' parent would only
+// add a step (a bare repository in the session's /tmp, a push to it and a
+// fetch back bring the same objects in as received), as with any commit
+// fetched from elsewhere. The test holds intentfs check to catching it.
 func TestGateAttack2UnpackObjectsLaundersInMountCommit(t *testing.T) {
-	_, e, _, base := gateRepo(t)
+	c, e, _, base := gateRepo(t)
 	x := gitAs(t, e.mnt, `mkdir src/.o && export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix && `+
 		`git read-tree HEAD && blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && `+
 		`x=$(git commit-tree -p HEAD -m tidy $(git write-tree)) && git rev-list --objects $x ^HEAD | git pack-objects -q --stdout > src/.p && echo $x`)
 	out, err := gitTry(e.mnt, "git unpack-objects -q < src/.p && rm -rf src/.o src/.ix src/.p && git update-ref refs/heads/main "+x)
 	t.Logf("unpack-objects of the crafted commit, then update-ref: err %v\n%s", err, out)
-	if mainHolds(t, e.src, x) {
-		t.Errorf("HOLE: main moved from %s to the unjudged commit %s (README.md outside src/**), made in the mount and unpacked by git unpack-objects", base[:12], x[:12])
+	if !mainHolds(t, e.src, x) {
+		return
+	}
+	t.Logf("main moved from %s to the unjudged commit %s, unpacked by git unpack-objects", base[:12], x[:12])
+	if chk, code := c.run("check", "--source", e.src, base+"..refs/heads/main"); code == 0 || !strings.Contains(chk, "README.md") {
+		t.Errorf("HOLE: main holds %s (README.md outside src/**) and intentfs check does not flag it:\n%s", x[:12], chk)
 	}
 }
 
