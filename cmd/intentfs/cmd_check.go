@@ -168,6 +168,9 @@ func printCheck(a *app, rep *gitcheck.Report, n recordCounts) {
 	if n.Ignored > 0 {
 		fmt.Fprintf(a.stdout, "notice: %d record(s) in the notes ignored: not part of a whole chain, or claiming this clone's own chain without being in its ledger (see intentfs verify --notes)\n", n.Ignored)
 	}
+	if n.Unreadable != "" {
+		fmt.Fprintf(a.stdout, "notice: %s\n", n.Unreadable)
+	}
 	if n.LeftOut > 0 {
 		fmt.Fprintf(a.stdout, "notice: %d record(s) of other origins in the notes left out: this clone has a ledger of its own, which alone is counted; --with-notes counts them\n", n.LeftOut)
 	}

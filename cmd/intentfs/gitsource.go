@@ -66,6 +66,9 @@ type recordCounts struct {
 	LeftOut int `json:"notes_left_out"`
 	// HasLedger is whether the clone has a ledger of its own.
 	HasLedger bool `json:"local_ledger"`
+	// Unreadable is why the notes could not be read, when they did not
+	// need to be (no other origin's record would count).
+	Unreadable string `json:"notes_unreadable,omitempty"`
 }
 
 // allRecords calls fn for every record of the local ledger and then for
@@ -107,16 +110,24 @@ func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *b
 	if !hasNotes {
 		return n, nil
 	}
-	set, err := gitnotes.Read(ctx, g.repo)
-	if err != nil {
-		return n, err
-	}
-	counted := gitnotes.Count(set, local)
-	n.Ignored = len(counted.Ignored)
 	others := local == nil
 	if withNotes != nil {
 		others = *withNotes
 	}
+	set, err := gitnotes.Read(ctx, g.repo)
+	if err != nil {
+		// Where no other origin's record counts, the notes could only
+		// confirm lines the local ledger holds: unreadable notes (the
+		// agent can write the ref) are a notice, not a failed check.
+		u := gitnotes.Unreadable(err)
+		if !others {
+			n.Unreadable = u.Notice()
+			return n, nil
+		}
+		return n, u
+	}
+	counted := gitnotes.Count(set, local)
+	n.Ignored = len(counted.Ignored)
 	if !others {
 		n.LeftOut = len(counted.Others)
 		return n, nil

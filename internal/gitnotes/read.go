@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/intentfs/intentfs/internal/gitexec"
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -126,3 +127,24 @@ func HasRef(ctx context.Context, repo *gitexec.Repo, ref string) bool {
 	_, err := repo.Output(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
 	return err == nil
 }
+
+// UnreadableError is notes under Ref that git cannot read (whoever can
+// write the ref, the agent in a mount included, can point it at a
+// broken tree). Its text names the ref and the way out.
+type UnreadableError struct{ Err error }
+
+// Unreadable wraps an error of Read.
+func Unreadable(err error) *UnreadableError { return &UnreadableError{Err: err} }
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("the notes under %s cannot be read (%s): %s", Ref, textsafe.Escape(e.Err.Error()), rebuildHint)
+}
+
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// Notice says the same for a check that goes on without the notes.
+func (e *UnreadableError) Notice() string {
+	return fmt.Sprintf("the notes under %s cannot be read (%s): they are not counted; %s", Ref, textsafe.Escape(e.Err.Error()), rebuildHint)
+}
+
+const rebuildHint = "`git update-ref -d " + Ref + "` and `intentfs notes sync` rebuild them"
