@@ -36,11 +36,19 @@ A note record counts only as a line of the local ledger or as part of
 another origin's whole hash chain; others are ignored (and counted in a
 notice). Where the clone has a ledger of its own, it is authoritative:
 other origins' records count only with --with-notes (the default without
-a local ledger). Scopes are judged by the workspace's current policy.
+a local ledger). Notes git cannot read are a notice where no other
+origin's record would count, else an error; either way
+git update-ref -d refs/notes/intentfs and intentfs notes sync rebuild
+them. Scopes are judged by the workspace's current policy.
 
-REV_RANGE is git rev-list syntax; a revision name that names two refs
-(refs/main and refs/heads/main) is refused: name it in full. The default
-is the merge-base with the upstream up to HEAD: the daemon's mirror of the
+REV_RANGE is git rev-list syntax. A full commit id is that commit and a
+name starting with refs/ is that exact ref, whatever other refs exist; a
+plain name that names two refs (refs/main and refs/heads/main) is
+refused: name it in full (refs/heads/..., refs/tags/...). A short id that
+is also a ref, a refs/ name that is no ref, and reflog names (main@{0},
+@{-1}, @{upstream}: the agent writes the reflog in the mount) are refused
+too. The default is the merge-base with the upstream up to HEAD: the
+daemon's mirror of the
 policy's declared upstream (upstream: in active_intents.yaml), which the
 agent cannot write; else the declared upstream's remote-tracking branch
 or the branch's upstream (@{upstream}), which an agent in the mount can
