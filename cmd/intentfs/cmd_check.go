@@ -46,8 +46,8 @@ name starting with refs/ is that exact ref, whatever other refs exist; a
 plain name that names two refs (refs/main and refs/heads/main) is
 refused: name it in full (refs/heads/..., refs/tags/...). A short id that
 is also a ref, a refs/ name that is no ref, and reflog names (main@{0},
-@{-1}, @{upstream}: the agent writes the reflog in the mount) are refused
-too. The default is the merge-base with the upstream up to HEAD: the
+@{-1}, @{upstream}: the agent writes the reflog in the mount) and
+searches (:/text, main^{/text}) are refused too. The default is the merge-base with the upstream up to HEAD: the
 daemon's mirror of the
 policy's declared upstream (upstream: in active_intents.yaml), which the
 agent cannot write; else the declared upstream's remote-tracking branch

@@ -80,6 +80,30 @@ func (e *ReflogError) Error() string {
 	return fmt.Sprintf("%s reads the reflog, which the agent can write in the mount: name a commit id or a branch", textsafe.Escape(e.Name))
 }
 
+// SearchError is a revision that names a commit by searching messages
+// (:/text, main^{/text}) or the index (:path): what it finds depends on
+// the commits every ref reaches, and an agent in the mount writes refs.
+type SearchError struct{ Rev string }
+
+func (e *SearchError) Error() string {
+	return fmt.Sprintf("%s names a commit by a search the agent can steer (its refs are searched): name a commit id or a branch", textsafe.Escape(e.Rev))
+}
+
+// searches reports whether a revision of rev-list syntax holds a search
+// form on either side of .. or ...
+func searches(rev string) bool {
+	if strings.Contains(rev, "^{/") {
+		return true
+	}
+	rev = strings.TrimPrefix(rev, "^")
+	for _, sep := range []string{"...", ".."} {
+		if a, b, ok := strings.Cut(rev, sep); ok {
+			return strings.HasPrefix(a, ":") || strings.HasPrefix(b, ":")
+		}
+	}
+	return strings.HasPrefix(rev, ":")
+}
+
 // ExactRefError is a name starting with refs/ that is no ref: git would
 // go on to try it under refs/, refs/heads/, … (refs/heads/refs/heads/x),
 // names anyone who can write refs can make.
@@ -141,6 +165,7 @@ var ambiguousWarning = regexp.MustCompile(`(?m)^warning: refname '([^'\n]*)' is 
 // writer of refs or reflogs (an agent in the mount) chose it:
 //
 //   - a reflog name (main@{0}, @{-1}, …): a *ReflogError;
+//   - a search (:/text, main^{/text}, :path): a *SearchError;
 //   - a name starting with refs/ that is no ref as given: an
 //     *ExactRefError (git would try refs/heads/refs/… next);
 //   - a name several refs match (git warns): an *AmbiguousError, and so
@@ -151,6 +176,11 @@ var ambiguousWarning = regexp.MustCompile(`(?m)^warning: refname '([^'\n]*)' is 
 func CheckNames(ctx context.Context, repo *gitexec.Repo, revs []string) error {
 	if len(revs) == 0 {
 		return nil
+	}
+	for _, r := range revs {
+		if searches(r) {
+			return &SearchError{Rev: r}
+		}
 	}
 	exact := map[string]bool{}
 	for _, name := range revNames(revs) {

@@ -73,6 +73,7 @@ func TestCheckNamesRules(t *testing.T) {
 		ambiguous
 		reflog
 		exact
+		search
 	)
 	tests := []struct {
 		revs   []string
@@ -94,6 +95,11 @@ func TestCheckNamesRules(t *testing.T) {
 		{[]string{"@{-1}"}, reflog, ""},
 		{[]string{"main@{upstream}..HEAD"}, reflog, ""},
 		{[]string{"HEAD@{0}~1..HEAD"}, reflog, ""},
+		{[]string{":/more..HEAD"}, search, "names a commit by a search the agent can steer"},
+		{[]string{f.base + "..:/more"}, search, ""},
+		{[]string{"main^{/more}"}, search, ""},
+		{[]string{"^:/base", "HEAD"}, search, ""},
+		{[]string{f.base + "..main:README.md"}, ok, ""}, // a path after a name is not a search (git then refuses it)
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.revs, " "), func(t *testing.T) {
@@ -101,6 +107,7 @@ func TestCheckNamesRules(t *testing.T) {
 			var amb *AmbiguousError
 			var rl *ReflogError
 			var ex *ExactRefError
+			var se *SearchError
 			got := ok
 			switch {
 			case errors.As(err, &amb):
@@ -109,6 +116,8 @@ func TestCheckNamesRules(t *testing.T) {
 				got = reflog
 			case errors.As(err, &ex):
 				got = exact
+			case errors.As(err, &se):
+				got = search
 			case err != nil:
 				t.Fatalf("unexpected error %v", err)
 			}
