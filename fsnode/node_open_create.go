@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/internal/objects"
-	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -208,11 +207,6 @@ func (n *Node) checkpointOpenAsDaemon(ctx context.Context) {
 		n.checkpointOpenLocked()
 		return nil
 	})
-}
-
-// recordNew records the creation of a non-file entry.
-func (r *Root) recordNew(g grant, ev ledger.Event, rel string) {
-	r.record(g, ledger.Change{Event: ev, Path: rel, Op: string(ev)})
 }
 
 // hasTracked reports whether a tracked (governed, writing) handle is open
