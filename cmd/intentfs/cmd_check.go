@@ -140,6 +140,11 @@ func runCheck(a *app, args []string) error {
 			fmt.Fprintf(a.stdout, "range: %s, from %s\n", printable(strings.Join(base.Revs, " ")), base.From)
 		}
 		printCheck(a, rep, counts)
+		if counts.HasLedger {
+			for _, b := range gitcheck.NamedBases(args) {
+				fmt.Fprintf(a.stdout, "notice: the range starts at %s, a ref an agent in a mount of this clone can move; to check from what the upstream holds, give its commit id or run intentfs check with no range (the declared upstream's mirror)\n", printable(b))
+			}
+		}
 		if len(args) == 0 && rep.Commits == 0 {
 			fmt.Fprintf(a.stdout, "note: the default range %s holds no commit: HEAD is where its upstream is. Name the base you review against: intentfs check <base>..HEAD\n",
 				printable(strings.Join(rep.Range, " ")))

@@ -129,6 +129,37 @@ func isHex(s string) bool {
 	return true
 }
 
+// NamedBases returns the names (not commit ids) that the range revs
+// excludes from: the base of A..B, ^A, and both sides of A...B. On the
+// agent's clone those are refs the agent can move, and where the base
+// is, is what the range leaves unchecked.
+func NamedBases(revs []string) []string {
+	var out []string
+	add := func(side string) {
+		if i := strings.IndexAny(side, "^~:"); i >= 0 {
+			side = side[:i]
+		}
+		if side != "" && side != "HEAD" && !isFullOID(side) {
+			out = append(out, side)
+		}
+	}
+	for _, r := range revs {
+		if a, b, ok := strings.Cut(r, "..."); ok {
+			add(a)
+			add(b)
+			continue
+		}
+		if a, _, ok := strings.Cut(r, ".."); ok {
+			add(a)
+			continue
+		}
+		if neg, ok := strings.CutPrefix(r, "^"); ok {
+			add(neg)
+		}
+	}
+	return out
+}
+
 // revNames returns the revision names of revs (rev-list syntax): each
 // side of A..B and A...B, without ^ before and the ^, ~ or : suffixes
 // after (which no ref name holds). A reflog part (@{…}) stays in the

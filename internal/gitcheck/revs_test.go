@@ -136,3 +136,25 @@ func TestCheckNamesRules(t *testing.T) {
 		})
 	}
 }
+
+func TestNamedBases(t *testing.T) {
+	oid := strings.Repeat("ab", 20)
+	tests := []struct {
+		revs []string
+		want string
+	}{
+		{[]string{"origin/main..main"}, "origin/main"},
+		{[]string{oid + "..main"}, ""},
+		{[]string{"..main"}, ""},
+		{[]string{"HEAD~3..HEAD"}, ""},
+		{[]string{"^release", "main"}, "release"},
+		{[]string{"v1.0^{commit}..main"}, "v1.0"},
+		{[]string{"a...b"}, "a b"},
+		{[]string{"main"}, ""},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(NamedBases(tt.revs), " "); got != tt.want {
+			t.Errorf("NamedBases(%q) = %q, want %q", tt.revs, got, tt.want)
+		}
+	}
+}
