@@ -287,16 +287,23 @@ func (g *Gate) looseRefRemoval(ctx context.Context, w fsnode.GitChange, gitDir, 
 	if err != nil {
 		return refuse(req.Path, fmt.Sprintf("the commit packed-refs names for %s could not be checked (%v); removing the loose branch is refused until it can be", inner, err)), nil
 	}
+	return g.verdict(w, st, ups, req.Path, rep, ids)
+}
+
+// verdict is the gate's answer to a judged branch update at rel: the
+// refusal naming the problems, or the function that records the commits
+// once the change is made.
+func (g *Gate) verdict(w fsnode.GitChange, st *repoState, ups []update, rel string, rep *gitcheck.Report, ids []string) (*policy.Decision, func()) {
 	if !rep.OK() {
-		return &policy.Decision{Code: CodeCommitRefused, Validation: policy.ValidationFail, Path: req.Path,
-			Reason: commitReason(ups, rep, g.outsideNote(req.Intent))}, nil
+		return &policy.Decision{Code: CodeCommitRefused, Validation: policy.ValidationFail, Path: rel,
+			Reason: commitReason(ups, rep, g.outsideNote(w.Req.Intent))}, nil
 	}
 	var proc *ledger.Process
 	if w.Caller != nil {
 		proc = g.cfg.Process(w.Caller.Pid, w.Caller.Uid, w.Caller.Gid)
 	}
-	by := committer{intent: req.Intent, proc: proc, session: w.Session}
-	return nil, func() { g.accept(st, ups, ids, rep, req.Path, by) }
+	by := committer{intent: w.Req.Intent, proc: proc, session: w.Session}
+	return nil, func() { g.accept(st, ups, ids, rep, rel, by) }
 }
 
 func refuse(rel, reason string) *policy.Decision {
@@ -451,16 +458,7 @@ func (g *Gate) refUpdate(ctx context.Context, w fsnode.GitChange, gitDir, inner 
 		g.cfg.Log.Warn("checking a branch update failed", "ref", inner, "err", err)
 		return refuse(req.Path2, fmt.Sprintf("the commit could not be checked (%v); the branch update is refused until it can be", err)), nil
 	}
-	if !rep.OK() {
-		return &policy.Decision{Code: CodeCommitRefused, Validation: policy.ValidationFail, Path: req.Path2,
-			Reason: commitReason(ups, rep, g.outsideNote(req.Intent))}, nil
-	}
-	var proc *ledger.Process
-	if w.Caller != nil {
-		proc = g.cfg.Process(w.Caller.Pid, w.Caller.Uid, w.Caller.Gid)
-	}
-	by := committer{intent: req.Intent, proc: proc, session: w.Session}
-	return nil, func() { g.accept(st, ups, ids, rep, req.Path2, by) }
+	return g.verdict(w, st, ups, req.Path2, rep, ids)
 }
 
 // judge lists the commits made in the mount that the updates bring onto
