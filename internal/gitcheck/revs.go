@@ -135,26 +135,11 @@ func isHex(s string) bool {
 // is, is what the range leaves unchecked.
 func NamedBases(revs []string) []string {
 	var out []string
-	add := func(side string) {
-		if i := strings.IndexAny(side, "^~:"); i >= 0 {
-			side = side[:i]
-		}
-		if side != "" && side != "HEAD" && !isFullOID(side) {
-			out = append(out, side)
-		}
-	}
 	for _, r := range revs {
-		if a, b, ok := strings.Cut(r, "..."); ok {
-			add(a)
-			add(b)
-			continue
-		}
-		if a, _, ok := strings.Cut(r, ".."); ok {
-			add(a)
-			continue
-		}
-		if neg, ok := strings.CutPrefix(r, "^"); ok {
-			add(neg)
+		for _, s := range revSides(r) {
+			if s.base && s.name != "HEAD" && !isFullOID(s.name) {
+				out = append(out, s.name)
+			}
 		}
 	}
 	return out
@@ -167,25 +152,44 @@ func NamedBases(revs []string) []string {
 func revNames(revs []string) []string {
 	var names []string
 	for _, r := range revs {
-		r = strings.TrimPrefix(r, "^")
-		var sides []string
-		if a, b, ok := strings.Cut(r, "..."); ok {
-			sides = []string{a, b}
-		} else if a, b, ok := strings.Cut(r, ".."); ok {
-			sides = []string{a, b}
-		} else {
-			sides = []string{r}
-		}
-		for _, side := range sides {
-			if i := strings.IndexAny(side, "^~:"); i >= 0 {
-				side = side[:i]
-			}
-			if side != "" {
-				names = append(names, side)
-			}
+		for _, s := range revSides(r) {
+			names = append(names, s.name)
 		}
 	}
 	return names
+}
+
+// revSide is one named side of a revision: its name, and whether the
+// range excludes from it (the base of A..B, ^A, both sides of A...B).
+type revSide struct {
+	name string
+	base bool
+}
+
+// revSides splits one revision of rev-list syntax into its named sides,
+// each without the ^, ~ or : suffixes after the name.
+func revSides(r string) []revSide {
+	neg := strings.HasPrefix(r, "^")
+	r = strings.TrimPrefix(r, "^")
+	var out []revSide
+	add := func(side string, base bool) {
+		if i := strings.IndexAny(side, "^~:"); i >= 0 {
+			side = side[:i]
+		}
+		if side != "" {
+			out = append(out, revSide{side, base})
+		}
+	}
+	if a, b, ok := strings.Cut(r, "..."); ok {
+		add(a, true)
+		add(b, true)
+	} else if a, b, ok := strings.Cut(r, ".."); ok {
+		add(a, true)
+		add(b, false)
+	} else {
+		add(r, neg)
+	}
+	return out
 }
 
 // ambiguousWarning is git's warning for a name several refs match.

@@ -28,11 +28,8 @@ func fetchRemote(p *ledger.Process) (string, bool) {
 		return "", false
 	}
 	for _, a := range p.Cmdline[2:] {
-		if a == "--" {
-			continue
-		}
 		if strings.HasPrefix(a, "-") {
-			continue // options git pull passes take their values with "="
+			continue // "--", and options (git pull passes theirs with "=")
 		}
 		return a, remoteName.MatchString(a)
 	}
