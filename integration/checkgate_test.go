@@ -77,7 +77,7 @@ func TestCheckRulesFromTheBase(t *testing.T) {
 	gitAs(t, root, "git clone -q "+origin+" own")
 	own := filepath.Join(root, "own")
 	attacks := []struct{ branch, script, path string }{
-		{"pr1", "printf '*\\n' > .intentignore && echo pwned > README.md && git add -A && git commit -qm 'tidy up'", ".intentignore"},
+		{"pr1", "printf '*\\n' > .intentignore && echo pwned > README.md && mkdir -p docs && echo evil > docs/guide.md && git add -A && git commit -qm 'tidy up'", ".intentignore"},
 		{"pr2", "printf '*\\n' > .orchestration/.intentignore && echo pwned > README.md && git add -A && git commit -qm 'tidy up'", ".orchestration/.intentignore"},
 		{"pr3", `sed -i 's|"src/\*\*"|"**"|' .orchestration/active_intents.yaml && grep -q '"\*\*"' .orchestration/active_intents.yaml && git commit -qam 'scope'`, policy.IntentsFile},
 	}
@@ -133,7 +133,8 @@ func TestCheckRulesFromTheBase(t *testing.T) {
 	}
 	out, code = runCIScript(t, c, ciClone(t, c, origin, "pr1"), "main")
 	t.Logf("docs/ci/intentfs-check.sh main, the .intentignore PR (exit %d):\n%s", code, out)
-	if code == 0 || !lineWith(out, ".intentignore", "governance file") || !lineWith(out, "README.md", "never written through the mount") {
+	if code == 0 || !lineWith(out, ".intentignore", "governance file") || !lineWith(out, "README.md", "never written through the mount") ||
+		!lineWith(out, "docs/guide.md", "never written through the mount") {
 		t.Errorf("the CI recipe passes the .intentignore PR (exit %d):\n%s", code, out)
 	}
 }

@@ -75,7 +75,8 @@ agent cannot write; else the declared upstream's remote-tracking branch
 or the branch's upstream (@{upstream}), which an agent in the mount can
 move: on a clone with a ledger of its own check refuses that base and
 asks for the range (intentfs check <base>..HEAD); else all of HEAD's
-history. The output says where the base came from. The declared upstream
+history, which has no base to take the rules from: name one with
+--policy-from. The output says where the base came from. The declared upstream
 is read from the work tree's policy only to find where the default range
 starts: in CI, give the range. Exit status 1 on any problem.
 
