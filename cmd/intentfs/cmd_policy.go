@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"time"
 
@@ -148,27 +149,35 @@ Examples:
 }
 
 // writtenPaths lists, in first-seen order, the distinct paths (and
-// from_paths) of the changes the filter selects.
+// from_paths) of the changes the filter selects. A directory only made
+// (mkdir) with something written below it is left out: a scope that
+// covers what is below allows the mkdir.
 func writtenPaths(ws workspace, f ledger.Filter) ([]string, bool, error) {
-	seen := map[string]bool{}
+	onlyMade := map[string]bool{}
 	var out []string
 	truncated := false
+	add := func(p string, mkdir bool) {
+		if p == "" {
+			return
+		}
+		if made, seen := onlyMade[p]; seen {
+			onlyMade[p] = made && mkdir
+			return
+		}
+		if len(out) >= maxSuggestPaths {
+			truncated = true
+			return
+		}
+		onlyMade[p] = mkdir
+		out = append(out, p)
+	}
 	collect := func(r *ledger.Record) error {
 		g := r.Gov()
 		if ledger.ClassOf(g.Event) == "" {
 			return nil
 		}
-		for _, p := range []string{r.Path(), g.FromPath} {
-			if p == "" || seen[p] {
-				continue
-			}
-			if len(out) >= maxSuggestPaths {
-				truncated = true
-				return nil
-			}
-			seen[p] = true
-			out = append(out, p)
-		}
+		add(r.Path(), g.Event == ledger.EventMkdir)
+		add(g.FromPath, false)
 		return nil
 	}
 	var err error
@@ -180,7 +189,17 @@ func writtenPaths(ws workspace, f ledger.Filter) ([]string, bool, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		err = nil
 	}
-	return out, truncated, err
+	if err != nil {
+		return nil, false, err
+	}
+	parents := map[string]bool{}
+	for _, p := range out {
+		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+			parents[d] = true
+		}
+	}
+	out = slices.DeleteFunc(out, func(p string) bool { return onlyMade[p] && parents[p] })
+	return out, truncated, nil
 }
 
 func printSuggestion(a *app, s scopeSuggestion) error {
