@@ -56,7 +56,7 @@ type scopeSuggestion struct {
 
 func policySuggestCmd() *command {
 	return &command{
-		name: "suggest", summary: "propose owned_scope globs that cover what was written", usage: "[--intent ID] [--since T] [--write]",
+		name: "suggest", summary: "propose owned_scope globs that cover what was written", usage: "[--intent ID] [--since T] [--mount M | --source DIR] [--write] [--json]",
 		help: `Reads the changes an intent's agents made from the ledger (allowed ones, and
 in observe mode the would-deny ones the policy refuses) and proposes the
 owned_scope globs that cover those its scope does not: several files of one
@@ -220,12 +220,13 @@ func printSuggestion(a *app, s scopeSuggestion) error {
 		seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: g, Style: yaml.DoubleQuotedStyle, LineComment: "proposed"})
 	}
 	doc := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "owned_scope"}, seq}}
-	out, err := yaml.Marshal(doc)
-	if err != nil {
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
 		return fmt.Errorf("printing the proposal: %w", err)
 	}
-	if _, err := w.Write(out); err != nil {
-		return err
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("printing the proposal: %w", err)
 	}
 	switch {
 	case len(s.Add) == 0:
