@@ -112,7 +112,7 @@ func (p *parser) parse(data []byte) *Intents {
 		return out
 	}
 	var list *yaml.Node
-	sawUpstream := false
+	sawUpstream, sawEnforcement := false, false
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		switch k.Value {
@@ -127,8 +127,15 @@ func (p *parser) parse(data []byte) *Intents {
 			}
 			sawUpstream = true
 			out.Upstream = p.upstream(k, v)
+		case "enforcement":
+			if sawEnforcement {
+				p.errorf(k, "top-level key `enforcement` appears twice: keep one")
+				continue
+			}
+			sawEnforcement = true
+			out.Enforcement = p.enforcement(v, "the top-level `enforcement`")
 		default:
-			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`, `approvals` or `upstream`)", k.Value)
+			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`, `approvals`, `enforcement` or `upstream`)", k.Value)
 		}
 	}
 	out.hasApprovals = len(out.Approvals) > 0
@@ -163,7 +170,7 @@ func (p *parser) parse(data []byte) *Intents {
 }
 
 var knownIntentKeys = []string{"id", "name", "status", "version", "owned_scope", "constraints",
-	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale", "approvals"}
+	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale", "approvals", "enforcement"}
 
 func (p *parser) intent(n *yaml.Node) *Intent {
 	if n.Kind != yaml.MappingNode {
@@ -242,6 +249,9 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 	}
 	if v, ok := fields["approvals"]; ok {
 		in.Approvals = p.approvals(v, in.ID)
+	}
+	if v, ok := fields["enforcement"]; ok {
+		in.Enforcement = p.enforcement(v, "`enforcement` of intent "+in.ID)
 	}
 	if v, ok := fields["parent_intent"]; ok && v.Tag != "!!null" {
 		if v.Kind != yaml.ScalarNode || !ValidID(v.Value) {
