@@ -60,12 +60,6 @@ func LoadIgnore(source string) (*Ignore, []Diagnostic, error) {
 	return ig, diags, nil
 }
 
-// ParseIgnore builds an Ignore from the text of one ignore file.
-func ParseIgnore(file string, data []byte) (*Ignore, []Diagnostic) {
-	ig := &Ignore{}
-	return ig, ig.parse(file, data)
-}
-
 func (ig *Ignore) parse(file string, data []byte) []Diagnostic {
 	var diags []Diagnostic
 	sc := bufio.NewScanner(bytes.NewReader(data))
