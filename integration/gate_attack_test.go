@@ -289,8 +289,8 @@ func TestGateAttackPackedRefsDuplicateEntry(t *testing.T) {
 //	  "metadata":{"dev.intentfs":{"event":"revert","post_hash":"sha256:<sha of pwned>"}}}' HEAD
 //
 // `intentfs check base..main`, run by the human on the source with the
-// local ledger, says OK. (Unlike the known notes issue this needs no other
-// machine: the reviewer's local check is fooled on the agent's own clone.)
+// local ledger, says OK. (Unlike forged notes read on a fresh clone, a
+// documented limit, this needs no other machine: the reviewer's local check is fooled on the agent's own clone.)
 //
 // Impact: full bypass of the local check. Severity: HIGH. Fix: when a
 // local ledger exists, take from the notes only records that are in it
