@@ -135,7 +135,8 @@ func approvalOps() []Op {
 		OpLink, OpUnlink, OpRmdir, OpRename, OpSetxattr, OpRemovexattr, OpFallocate, OpCopyFileRange}
 }
 
-var knownApprovalKeys = []string{"name", "ops", "paths", "more_than", "within", "larger_than", "timeout"}
+var approvalMapping = mappingKind{noun: "approval rule ", where: "this approval rule", unknown: SevError,
+	known: []string{"name", "ops", "paths", "more_than", "within", "larger_than", "timeout"}}
 
 // approvals parses an `approvals:` list, of the workspace (intent "") or
 // of one intent.
@@ -171,19 +172,7 @@ func (p *parser) approvalRule(n *yaml.Node, intent string) *ApprovalRule {
 	}
 	r := &ApprovalRule{Intent: intent, Line: n.Line, Column: n.Column, Timeout: DefaultApprovalTimeout,
 		Name: "line " + strconv.Itoa(n.Line)}
-	fields := map[string]*yaml.Node{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if !slices.Contains(knownApprovalKeys, k.Value) {
-			p.errorf(k, "unknown approval rule field %q (known fields: %s)", k.Value, strings.Join(knownApprovalKeys, ", "))
-			continue
-		}
-		if _, dup := fields[k.Value]; dup {
-			p.errorf(k, "field %q appears twice in this approval rule: keep one", k.Value)
-			continue
-		}
-		fields[k.Value] = v
-	}
+	fields := p.fields(n, approvalMapping)
 	ok := true
 	if v, found := fields["name"]; found {
 		if v.Kind != yaml.ScalarNode || strings.TrimSpace(v.Value) == "" || strings.ContainsAny(v.Value, " \t\n#") {

@@ -82,6 +82,45 @@ func (p *parser) add(n *yaml.Node, sev Severity, format string, args ...any) {
 	p.diags = append(p.diags, Diagnostic{File: p.file, Line: line, Column: col, Severity: sev, Message: fmt.Sprintf(format, args...)})
 }
 
+// mappingKind says which keys one kind of YAML mapping in the policy may
+// hold, and how its diagnostics name it.
+type mappingKind struct {
+	// noun prefixes "field" in a message on an unknown key ("upstream "),
+	// where names the mapping in one on a repeated key ("this intent").
+	noun, where string
+	known       []string
+	// unknown is SevWarning where an unknown key is ignored (so a policy
+	// written for a later version still loads) and SevError where it is
+	// refused (an approval rule whose condition is misspelt must not hold
+	// fewer changes than its author meant).
+	unknown Severity
+}
+
+// fields returns the values of mapping n by key. An unknown key is
+// reported with kind.unknown's severity and left out; a repeated key is an
+// error, and its first value is kept. Every policy mapping is read this
+// way, so a typo is reported alike wherever it is.
+func (p *parser) fields(n *yaml.Node, kind mappingKind) map[string]*yaml.Node {
+	fields := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !slices.Contains(kind.known, k.Value) {
+			ignored := ""
+			if kind.unknown != SevError {
+				ignored = " is ignored"
+			}
+			p.add(k, kind.unknown, "unknown %sfield %q%s (known fields: %s)", kind.noun, k.Value, ignored, strings.Join(kind.known, ", "))
+			continue
+		}
+		if _, dup := fields[k.Value]; dup {
+			p.errorf(k, "field %q appears twice in %s: keep one", k.Value, kind.where)
+			continue
+		}
+		fields[k.Value] = v
+	}
+	return fields
+}
+
 var yamlLineRe = strings.NewReplacer("yaml: ", "")
 
 func (p *parser) parse(data []byte) *Intents {
@@ -162,8 +201,8 @@ func (p *parser) parse(data []byte) *Intents {
 	return out
 }
 
-var knownIntentKeys = []string{"id", "name", "status", "version", "owned_scope", "constraints",
-	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale", "approvals"}
+var intentMapping = mappingKind{where: "this intent", unknown: SevWarning, known: []string{"id", "name", "status", "version", "owned_scope", "constraints",
+	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale", "approvals"}}
 
 func (p *parser) intent(n *yaml.Node) *Intent {
 	if n.Kind != yaml.MappingNode {
@@ -171,21 +210,7 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 		return nil
 	}
 	in := &Intent{Line: n.Line, Version: 1}
-	fields := map[string]*yaml.Node{}
-	keys := map[string]*yaml.Node{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if !slices.Contains(knownIntentKeys, k.Value) {
-			p.warnf(k, "unknown field %q is ignored (known fields: %s)", k.Value, strings.Join(knownIntentKeys, ", "))
-			continue
-		}
-		if _, dup := fields[k.Value]; dup {
-			p.errorf(k, "field %q appears twice in this intent: keep one", k.Value)
-			continue
-		}
-		fields[k.Value] = v
-		keys[k.Value] = k
-	}
+	fields := p.fields(n, intentMapping)
 	ok := true
 	if v, found := p.str(n, fields, "id", true); found {
 		in.ID = v
