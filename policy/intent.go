@@ -67,6 +67,8 @@ type Intent struct {
 	OnStale OnStale
 	// Approvals are the intent's own approval rules (see ApprovalRule).
 	Approvals []*ApprovalRule
+	// Enforcement, if set, overrides the workspace's for this intent.
+	Enforcement Enforcement
 
 	// Line is where the intent starts in the policy file, for messages.
 	Line int
@@ -112,7 +114,9 @@ type Intents struct {
 	// Upstream is the trusted upstream repository and ref, or nil when
 	// the policy declares none.
 	Upstream *Upstream
-	byID     map[string]*Intent
+	// Enforcement is the workspace's enforcement mode ("" is enforce).
+	Enforcement Enforcement
+	byID        map[string]*Intent
 	// hasApprovals is set when any rule exists, here or in an intent.
 	hasApprovals bool
 }

@@ -151,7 +151,7 @@ func (p *parser) parse(data []byte) *Intents {
 		return out
 	}
 	var list *yaml.Node
-	sawUpstream := false
+	sawUpstream, sawEnforcement := false, false
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		switch k.Value {
@@ -166,8 +166,15 @@ func (p *parser) parse(data []byte) *Intents {
 			}
 			sawUpstream = true
 			out.Upstream = p.upstream(k, v)
+		case "enforcement":
+			if sawEnforcement {
+				p.errorf(k, "top-level key `enforcement` appears twice: keep one")
+				continue
+			}
+			sawEnforcement = true
+			out.Enforcement = p.enforcement(v, "the top-level `enforcement`")
 		default:
-			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`, `approvals` or `upstream`)", k.Value)
+			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`, `approvals`, `enforcement` or `upstream`)", k.Value)
 		}
 	}
 	out.hasApprovals = len(out.Approvals) > 0
@@ -202,7 +209,7 @@ func (p *parser) parse(data []byte) *Intents {
 }
 
 var intentMapping = mappingKind{where: "this intent", unknown: SevWarning, known: []string{"id", "name", "status", "version", "owned_scope", "constraints",
-	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale", "approvals"}}
+	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale", "approvals", "enforcement"}}
 
 // intent parses one item of `active_intents`; it returns nil when the
 // item cannot be an intent at all (no valid id), after reporting every
@@ -224,6 +231,9 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 	}
 	if v, ok := fields["approvals"]; ok {
 		in.Approvals = p.approvals(v, in.ID)
+	}
+	if v, ok := fields["enforcement"]; ok {
+		in.Enforcement = p.enforcement(v, "`enforcement` of intent "+in.ID)
 	}
 	p.intentParent(fields, in)
 	p.intentSessions(fields, in)

@@ -130,7 +130,12 @@ type Daemon struct {
 	approvals *approvals.Gate
 	feed      feed.Hub
 	selects   *selectLimiter
-	counters  struct{ allowed, denied, recorded atomic.Uint64 }
+	// counters are the mount's running totals; wouldDeny counts the
+	// changes observe mode let through that the policy refuses,
+	// wouldHold those an approval rule would have held.
+	counters struct {
+		allowed, denied, recorded, wouldDeny, wouldHold atomic.Uint64
+	}
 
 	wf         *workflow.Workflow
 	lessons    *sidecar.Lessons
