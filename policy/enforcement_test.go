@@ -68,7 +68,7 @@ func TestObserved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ig, _ := ParseIgnore(".intentignore", []byte("build/\n"))
+	ig := loadIgnore(t, "build/\n")
 	s := &Snapshot{Intents: in, Ignore: ig}
 	tests := []struct {
 		name     string

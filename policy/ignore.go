@@ -71,12 +71,6 @@ func IgnoreFrom(read func(rel string) ([]byte, error)) (*Ignore, []Diagnostic, e
 	return ig, diags, nil
 }
 
-// ParseIgnore builds an Ignore from the text of one ignore file.
-func ParseIgnore(file string, data []byte) (*Ignore, []Diagnostic) {
-	ig := &Ignore{}
-	return ig, ig.parse(file, data)
-}
-
 func (ig *Ignore) parse(file string, data []byte) []Diagnostic {
 	var diags []Diagnostic
 	sc := bufio.NewScanner(bytes.NewReader(data))

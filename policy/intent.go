@@ -37,7 +37,9 @@ func RelatedSpecTypes() []string {
 	return []string{"speckit", "github_issue", "github_pr", "constitution", "external"}
 }
 
-// idPattern is the intent id syntax of the seed schema, e.g. INT-001.
+// idPattern is the intent id syntax: capital letters, a dash and at least
+// three digits (INT-001), so an id reads the same in the policy, the
+// ledger and a commit's notes, and never holds a path separator or space.
 var idPattern = regexp.MustCompile(`^[A-Z]+-\d{3,}$`)
 
 // ValidID reports whether id has the intent id syntax (e.g. INT-001).

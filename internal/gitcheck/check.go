@@ -153,19 +153,6 @@ func (c *Checker) blobs(ctx context.Context) (*gitexec.Blobs, func(), error) {
 	return b, func() { b.Close() }, nil
 }
 
-// CheckCommit checks one commit against its first parent: "would this
-// new commit pass?". A merge commit has no findings (it is not authored).
-func (c *Checker) CheckCommit(ctx context.Context, commit string) ([]Finding, error) {
-	if !gitexec.ValidOID(commit) {
-		return nil, fmt.Errorf("%q is not a commit id", commit)
-	}
-	rep, err := c.run(ctx, []string{"--no-walk"}, []string{commit})
-	if err != nil {
-		return nil, err
-	}
-	return rep.Problems, nil
-}
-
 func (c *Checker) add(rep *Report, f Finding, notice bool) {
 	if len(rep.Problems)+len(rep.Notices) >= maxFindingsShown {
 		if !notice {
