@@ -3,6 +3,7 @@ package gitcheck
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -310,7 +311,16 @@ func TestCheckTrustedRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			if tt.ignore != "" {
-				f.c.Ignore, _ = policy.ParseIgnore(".intentignore", []byte(tt.ignore))
+				ig, _, err := policy.IgnoreFrom(func(rel string) ([]byte, error) {
+					if rel == ".intentignore" {
+						return []byte(tt.ignore), nil
+					}
+					return nil, os.ErrNotExist
+				})
+				if err != nil {
+					t.Fatalf("parsing the ignore file %q: %v", tt.ignore, err)
+				}
+				f.c.Ignore = ig
 			}
 			f.c.TrustedRules = tt.trusted
 			for p, c := range tt.record {
