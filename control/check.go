@@ -27,6 +27,12 @@ type CheckResult struct {
 	Allowed      bool   `json:"allowed"`
 	Code         string `json:"code"`
 	Reason       string `json:"reason,omitempty"`
+	// PolicyCode and PolicyReason are the policy's own decision when Code
+	// is FILE_PERMISSIONS: the source's owner, mode or ACL refuses the
+	// change whatever the policy says (the kernel refuses it before
+	// intentfs sees it, and nothing is recorded in .intentfs/denials).
+	PolicyCode   string `json:"policy_code,omitempty"`
+	PolicyReason string `json:"policy_reason,omitempty"`
 	// CoveredBy lists every intent whose owned_scope covers Path, in the
 	// order of the policy file, whatever its status.
 	CoveredBy []IntentRef `json:"covered_by"`
@@ -34,6 +40,11 @@ type CheckResult struct {
 	// by a human (intentfs run --intent): it cannot select another.
 	Pinned bool `json:"pinned,omitempty"`
 }
+
+// CodeFilePermissions is a CheckResult's code for a change the source's
+// own permissions refuse (owner, group, mode bits, ACL, read-only
+// filesystem), as opposed to one the policy refuses.
+const CodeFilePermissions = "FILE_PERMISSIONS"
 
 // IntentRef names an intent and its lifecycle state.
 type IntentRef struct {

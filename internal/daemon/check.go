@@ -46,6 +46,9 @@ func (d *Daemon) Check(path, op string, by *ledger.Process) (control.CheckResult
 	dec := snap.Decide(policy.Request{Op: policy.Op(op), Path: rel, IsDir: op == string(policy.OpMkdir) || op == string(policy.OpRmdir), Intent: active})
 	res := control.CheckResult{Path: rel, Op: op, ActiveIntent: active, Allowed: dec.Allow, Code: string(dec.Code),
 		Reason: dec.Reason, CoveredBy: []control.IntentRef{}, Pinned: pinned}
+	if by != nil {
+		d.explainFilePermissions(&res, by)
+	}
 	if snap != nil && snap.Intents != nil {
 		for _, in := range snap.Intents.List {
 			if rel != "" && in.InScope(rel) {
@@ -54,4 +57,28 @@ func (d *Daemon) Check(path, op string, by *ledger.Process) (control.CheckResult
 		}
 	}
 	return res, nil
+}
+
+// explainFilePermissions turns res into a FILE_PERMISSIONS answer when
+// the source's own permissions refuse the change to the asker: through
+// the mount the kernel refuses it before the policy is asked, so that is
+// the refusal the asker would meet. The policy's own decision is kept
+// beside it.
+func (d *Daemon) explainFilePermissions(res *control.CheckResult, by *ledger.Process) {
+	ref, err := d.root.FilePermission(by.Pid, by.Uid, by.Gid, res.Path, res.Op)
+	if err != nil {
+		d.log.Debug("file permission check failed", "path", res.Path, "op", res.Op, "err", err)
+		return
+	}
+	if ref == nil {
+		return
+	}
+	res.PolicyCode, res.PolicyReason = res.Code, res.Reason
+	verdict := "intentfs's policy would allow it (" + res.Code + "): the source's permissions, not intentfs, refuse it; " +
+		"ask the human who owns the checkout to give your uid write access (see intentfs doctor)"
+	if !res.Allowed {
+		verdict = "intentfs's policy would refuse it too (" + res.Code + ")"
+	}
+	res.Allowed, res.Code = false, control.CodeFilePermissions
+	res.Reason = ref.Reason + "; " + verdict
 }
