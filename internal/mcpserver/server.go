@@ -45,10 +45,12 @@ func New(m agentapi.Mount, version string) *mcp.Server {
 		h.getContext)
 	mcp.AddTool(s, &mcp.Tool{Name: "check_path", Annotations: readOnly,
 		Description: "Asks, without changing or recording anything, whether changing a path would be allowed now, and if not why and which intent covers it. " +
-			"path is relative to the workspace root (the mount) or absolute inside it; op is the change (default: create if the file does not exist, else open_write)."},
+			"path is relative to the workspace root (the mount) or absolute inside it; op is the change (default: create if the file does not exist, else open_write). " +
+			"code FILE_PERMISSIONS means the file's own owner, mode or ACL refuses your uid (the kernel's refusal, not intentfs's policy: no intent or scope request changes it; policy_code says what the policy would decide); any other refusal code is the policy's."},
 		h.checkPath)
 	mcp.AddTool(s, &mcp.Tool{Name: "explain_denials", Annotations: readOnly,
-		Description: "Explains the most recent refused changes (\"Permission denied\" / EACCES): operation, path, code, reason and what to do about each."},
+		Description: "Explains the most recent changes intentfs's policy refused (\"Permission denied\" / EACCES): operation, path, code, reason and what to do about each. " +
+			"A \"Permission denied\" that is not listed here came from the file's own owner, mode or ACL: check_path on that file says FILE_PERMISSIONS and who owns it."},
 		h.explainDenials)
 	mcp.AddTool(s, &mcp.Tool{Name: "record_lesson",
 		Description: "Records a lesson learned under the active intent, for the next agent: it is kept in .orchestration/CLAUDE.md and shown in the workspace's CLAUDE.md / AGENTS.md. One or two sentences; at most 4 KiB."},

@@ -41,7 +41,9 @@ func (f *fakeMount) Status() (*control.Status, error) {
 }
 func (f *fakeMount) Check(rel, op string) (*control.CheckResult, error) {
 	r := &control.CheckResult{Path: rel, Op: op, ActiveIntent: f.active, CoveredBy: []control.IntentRef{}}
-	if strings.HasPrefix(rel, "src/") {
+	if strings.HasPrefix(rel, "src/root") {
+		r.Code, r.Reason, r.PolicyCode = control.CodeFilePermissions, rel+" belongs to root:root 0644; uid 1000 may not write it", "ALLOWED"
+	} else if strings.HasPrefix(rel, "src/") {
 		r.Allowed, r.Code = true, "ALLOWED"
 	} else {
 		r.Code, r.Reason = "OUT_OF_SCOPE", rel+" is outside the owned_scope of INT-001 (src/**)"
@@ -114,6 +116,7 @@ func TestToolsAndGuide(t *testing.T) {
 		{tool: "list_intents", want: "INT-001"},
 		{tool: "check_path", args: map[string]any{"path": "src/a.go"}, want: "Allowed: create src/a.go"},
 		{tool: "check_path", args: map[string]any{"path": "/ws/docs/a.md", "op": "open_write"}, want: "echo INT-002 > /ws/.intentfs/active"},
+		{tool: "check_path", args: map[string]any{"path": "src/root.go"}, want: "permissions refuse this change, not intentfs's policy (create src/root.go, FILE_PERMISSIONS): src/root.go belongs to root:root 0644"},
 		{tool: "check_path", args: map[string]any{"path": "/elsewhere/a"}, isError: true, want: "not inside the workspace"},
 		{tool: "check_path", args: map[string]any{}, isError: true, want: "path"},
 		{tool: "select_intent", args: map[string]any{"id": "INT-404"}, isError: true, want: "unknown intent"},
