@@ -2,11 +2,14 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -83,5 +86,29 @@ func TestCheckTellsFilePermissionsFromPolicy(t *testing.T) {
 	out, err := e.shAs(1000, 1000, `printf '%s' '{"hook_event_name":"PreToolUse","cwd":"`+e.mnt+`","tool_name":"Edit","tool_input":{"file_path":"src/root.go"}}' | `+agentBinary(t)+` hook claude`)
 	if err != nil || !strings.Contains(out, "not intentfs's policy") || !strings.Contains(out, "FILE_PERMISSIONS") {
 		t.Errorf("hook as the agent: %v\n%s", err, out)
+	}
+	// The status lists, for a live session, where its uid's own
+	// permissions keep it out of its scope.
+	// A session's root process runs in a pid namespace of its own.
+	sleeper := exec.Command("unshare", "--pid", "--fork", "--kill-child", "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	children := fmt.Sprintf("/proc/%d/task/%d/children", sleeper.Process.Pid, sleeper.Process.Pid)
+	var rootPid int
+	waitFor(t, func() bool {
+		b, _ := os.ReadFile(children)
+		_, err := fmt.Sscan(string(b), &rootPid)
+		return err == nil
+	}, "the session's root process")
+	info, err := e.d.StartSession(session.Spec{Name: "agent", User: "agent", Uid: 1000, Gid: 1000, RootPid: rootPid, Intent: "INT-001"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.d.Status()
+	if len(st.FilePermissions) != 1 || st.FilePermissions[0].Session != info.ID || st.FilePermissions[0].Path != "src" ||
+		st.FilePermissions[0].Reason != "src belongs to root:root 0755; uid 1000 may not create files in it" {
+		t.Errorf("status file permissions: %+v", st.FilePermissions)
 	}
 }

@@ -146,6 +146,12 @@ func printStatus(a *app, st *control.Status) {
 		fmt.Fprintf(w, "sessions:\n")
 		printSessions(w, st.Sessions)
 	}
+	if len(st.FilePermissions) > 0 {
+		fmt.Fprintf(w, "file permissions (the source's owner/mode/ACL refuse these before intentfs sees them; they are not policy denials; see intentfs doctor):\n")
+		for _, p := range st.FilePermissions {
+			fmt.Fprintf(w, "  session %s, uid %d, %s: %s\n", textsafe.Escape(p.Session), p.Uid, textsafe.Escape(p.Intent), textsafe.Escape(p.Reason))
+		}
+	}
 	if len(st.RecentDenials) == 0 {
 		fmt.Fprintf(w, "denials:    none\n")
 		return

@@ -63,3 +63,17 @@ func TestGitFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusShowsFilePermissions: a refusal by the source's own mode is
+// never a denial, so the status names it apart.
+func TestStatusShowsFilePermissions(t *testing.T) {
+	var out strings.Builder
+	a := &app{stdout: &out}
+	printStatus(a, &control.Status{FilePermissions: []control.PermissionProblem{{Session: "s1", Uid: 1000, Intent: "INT-001", Path: "src",
+		Reason: "src belongs to root:root 0755; uid 1000 may not create files in it"}}})
+	for _, w := range []string{"not policy denials", "session s1, uid 1000, INT-001: src belongs to root:root 0755; uid 1000 may not create files in it", "denials:    none"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("status lacks %q:\n%s", w, out.String())
+		}
+	}
+}

@@ -2,10 +2,13 @@ package daemon
 
 import (
 	"fmt"
+
+	"github.com/bmatcuk/doublestar/v4"
 	"path/filepath"
 	"strings"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -82,3 +85,61 @@ func (d *Daemon) explainFilePermissions(res *control.CheckResult, by *ledger.Pro
 	res.Allowed, res.Code = false, control.CodeFilePermissions
 	res.Reason = ref.Reason + "; " + verdict
 }
+
+// maxPermissionProblems bounds the file permission problems a status
+// lists.
+const maxPermissionProblems = 16
+
+// scopePermissions finds, for each live session, where the source's own
+// permissions keep its uid out of its intent's owned_scope: for each
+// scope pattern, the file it names or the deepest directory it is
+// rooted in. It asks one question per pattern, so a status stays cheap.
+func (d *Daemon) scopePermissions(sessions []session.Info) []control.PermissionProblem {
+	if d.root == nil {
+		return nil
+	}
+	snap := d.engine.Snapshot()
+	if snap == nil || snap.Intents == nil {
+		return nil
+	}
+	var out []control.PermissionProblem
+	for _, s := range sessions {
+		in := snap.Intents.Get(s.Intent)
+		if !s.Live || in == nil || s.Uid == 0 {
+			continue
+		}
+		for _, pat := range in.OwnedScope {
+			rel, op := scopeProbe(pat)
+			if rel == "" {
+				continue
+			}
+			ref, err := d.root.FilePermission(uint32(s.RootPid), s.Uid, s.Gid, rel, op)
+			if err != nil || ref == nil {
+				continue
+			}
+			why := strings.Replace(ref.Reason, "create "+rel+" in it", "create files in it", 1)
+			out = append(out, control.PermissionProblem{Session: s.ID, Uid: s.Uid, Intent: in.ID, Path: ref.Path, Reason: why})
+			if len(out) == maxPermissionProblems {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// scopeProbe is the change that stands for a scope pattern: writing the
+// file a literal pattern names, else creating a file in the directory
+// the pattern's fixed part names.
+func scopeProbe(pat string) (rel, op string) {
+	if !strings.ContainsAny(pat, `*?[{\`) {
+		return pat, "open_write"
+	}
+	base, _ := doublestar.SplitPattern(pat)
+	if base == "." {
+		return scopeProbeName, "create"
+	}
+	return base + "/" + scopeProbeName, "create"
+}
+
+// scopeProbeName is the file name a scope probe asks about creating.
+const scopeProbeName = "intentfs-probe"
