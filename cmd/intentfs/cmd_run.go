@@ -82,7 +82,7 @@ func runRun(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	u, err := runner.ResolveUser(flagString(a, "user"), e.Source)
+	u, err := runner.ResolveUser(flagString(a, "user"), e.Source, "the agent", "intentfs run")
 	if err != nil {
 		return err
 	}
