@@ -1,7 +1,7 @@
 package runner
 
 import (
-		"fmt"
+	"fmt"
 	"os"
 	"os/user"
 	"slices"
