@@ -42,10 +42,10 @@ func TestIntentLineNamesTheSessionsIntents(t *testing.T) {
 // start the image again, not intentfs mount of a path inside a container
 // that has exited.
 func TestInitNextInTheImage(t *testing.T) {
-	if got := initNext("/src", ""); !strings.Contains(got, "intentfs mount /src MOUNTPOINT") {
+	if got := initNext("/src", "", false); !strings.Contains(got, "intentfs mount /src MOUNTPOINT") {
 		t.Errorf("outside the image: %q", got)
 	}
-	got := initNext("/src", "start the container again")
+	got := initNext("/src", "start the container again", false)
 	if strings.Contains(got, "intentfs mount") || strings.Contains(got, "/src") || !strings.Contains(got, "then: start the container again") {
 		t.Errorf("in the image: %q", got)
 	}
