@@ -112,7 +112,15 @@ func countEvents(e *env, ev ledger.Event) int {
 }
 
 func TestClaudeHookAsTheAgentUser(t *testing.T) {
-	e := mount(t, agentPolicy, "INT-001", map[string]string{"src/old.go": "package old\n"})
+	// The agent's uid may write its scope's files in the source, as in a
+	// real setup (else the kernel refuses, and the hook says so).
+	e := mountPrepared(t, agentPolicy, "INT-001", map[string]string{"src/old.go": "package old\n"}, func(src string) {
+		for _, p := range []string{"src", "src/old.go"} {
+			if err := os.Chown(filepath.Join(src, p), 1000, 1000); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	reachable(t, e)
 	bin := agentBinary(t)
 	deniedBefore := countEvents(e, ledger.EventDenied)

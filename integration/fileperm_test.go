@@ -51,7 +51,7 @@ func TestCheckTellsFilePermissionsFromPolicy(t *testing.T) {
 		t.Fatalf("uid 1000 appended to a root-owned 0644 file: %v %s", err, out)
 	}
 	res := ask("src/root.go")
-	if res["allowed"] != false || res["code"] != "FILE_PERMISSIONS" || res["policy_code"] != "ALLOWED" ||
+	if res["allowed"] != false || res["code"] != "FILE_PERMISSIONS" || res["policy_code"] != "ALLOWED" || res["file_permissions"] == nil ||
 		!strings.HasPrefix(res["reason"].(string), "src/root.go belongs to root:root 0644; uid 1000 may not write it") {
 		t.Errorf("check of a root-owned file in scope: %v", res)
 	}
@@ -65,9 +65,10 @@ func TestCheckTellsFilePermissionsFromPolicy(t *testing.T) {
 	if res := ask("docs/mine.md"); res["allowed"] != false || res["code"] != "OUT_OF_SCOPE" {
 		t.Errorf("check of the agent's own file out of scope: %v", res)
 	}
-	// Both refuse: the permissions are what the agent meets first.
-	if res := ask("docs/new.md"); res["code"] != "FILE_PERMISSIONS" || res["policy_code"] != "OUT_OF_SCOPE" ||
-		!strings.Contains(res["reason"].(string), "policy would refuse it too") {
+	// Both refuse: the policy's code and advice, and the permissions
+	// beside them.
+	if res := ask("create docs/new.md"); res["code"] != "OUT_OF_SCOPE" ||
+		res["file_permissions"] != "docs belongs to root:root 0755; uid 1000 may not create docs/new.md in it" {
 		t.Errorf("check of a change both refuse: %v", res)
 	}
 	// Root, the daemon's own user, may write the file.

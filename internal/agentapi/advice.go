@@ -43,6 +43,14 @@ func selectable(status string) bool { return status == "IN_PROGRESS" || status =
 // Advice says what an agent should do about a refused change: which
 // intent to select, or whom to ask.
 func Advice(mountpoint string, r *control.CheckResult) string {
+	a := policyAdvice(mountpoint, r)
+	if r.FilePermissions != "" && r.Code != control.CodeFilePermissions {
+		a += " Even then the file's own permissions refuse your uid (" + r.FilePermissions + "): that needs the human who owns the checkout (intentfs doctor names the fix)."
+	}
+	return a
+}
+
+func policyAdvice(mountpoint string, r *control.CheckResult) string {
 	active := filepath.Join(mountpoint, ControlDirName, "active")
 	var cand, closed []string
 	for _, in := range r.CoveredBy {
@@ -101,9 +109,6 @@ func Advice(mountpoint string, r *control.CheckResult) string {
 // permissions refuse: intentfs cannot grant it, and no intent or scope
 // request changes it.
 func filePermissionsAdvice(r *control.CheckResult) string {
-	if r.PolicyCode != "" && r.PolicyCode != "ALLOWED" && r.PolicyCode != "EXEMPT" {
-		return "Even with write access the policy refuses it (" + r.PolicyCode + "), so leave this file alone or ask the human for both the permission and the scope."
-	}
 	return "This is not an intentfs decision: the file's owner, mode or ACL refuses your uid, and no intent or scope request changes that. " +
 		"Ask the human who owns the checkout to give your uid write access (chown or chmod in the source; intentfs doctor names the fix), or leave the file alone."
 }

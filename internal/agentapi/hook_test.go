@@ -39,6 +39,10 @@ func (f *fakeMount) Check(rel, op string) (*control.CheckResult, error) {
 	case strings.HasPrefix(rel, "src/"):
 		r.Allowed, r.Code = true, "ALLOWED"
 		r.CoveredBy = append(r.CoveredBy, control.IntentRef{ID: "INT-001", Name: "api", Status: "IN_PROGRESS"})
+	case strings.HasPrefix(rel, "docs/root"):
+		r.Code, r.Reason = "OUT_OF_SCOPE", rel+" is outside the owned_scope of INT-001 (src/**)"
+		r.FilePermissions = rel + " belongs to root:root 0644; uid 1000 may not write it"
+		r.CoveredBy = append(r.CoveredBy, control.IntentRef{ID: "INT-002", Name: "docs", Status: "IN_PROGRESS"})
 	case strings.HasPrefix(rel, "docs/"):
 		r.Code, r.Reason = "OUT_OF_SCOPE", rel+" is outside the owned_scope of INT-001 (src/**)"
 		r.CoveredBy = append(r.CoveredBy, control.IntentRef{ID: "INT-002", Name: "docs", Status: "IN_PROGRESS"})
@@ -82,6 +86,8 @@ func TestHookPreToolUse(t *testing.T) {
 			deny: true, want: []string{"unlink docs/gone.md"}, asked: "unlink docs/gone.md"},
 		{name: "write the file's permissions refuse", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Write","tool_input":{"file_path":"src/root.go"}}`,
 			deny: true, want: []string{"permissions refuse this change, not intentfs's policy", "FILE_PERMISSIONS", "src/root.go belongs to root:root 0644", "not an intentfs decision", "intentfs doctor"}, asked: "create src/root.go"},
+		{name: "write both the policy and the permissions refuse", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Write","tool_input":{"file_path":"docs/root.md"}}`,
+			deny: true, want: []string{"OUT_OF_SCOPE", "echo INT-002 > ", "Even then the file's own permissions refuse your uid (docs/root.md belongs to root:root 0644"}, asked: "create docs/root.md"},
 		{name: "outside any mount", input: `{"hook_event_name":"PreToolUse","cwd":"/","tool_name":"Write","tool_input":{"file_path":"/elsewhere/x"}}`},
 		{name: "the control directory is not judged", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Write","tool_input":{"file_path":".intentfs/active"}}`},
 		{name: "a read is not judged", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Read","tool_input":{"file_path":"docs/a.md"}}`},

@@ -62,11 +62,11 @@ func (d *Daemon) Check(path, op string, by *ledger.Process) (control.CheckResult
 	return res, nil
 }
 
-// explainFilePermissions turns res into a FILE_PERMISSIONS answer when
-// the source's own permissions refuse the change to the asker: through
-// the mount the kernel refuses it before the policy is asked, so that is
-// the refusal the asker would meet. The policy's own decision is kept
-// beside it.
+// explainFilePermissions adds to res why the source's own permissions
+// refuse the change to the asker, when they do: through the mount the
+// kernel refuses it before the policy is asked. A change the policy would
+// allow becomes FILE_PERMISSIONS, so the asker is not sent after an
+// intent or a scope that would change nothing.
 func (d *Daemon) explainFilePermissions(res *control.CheckResult, by *ledger.Process) {
 	ref, err := d.root.FilePermission(by.Pid, by.Uid, by.Gid, res.Path, res.Op)
 	if err != nil {
@@ -76,14 +76,13 @@ func (d *Daemon) explainFilePermissions(res *control.CheckResult, by *ledger.Pro
 	if ref == nil {
 		return
 	}
-	res.PolicyCode, res.PolicyReason = res.Code, res.Reason
-	verdict := "intentfs's policy would allow it (" + res.Code + "): the source's permissions, not intentfs, refuse it; " +
-		"ask the human who owns the checkout to give your uid write access (see intentfs doctor)"
+	res.FilePermissions = ref.Reason
 	if !res.Allowed {
-		verdict = "intentfs's policy would refuse it too (" + res.Code + ")"
+		return
 	}
+	res.PolicyCode = res.Code
 	res.Allowed, res.Code = false, control.CodeFilePermissions
-	res.Reason = ref.Reason + "; " + verdict
+	res.Reason = ref.Reason + "; intentfs's policy would allow it (" + res.PolicyCode + "): the source's permissions, not intentfs, refuse it"
 }
 
 // maxPermissionProblems bounds the file permission problems a status
