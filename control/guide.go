@@ -32,8 +32,10 @@ that made it.
    sees it). Such a refusal is not in .intentfs/denials, and
    .intentfs/check (item 6) answers it with "code": "FILE_PERMISSIONS"
    and who owns the file ("src/x.go belongs to root:root 0644; uid 1000
-   may not write it"). No intent or scope request changes that: ask the
-   human who owns the checkout (intentfs doctor names the fix).
+   may not write it"); where the policy refuses too, the policy's code
+   comes with that text as "file_permissions". No intent or scope
+   request changes the permissions: ask the human who owns the checkout
+   (intentfs doctor names the fix).
 5. Record what you learned for the next agent:
                          echo "what you learned" > .intentfs/lesson
    (it goes under "Lessons Learned" in .orchestration/CLAUDE.md, and the
