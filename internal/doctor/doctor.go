@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/intentfs/intentfs/internal/fileperm"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -348,17 +349,7 @@ func hasACL(p string) bool {
 	return err == nil && n > 0
 }
 
-func owner(uid, gid uint32) string {
-	u := strconv.FormatUint(uint64(uid), 10)
-	if x, err := user.LookupId(u); err == nil {
-		u = x.Username
-	}
-	g := strconv.FormatUint(uint64(gid), 10)
-	if x, err := user.LookupGroupId(g); err == nil {
-		g = x.Name
-	}
-	return u + ":" + g
-}
+func owner(uid, gid uint32) string { return fileperm.Owner(uid, gid) }
 
 // LookupAgent finds the account name (a user name or a numeric uid).
 func LookupAgent(name string) (*Agent, error) {
