@@ -159,6 +159,22 @@ type Status struct {
 	// Session, when a session's process reads .intentfs/status, is that
 	// session: ActiveIntent is then the session's.
 	Session *session.Info `json:"session,omitempty"`
+	// FilePermissions are the places in each live session's scope that
+	// the source's own owner, mode or ACL keep the session's uid from
+	// changing: refusals the kernel makes before intentfs sees them, so
+	// they never appear among the denials.
+	FilePermissions []PermissionProblem `json:"file_permissions,omitempty"`
+}
+
+// PermissionProblem is a part of an intent's scope that a session's uid
+// may not change because of the source's own permissions.
+type PermissionProblem struct {
+	Session string `json:"session"`
+	Uid     uint32 `json:"uid"`
+	Intent  string `json:"intent"`
+	// Path is the scope's file or directory that was asked about.
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // OpenWriter is a file open for writing. A handle keeps the intent it was

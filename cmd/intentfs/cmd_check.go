@@ -153,6 +153,9 @@ func runCheck(a *app, args []string) error {
 	if !counts.HasLedger {
 		hintUnnoted(ctx, g, rep)
 	}
+	if base != nil {
+		base.AdviseBase(ctx, g.repo, rep)
+	}
 	strict, _ := a.fs.GetBool("strict")
 	if strict {
 		rep.Problems = append(rep.Problems, rep.Notices...)
@@ -181,6 +184,9 @@ func runCheck(a *app, args []string) error {
 			for _, b := range gitcheck.NamedBases(args) {
 				fmt.Fprintf(a.stdout, "notice: the range starts at %s, a ref an agent in a mount of this clone can move; to check from what the upstream holds, give its commit id or run intentfs check with no range (the declared upstream's mirror)\n", printable(b))
 			}
+		}
+		if base != nil && base.Advice != "" {
+			fmt.Fprintf(a.stdout, "note: %s\n", printable(base.Advice))
 		}
 		if len(args) == 0 && rep.Commits == 0 {
 			fmt.Fprintf(a.stdout, "note: the default range %s holds no commit: HEAD is where its upstream is. Name the base you review against: intentfs check <base>..HEAD\n",

@@ -69,26 +69,35 @@ const maxStatusBytes = 1 << 20
 // through its control socket (another user's), from the .intentfs/status
 // file every user of the mount may read.
 func statusReadOnly(a *app, mountpoint string) error {
-	path := filepath.Join(mountpoint, ".intentfs", "status")
-	f, err := os.Open(path)
+	st, err := readStatusFile(mountpoint)
 	if err != nil {
-		return fmt.Errorf("%s is an intentfs mount this user may not control, and its status is unreadable: %w", mountpoint, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStatusBytes))
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
-	var st control.Status
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return err
 	}
 	if jsonOut(a) {
 		return printJSON(a, st)
 	}
-	printStatus(a, &st)
-	fmt.Fprintf(a.stdout, "read-only:  from %s; uid %d may not control this mount (it is not in this user's registry %s)\n", path, os.Geteuid(), registry.RuntimeDir())
+	printStatus(a, st)
+	fmt.Fprintf(a.stdout, "read-only:  from %s; uid %d may not control this mount (it is not in this user's registry %s)\n", filepath.Join(mountpoint, ".intentfs", "status"), os.Geteuid(), registry.RuntimeDir())
 	return nil
+}
+
+// readStatusFile reads a mount's .intentfs/status.
+func readStatusFile(mountpoint string) (*control.Status, error) {
+	path := filepath.Join(mountpoint, ".intentfs", "status")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s is an intentfs mount this user may not control, and its status is unreadable: %w", mountpoint, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStatusBytes))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	var st control.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return &st, nil
 }
 
 func printStatus(a *app, st *control.Status) {
@@ -153,6 +162,12 @@ func printStatus(a *app, st *control.Status) {
 	if len(st.Sessions) > 0 {
 		fmt.Fprintf(w, "sessions:\n")
 		printSessions(w, st.Sessions)
+	}
+	if len(st.FilePermissions) > 0 {
+		fmt.Fprintf(w, "file permissions (the source's owner/mode/ACL refuse these before intentfs sees them; they are not policy denials; see intentfs doctor):\n")
+		for _, p := range st.FilePermissions {
+			fmt.Fprintf(w, "  session %s, uid %d, %s: %s\n", textsafe.Escape(p.Session), p.Uid, textsafe.Escape(p.Intent), textsafe.Escape(p.Reason))
+		}
 	}
 	if len(st.RecentDenials) == 0 {
 		fmt.Fprintf(w, "denials:    none\n")

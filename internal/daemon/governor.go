@@ -302,6 +302,7 @@ func (d *Daemon) Status() control.Status {
 	if len(st.RecentDenials) > 10 {
 		st.RecentDenials = st.RecentDenials[len(st.RecentDenials)-10:]
 	}
+	st.FilePermissions = d.scopePermissions(st.Sessions)
 	return st
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/intentfs/intentfs/policy"
@@ -99,4 +100,38 @@ func Scaffold(source string) ([]string, error) {
 		written = append(written, path)
 	}
 	return written, nil
+}
+
+// ScaffoldMissing writes those of Scaffold's files that are missing and
+// keeps the others as they are: a clone of a repository that committed
+// its policy gets its other files (the ignore file) without an error.
+// It returns what it wrote and what it kept.
+func ScaffoldMissing(source string) (written, kept []string, err error) {
+	files := []struct{ path, content string }{
+		{filepath.Join(source, policy.IntentsFile), fmt.Sprintf(exampleIntents, time.Now().UTC().Format(time.RFC3339))},
+		{filepath.Join(source, policy.OrchestrationDir, ".intentignore"), exampleIgnore},
+	}
+	dir := filepath.Join(source, policy.OrchestrationDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	for _, f := range files {
+		fd, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			kept = append(kept, f.path)
+			continue
+		}
+		if err != nil {
+			return written, kept, fmt.Errorf("writing %s: %w", f.path, err)
+		}
+		_, err = fd.WriteString(f.content)
+		if cerr := fd.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return written, kept, fmt.Errorf("writing %s: %w", f.path, err)
+		}
+		written = append(written, f.path)
+	}
+	return written, kept, nil
 }
