@@ -29,6 +29,9 @@ const (
 	OpRemovexattr   Op = "removexattr"
 	OpFallocate     Op = "fallocate"
 	OpCopyFileRange Op = "copy_file_range"
+	// OpLock is a file lock (flock, POSIX or OFD) taken through the
+	// mount; it changes nothing, and only DecideLock decides it.
+	OpLock Op = "lock"
 )
 
 // Rename flags, as in renameat2(2).
