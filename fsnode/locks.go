@@ -60,17 +60,5 @@ func (n *Node) mayLock(ctx context.Context, lk *fuse.FileLock) syscall.Errno {
 	if d.Allow {
 		return 0
 	}
-	r := n.root
-	_ = r.asDaemon(ctx, func() error {
-		caller, _ := fuse.FromContext(ctx)
-		req := policy.Request{Op: policy.OpLock, Path: rel}
-		if caller != nil {
-			req.Caller = policy.Caller{Pid: caller.Pid, Uid: caller.Uid, Gid: caller.Gid}
-		}
-		a := r.actorOf(caller)
-		req.Intent = a.Intent
-		r.gov.Denied(req, d, r.gov.Process(caller), a.Session)
-		return nil
-	})
-	return syscall.EACCES
+	return n.root.refuse(ctx, policy.Request{Op: policy.OpLock, Path: rel}, d.Code, d.Reason, syscall.EACCES)
 }
