@@ -139,3 +139,39 @@ func TestInitRefusesSymlinkedOrchestration(t *testing.T) {
 		t.Errorf("init wrote outside the tree: %v", names)
 	}
 }
+
+// TestDiffAndBlameEscapeAgentContent: the agent writes a file holding an
+// OSC 52 clipboard write, a line erase and a carriage return, and a file
+// whose name holds an escape. `intentfs diff` and `blame` show them
+// escaped; no control byte reaches the reviewer's terminal.
+func TestDiffAndBlameEscapeAgentContent(t *testing.T) {
+	e := mountPrepared(t, scopePolicy, "INT-002", map[string]string{"src/.keep": ""}, func(src string) { chownTree(t, src) })
+	e.reachableByAgent()
+	const evil = `printf 'ok\n' > src/evil.txt && printf 'x\033]52;c;ZXZpbA==\007\033[2K\rforged\n' >> src/evil.txt && printf 'a\n' > "$(printf 'src/n\033[2Jame.txt')" && printf 'b\n' >> "$(printf 'src/n\033[2Jame.txt')"`
+	if out, err := e.shAs(agentUID, agentGID, evil); err != nil {
+		t.Fatalf("agent: %v\n%s", err, out)
+	}
+	e.waitRecord("the second write of src/evil.txt", func(r *ledger.Record) bool {
+		return r.Path() == "src/evil.txt" && ledger.Str(r.Gov().PostHash) == e.sha("src/evil.txt")
+	})
+	e.waitRecord("the second write of the escape-named file", func(r *ledger.Record) bool {
+		return r.Path() == "src/n\x1b[2Jame.txt" && ledger.Str(r.Gov().PostHash) == e.sha("src/n\x1b[2Jame.txt")
+	})
+	c := newCLI(t)
+	for _, args := range [][]string{
+		{"diff", "--source", e.src, "src/evil.txt"},
+		{"diff", "--source", e.src, "--intent", "INT-002"},
+		{"blame", "--source", e.src, "src/evil.txt"},
+	} {
+		out, code := c.runBounded(10*time.Second, args...)
+		if code != 0 {
+			t.Fatalf("intentfs %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+		if i := strings.IndexAny(out, "\x1b\x07\r\u009b"); i >= 0 {
+			t.Errorf("intentfs %s prints a raw control byte %q:\n%q", strings.Join(args, " "), out[i], out)
+		}
+		if !strings.Contains(out, `\x1b]52;c;ZXZpbA==\x07`) {
+			t.Errorf("intentfs %s does not show the escape escaped:\n%q", strings.Join(args, " "), out)
+		}
+	}
+}
