@@ -264,7 +264,11 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if isDir2 {
 		req.Subtree2 = noteListing(&listed, dst.subtreeBelow(newName))
 	}
-	g, errno := n.root.authorize(ctx, req)
+	var destroyed func() (int64, bool)
+	if dstExists && flags&policy.RenameExchange == 0 {
+		destroyed = n.root.replaces(&req, &dstSt)
+	}
+	g, errno := n.root.authorizeSized(ctx, req, destroyed)
 	if errno != 0 {
 		return errno
 	}

@@ -52,7 +52,12 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if !ok {
 		return syscall.ENOENT
 	}
-	g, errno := n.root.authorize(ctx, policy.Request{Op: op, Path: rel, IsDir: n.IsDir()})
+	req := policy.Request{Op: op, Path: rel, IsDir: n.IsDir()}
+	var destroyed func() (int64, bool)
+	if sz, ok := in.GetSize(); ok {
+		destroyed = n.root.destroys(&req, n.selfStat(f), int64(sz))
+	}
+	g, errno := n.root.authorizeSized(ctx, req, destroyed)
 	if errno != 0 {
 		return errno
 	}

@@ -65,6 +65,12 @@ type Request struct {
 	// are directories that a rename moves. They are only called when the
 	// scope is not a plain prefix; without them such a move is denied.
 	Subtree, Subtree2 Subtree
+	// Destroys is set when the change destroys content of an existing
+	// file whatever the operation is called: a truncation to a smaller
+	// size, an O_TRUNC open of a non-empty file, a rename over an
+	// existing entry. Deciding ignores it; approval rules on deletions
+	// hold such a change as they hold an unlink (see ApprovalRule).
+	Destroys bool
 	// Intent is the id of the active intent, "" when none is selected.
 	Intent string
 	Caller Caller

@@ -106,7 +106,7 @@ func New(o Options) *Gate {
 func (g *Gate) Hold(ctx context.Context, h Held, rules []*policy.ApprovalRule) Verdict {
 	var matched []*policy.ApprovalRule
 	for _, r := range rules {
-		if !r.Matches(h.Op, h.Path, h.Path2) {
+		if !r.MatchesEffect(h.Op, h.Destroys, h.Path, h.Path2) {
 			continue
 		}
 		if r.LargerThan > 0 {
