@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/internal/upstream"
 )
@@ -66,14 +66,11 @@ const maxStatusBytes = 1 << 20
 // file every user of the mount may read.
 func statusReadOnly(a *app, mountpoint string) error {
 	path := filepath.Join(mountpoint, ".intentfs", "status")
-	f, err := os.Open(path)
+	// Read as a workspace file is: the registry names the mountpoint, but
+	// what is there now may be a plain directory holding a FIFO or a link.
+	b, err := safeio.ReadFile(mountpoint, filepath.Join(".intentfs", "status"), maxStatusBytes)
 	if err != nil {
 		return fmt.Errorf("%s is an intentfs mount this user may not control, and its status is unreadable: %w", mountpoint, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStatusBytes))
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	var st control.Status
 	if err := json.Unmarshal(b, &st); err != nil {
