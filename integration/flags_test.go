@@ -132,3 +132,57 @@ func TestFlagsWithSideEffects(t *testing.T) {
 	}
 	verifyClean(t, e.src)
 }
+
+// atFlagsProbe changes times and extended attributes through a symlink in
+// scope that points out of it, with and without AT_SYMLINK_NOFOLLOW.
+const atFlagsProbe = `
+import errno, os
+def outcome(name, fn):
+    try:
+        fn(); print("%s: ok" % name)
+    except OSError as e:
+        print("%s: %s" % (name, errno.errorcode.get(e.errno, str(e.errno))))
+outcome("utimes nofollow", lambda: os.utime("src/link", (1, 1), follow_symlinks=False))
+outcome("utimes follow", lambda: os.utime("src/link", (2, 2)))
+outcome("setxattr follow", lambda: os.setxattr("src/link", "user.x", b"1"))
+outcome("setxattr nofollow", lambda: os.setxattr("src/link", "user.x", b"1", follow_symlinks=False))
+`
+
+// TestAtFlagsDecideTheInodeTheyReach: AT_SYMLINK_NOFOLLOW and its absence
+// pick which inode a utimensat or setxattr changes; the change is decided
+// on that inode's path. Through a symlink in scope, the out-of-scope file
+// it points at is not changed.
+func TestAtFlagsDecideTheInodeTheyReach(t *testing.T) {
+	e := mountPrepared(t, scopePolicy, "INT-001", map[string]string{"lib/secret.txt": "secret\n", "src/.keep": ""}, func(src string) {
+		if err := os.Symlink("../lib/secret.txt", filepath.Join(src, "src/link")); err != nil {
+			t.Fatal(err)
+		}
+		chownTree(t, src)
+	})
+	e.reachableByAgent()
+	var before syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(e.src, "lib/secret.txt"), &before); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.shAs(agentUID, agentGID, "/usr/bin/python3 "+worldReadable(t, "at.py", atFlagsProbe))
+	if err != nil {
+		t.Fatalf("probe: %v\n%s", err, out)
+	}
+	t.Logf("probe:\n%s", out)
+	for _, want := range []string{"utimes nofollow: ok", "utimes follow: EACCES", "setxattr follow: EACCES"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("probe output lacks %q", want)
+		}
+	}
+	var after syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(e.src, "lib/secret.txt"), &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Mtim != before.Mtim {
+		t.Errorf("lib/secret.txt's mtime changed through src/link")
+	}
+	if sz, _ := syscall.Getxattr(filepath.Join(e.src, "lib/secret.txt"), "user.x", nil); sz > 0 {
+		t.Errorf("lib/secret.txt got user.x through src/link")
+	}
+	verifyClean(t, e.src)
+}
