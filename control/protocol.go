@@ -102,9 +102,14 @@ type Denial struct {
 
 // Counters are the mount's running totals.
 type Counters struct {
-	Allowed       uint64 `json:"allowed"`
-	Denied        uint64 `json:"denied"`
-	Recorded      uint64 `json:"recorded"`
+	Allowed  uint64 `json:"allowed"`
+	Denied   uint64 `json:"denied"`
+	Recorded uint64 `json:"recorded"`
+	// WouldDeny counts the changes made in observe mode that the policy
+	// refuses (recorded with scope_validation FAIL); WouldHold those an
+	// approval rule would have held.
+	WouldDeny     uint64 `json:"would_deny"`
+	WouldHold     uint64 `json:"would_hold"`
 	BytesHashed   uint64 `json:"bytes_hashed"`
 	HashCacheHits uint64 `json:"hash_cache_hits"`
 }
@@ -120,7 +125,10 @@ type Status struct {
 	IntentName   string    `json:"intent_name,omitempty"`
 	IntentStatus string    `json:"intent_status,omitempty"`
 	FailOpen     bool      `json:"fail_open"`
-	Passthrough  bool      `json:"passthrough"`
+	// Enforcement is the mode in force for the active intent: enforce,
+	// or observe (refusals are recorded, not made).
+	Enforcement string `json:"enforcement"`
+	Passthrough bool   `json:"passthrough"`
 	// Transport is how the kernel's FUSE requests reach the daemon:
 	// "uring" (FUSE over io_uring) or "dev" (/dev/fuse).
 	Transport string `json:"transport"`

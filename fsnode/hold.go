@@ -21,6 +21,9 @@ type HoldRequest struct {
 	Session *ledger.Session
 	// Size, if set, returns the size of the file a deletion removes.
 	Size func() (int64, bool)
+	// Observe asks only to report a rule that covers the change, not
+	// to hold it: the intent is in observe mode.
+	Observe bool
 }
 
 // hold is the step after an allowed decision: a change an approval rule
@@ -39,7 +42,8 @@ func (r *Root) hold(ctx context.Context, req policy.Request, g grant, size func(
 	}
 	req.Caller = policy.Caller{Pid: caller.Pid, Uid: caller.Uid, Gid: caller.Gid}
 	req.Intent = g.intent
-	return r.gov.Hold(ctx, HoldRequest{Request: req, Process: g.proc, Session: g.actor.Session, Size: size})
+	return r.gov.Hold(ctx, HoldRequest{Request: req, Process: g.proc, Session: g.actor.Session, Size: size,
+		Observe: r.observesHolds(g.intent)})
 }
 
 // childSize returns a probe of the size of the entry name in n, for rules

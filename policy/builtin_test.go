@@ -11,7 +11,7 @@ import (
 func TestGovernanceFilesAreProtected(t *testing.T) {
 	s := testSnapshot(t, false)
 	// An ignore file that exempts everything must not exempt itself or git.
-	s.Ignore, _ = ParseIgnore(".intentignore", []byte("**\n"))
+	s.Ignore = loadIgnore(t, "**\n")
 	const everything, hooks = "INT-007", "INT-006"
 	tests := []struct {
 		op     Op

@@ -111,6 +111,11 @@ type Decision struct {
 	// Path is the path the decision turned on (the offending one on a
 	// denial).
 	Path string
+	// Binding marks a refusal that no enforcement mode lifts.
+	Binding bool
+	// Observed marks a change allowed only because observe mode is in
+	// force: Code and Reason are the refusal it would have had.
+	Observed bool
 }
 
 // Snapshot is an immutable view of the policy in force. Decisions read it
@@ -224,7 +229,9 @@ func (s *Snapshot) Decide(r Request) Decision {
 		if exemptAt[1] {
 			exemptName, governed = governed, exemptName
 		}
-		return deny(CodeOutOfScope, targets[0].path, fmt.Sprintf("a hard link between %s (exempt from governance) and %s (governed) would let writes through %s change %s unrecorded: copy the file instead", exemptName, governed, exemptName, governed))
+		d := deny(CodeOutOfScope, targets[0].path, fmt.Sprintf("a hard link between %s (exempt from governance) and %s (governed) would let writes through %s change %s unrecorded: copy the file instead", exemptName, governed, exemptName, governed))
+		d.Binding = true
+		return d
 	}
 	if exempt {
 		return Decision{Allow: true, Code: CodeExempt, Validation: ValidationExempt, Path: targets[0].path,

@@ -24,10 +24,14 @@ func statusCmd() *command {
 		name: "status", summary: "show a mount's intent, counters and recent denials", usage: "",
 		help: `Shows the active intent, the policy state (including a rejected edit), the
 ledger path and its write statistics, counters, and the most recent denials.
+In observe mode (enforcement: observe in the policy) it counts the changes
+that were allowed but the policy would refuse (would-deny), and those an
+approval rule would have held (would-hold).
 
 Examples:
   intentfs status --mount /workspace
-  intentfs status --json | jq .counters`,
+  intentfs status --json | jq .counters
+  intentfs status --json | jq .counters.would_deny   # observe mode`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("mount", "", "the mountpoint (default: the mount containing the current directory, or the only one)")
 			fs.Bool("json", false, "print the status as JSON")
@@ -115,6 +119,10 @@ func printStatus(a *app, st *control.Status) {
 	}
 	c := st.Counters
 	fmt.Fprintf(w, "counters:   %d allowed, %d denied, %d recorded, %d bytes hashed (%d cache hits)\n", c.Allowed, c.Denied, c.Recorded, c.BytesHashed, c.HashCacheHits)
+	if st.Enforcement == "observe" || c.WouldDeny > 0 || c.WouldHold > 0 {
+		fmt.Fprintf(w, "observe:    %d would-deny, %d would-hold (enforcement for the active intent: %s; list them with `intentfs log --would-deny`)\n",
+			c.WouldDeny, c.WouldHold, orDash(st.Enforcement))
+	}
 	if len(st.Ops) > 0 {
 		type kv struct {
 			k string

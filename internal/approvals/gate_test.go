@@ -302,3 +302,32 @@ func TestRulesOnDeletionsHoldWhatDestroys(t *testing.T) {
 		})
 	}
 }
+
+func TestWouldHoldReportsWithoutHolding(t *testing.T) {
+	rules := rulesOf(t, "  - {name: deletes, ops: [delete], paths: [\"src/**\"]}\n  - {name: mass, ops: [write], more_than: 2, within: 10s}\n")
+	write := Held{Op: policy.OpOpenWrite, Path: "docs/a", Uid: 1000, Pid: 1}
+	tests := []struct {
+		name string
+		h    Held
+		want string
+	}{
+		{"a covered deletion", unlink(1), "deletes"},
+		{"an uncovered deletion", Held{Op: policy.OpUnlink, Path: "docs/f", Uid: 1000, Pid: 1}, ""},
+		{"first write of a burst", write, ""},
+		{"second write of a burst", write, ""},
+		{"third write of a burst", write, "mass"},
+	}
+	g := New(Options{})
+	for _, tt := range tests {
+		got := ""
+		if r := g.WouldHold(tt.h, rules); r != nil {
+			got = r.Name
+		}
+		if got != tt.want {
+			t.Errorf("%s: rule %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if n := len(g.List()); n != 0 {
+		t.Fatalf("%d entries wait after WouldHold, want none", n)
+	}
+}

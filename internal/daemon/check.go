@@ -43,7 +43,11 @@ func (d *Daemon) Check(path, op string, by *ledger.Process) (control.CheckResult
 	if s, err := d.sessionOf(by); err == nil && s != nil {
 		pinned = s.Pinned()
 	}
-	dec := snap.Decide(policy.Request{Op: policy.Op(op), Path: rel, IsDir: op == string(policy.OpMkdir) || op == string(policy.OpRmdir), Intent: active})
+	req := policy.Request{Op: policy.Op(op), Path: rel, IsDir: op == string(policy.OpMkdir) || op == string(policy.OpRmdir), Intent: active}
+	// In observe mode the mount makes what the policy would refuse, so
+	// the dry run answers as the mount would (allowed, with the refusal's
+	// code and reason): a hook that asks first must not refuse it instead.
+	dec := snap.Observed(req, snap.Decide(req))
 	res := control.CheckResult{Path: rel, Op: op, ActiveIntent: active, Allowed: dec.Allow, Code: string(dec.Code),
 		Reason: dec.Reason, CoveredBy: []control.IntentRef{}, Pinned: pinned}
 	if snap != nil && snap.Intents != nil {

@@ -60,6 +60,10 @@ func updateFile(path string, edit func(data []byte) ([]byte, error), wait time.D
 		if err != nil {
 			return err
 		}
+		if err := keepOwner(tmp, st); err != nil {
+			os.Remove(tmp)
+			return err
+		}
 		cur, err := safeio.ReadFile(filepath.Dir(path), filepath.Base(path), policy.MaxPolicyBytes)
 		if err != nil || !bytes.Equal(cur, data) {
 			os.Remove(tmp)
@@ -72,6 +76,24 @@ func updateFile(path string, edit func(data []byte) ([]byte, error), wait time.D
 		return syncDir(filepath.Dir(path))
 	}
 	return ErrConcurrentEdit
+}
+
+// keepOwner gives the new version at tmp the owner of the file it
+// replaces, which a daemon running as root would otherwise take over:
+// the human who owns the policy must still be able to edit it.
+func keepOwner(tmp string, old os.FileInfo) error {
+	st, ok := old.Sys().(*syscall.Stat_t)
+	if !ok || (int(st.Uid) == os.Geteuid() && int(st.Gid) == os.Getegid()) {
+		return nil
+	}
+	if err := os.Lchown(tmp, int(st.Uid), int(st.Gid)); err != nil {
+		return fmt.Errorf("keeping the owner %d:%d of the policy file: %w", st.Uid, st.Gid, err)
+	}
+	// chown may clear the mode's set-id bits; put the mode back as it was.
+	if err := os.Chmod(tmp, old.Mode().Perm()); err != nil {
+		return fmt.Errorf("keeping the mode of the policy file: %w", err)
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

@@ -105,3 +105,30 @@ func TestUpdateFileWaitsForALockBoundedly(t *testing.T) {
 		t.Fatalf("update after the holder let go: %v", err)
 	}
 }
+
+// TestUpdateFileKeepsTheOwner: a daemon running as root rewrites a policy
+// a user owns; the user must still own (and be able to edit) it.
+func TestUpdateFileKeepsTheOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own a file as another user")
+	}
+	path := filepath.Join(t.TempDir(), "active_intents.yaml")
+	os.WriteFile(path, []byte("active_intents:\n  - id: INT-001\n    name: owned\n    status: IN_PROGRESS\n    owned_scope: [\"a/**\"]\n"), 0o600)
+	if err := os.Chown(path, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	err := UpdateFile(path, func(data []byte) ([]byte, error) {
+		return ApplyChange(path, data, IntentChange{ID: "INT-001", AddScope: []string{"b/**"}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	if sys.Uid != 1000 || sys.Gid != 1000 || st.Mode().Perm() != 0o600 {
+		t.Fatalf("after the edit the policy is %d:%d %v, want 1000:1000 -rw-------", sys.Uid, sys.Gid, st.Mode().Perm())
+	}
+}
