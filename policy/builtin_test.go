@@ -126,3 +126,30 @@ func TestUpstreamMirrorIsNeverGranted(t *testing.T) {
 		}
 	}
 }
+
+func TestDecideLock(t *testing.T) {
+	cases := []struct {
+		rel   string
+		allow bool
+	}{
+		{".orchestration/.active_intents.yaml.lock", false},
+		{".orchestration/.intentfs.lock", false},
+		{".orchestration/agent_trace.jsonl", false},
+		{".intentignore", false},
+		{".git/intentfs/packed-refs", false},
+		{"src/a.go", true},
+		{".git/index", true},
+		{"../outside", false},
+	}
+	for _, c := range cases {
+		t.Run(c.rel, func(t *testing.T) {
+			d := DecideLock(c.rel)
+			if d.Allow != c.allow {
+				t.Fatalf("DecideLock(%q) = %+v, want allow %v", c.rel, d, c.allow)
+			}
+			if !d.Allow && d.Reason == "" {
+				t.Fatal("a refusal without a reason")
+			}
+		})
+	}
+}

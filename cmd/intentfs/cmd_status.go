@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/internal/upstream"
 )
@@ -84,14 +84,11 @@ func statusReadOnly(a *app, mountpoint string) error {
 // readStatusFile reads a mount's .intentfs/status.
 func readStatusFile(mountpoint string) (*control.Status, error) {
 	path := filepath.Join(mountpoint, ".intentfs", "status")
-	f, err := os.Open(path)
+	// Read as a workspace file is: the registry names the mountpoint, but
+	// what is there now may be a plain directory holding a FIFO or a link.
+	b, err := safeio.ReadFile(mountpoint, filepath.Join(".intentfs", "status"), maxStatusBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s is an intentfs mount this user may not control, and its status is unreadable: %w", mountpoint, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStatusBytes))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	var st control.Status
 	if err := json.Unmarshal(b, &st); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/safeio"
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -85,7 +86,7 @@ func (s *Source) RecordDiff(r *ledger.Record) (string, error) {
 	if g.Event == ledger.EventRename && g.PreHash == nil {
 		return fmt.Sprintf("rename %s → %s (content unchanged)\n", from, to), nil
 	}
-	return udiff.Unified("a/"+from, "b/"+to, pre, post), nil
+	return udiff.Unified("a/"+textsafe.Escape(from), "b/"+textsafe.Escape(to), pre, post), nil
 }
 
 // FileDiff is the unified diff of one file.
@@ -153,7 +154,7 @@ func (s *Source) NetFileDiffs(recs []*ledger.Record) ([]FileDiff, error) {
 		if err != nil {
 			return nil, err
 		}
-		if d := udiff.Unified("a/"+p, "b/"+p, pre, post); d != "" {
+		if d := udiff.Unified("a/"+textsafe.Escape(p), "b/"+textsafe.Escape(p), pre, post); d != "" {
 			out = append(out, FileDiff{Path: p, Diff: d})
 		}
 	}
