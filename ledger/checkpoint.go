@@ -5,11 +5,6 @@ import (
 	"time"
 )
 
-// EventCheckpoint is a signed checkpoint: the mount's signing key(s)
-// sign the hash of the line before it, the head of the chain, so every
-// record up to that line is signed (see Checkpoint).
-const EventCheckpoint Event = "checkpoint"
-
 // CheckpointNamespace is the sshsig namespace checkpoints are signed in:
 // a signature made for a checkpoint is valid for nothing else (a git
 // commit, a file), and none made for anything else is valid here.

@@ -66,6 +66,10 @@ const (
 	// scope request: code APPROVED, DENIED, TIMED_OUT, CANCELLED or
 	// REQUESTED; the process is the one that decided or asked.
 	EventApproval Event = "approval"
+	// EventCheckpoint is a signed checkpoint: the mount's signing keys
+	// sign the hash of the line before it, the head of the chain, so
+	// every record up to that line is signed (see checkpoint.go).
+	EventCheckpoint Event = "checkpoint"
 )
 
 // MutationClass is the kind of change a record makes, coarser than its
