@@ -77,6 +77,7 @@ func verifyNotes(a *app, ws workspace) error {
 		return err
 	}
 	rep := gitnotes.VerifyChains(set)
+	chainsOK := rep.OK()
 	signers, err := loadSigners(ctx, a, g)
 	if err != nil {
 		return err
@@ -117,7 +118,7 @@ func verifyNotes(a *app, ws workspace) error {
 			status = fmt.Sprintf("FAILED: %d problem(s)", len(rep.Problems))
 		}
 		fmt.Fprintf(a.stdout, "%s: %d record(s) in the notes of %d commit(s), from %d origin(s), hash chains %s\n",
-			status, rep.Records, rep.Notes, len(rep.Origins), map[bool]string{true: "intact", false: "BROKEN"}[rep.OK()])
+			status, rep.Records, rep.Notes, len(rep.Origins), map[bool]string{true: "intact", false: "BROKEN"}[chainsOK])
 	}
 	if !rep.OK() {
 		return silentFailure{}

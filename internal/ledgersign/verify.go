@@ -107,8 +107,8 @@ func (c *Coverage) Signed() int {
 
 const maxReasons = 20
 
-// Cover decides which lines of a chain are signed. A line is signed when
-// a valid checkpoint (Verify) comes after it and every link between them
+// Cover decides which lines of a chain are signed. A valid checkpoint
+// (Verify) is signed; a line before it is when every link between them
 // holds: each line's prev is the hash of the line before it. A broken
 // link (a line removed, changed or inserted) ends what the checkpoints
 // after it cover. The chain's id is taken from its header records (a
@@ -131,8 +131,11 @@ func (t *Trust) Cover(links []Link) *Coverage {
 			c.Checkpoints++
 			sig, err := t.Verify(r, chains[i])
 			if err == nil {
+				// A valid checkpoint is signed itself, and signs what
+				// comes before it.
 				c.Valid++
 				by = &sig
+				c.By[i] = by
 			} else if len(c.Invalid) < maxReasons {
 				c.Invalid = append(c.Invalid, err.Error())
 			}

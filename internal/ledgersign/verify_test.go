@@ -91,7 +91,7 @@ func linksOf(t *testing.T, lines [][]byte) []Link {
 }
 
 // TestCoverDecidesWhichRecordsASignatureCovers: a record is signed only
-// when a later checkpoint of its chain, signed by a key the signers file
+// when it is, or comes before, a checkpoint of its chain signed by a key the signers file
 // allows for the namespace at the checkpoint's time, reaches it through
 // unbroken links.
 func TestCoverDecidesWhichRecordsASignatureCovers(t *testing.T) {
@@ -107,19 +107,19 @@ func TestCoverDecidesWhichRecordsASignatureCovers(t *testing.T) {
 		want string
 	}{
 		{name: "no checkpoint", steps: []string{"w", "w"}, signers: []string{trustHuman}, want: "---"},
-		{name: "a checkpoint covers what is before it, not after", steps: []string{"w", "0", "w"}, signers: []string{trustHuman}, want: "SS--"},
-		{name: "a later checkpoint covers the rest", steps: []string{"w", "0", "w", "0"}, signers: []string{trustHuman}, want: "SSSS-"},
+		{name: "a checkpoint covers what is before it, not after", steps: []string{"w", "0", "w"}, signers: []string{trustHuman}, want: "SSS-"},
+		{name: "a later checkpoint covers the rest", steps: []string{"w", "0", "w", "0"}, signers: []string{trustHuman}, want: "SSSSS"},
 		{name: "a key not in the signers file", steps: []string{"w", "1", "w"}, signers: []string{trustHuman}, want: "----"},
 		{name: "the agent's own key, signing as well", steps: []string{"w", "1"}, signers: []string{trustHuman}, want: "---"},
 		{name: "an unsigned checkpoint", steps: []string{"w", "-"}, signers: []string{trustHuman}, want: "---"},
-		{name: "rotation: old and new key sign, the new one trusted", steps: []string{"w", "01"}, signers: []string{signerLine("new@example.com", "", agent)}, want: "SS-"},
-		{name: "rotation: old and new key sign, the old one trusted", steps: []string{"w", "01"}, signers: []string{trustHuman}, want: "SS-"},
+		{name: "rotation: old and new key sign, the new one trusted", steps: []string{"w", "01"}, signers: []string{signerLine("new@example.com", "", agent)}, want: "SSS"},
+		{name: "rotation: old and new key sign, the old one trusted", steps: []string{"w", "01"}, signers: []string{trustHuman}, want: "SSS"},
 		{name: "the key is allowed only another namespace", steps: []string{"w", "0"}, signers: []string{signerLine("human@example.com", `namespaces="git"`, human)}, want: "---"},
-		{name: "the key is allowed the namespace by pattern", steps: []string{"w", "0"}, signers: []string{signerLine("human@example.com", `namespaces="git,intentfs-*"`, human)}, want: "SS-"},
+		{name: "the key is allowed the namespace by pattern", steps: []string{"w", "0"}, signers: []string{signerLine("human@example.com", `namespaces="git,intentfs-*"`, human)}, want: "SSS"},
 		{name: "the key expired before the checkpoint", steps: []string{"w", "0"}, signers: []string{signerLine("human@example.com", "valid-before=20200101", human)}, want: "---"},
 		{name: "the key is valid only later", steps: []string{"w", "0"}, signers: []string{signerLine("human@example.com", "valid-after=29990101", human)}, want: "---"},
 		{name: "a changed record breaks the link: earlier records are not covered", steps: []string{"w", "w", "w", "0"}, signers: []string{trustHuman},
-			tamper: func(l [][]byte) { l[1] = bytes.Replace(l[1], []byte("README.md"), []byte("READYOU.md"), 1) }, want: "--SS-"},
+			tamper: func(l [][]byte) { l[1] = bytes.Replace(l[1], []byte("README.md"), []byte("READYOU.md"), 1) }, want: "--SSS"},
 		{name: "a checkpoint whose head was changed does not count", steps: []string{"w", "0"}, signers: []string{trustHuman},
 			tamper: func(l [][]byte) { l[2] = bytes.Replace(l[2], []byte(`"head":"sha256:`), []byte(`"head":"sha256:0`), 1) }, want: "---"},
 		{name: "a checkpoint whose time was changed does not count", steps: []string{"w", "0"}, signers: []string{trustHuman},
