@@ -87,10 +87,6 @@ func TestSignedRecordsCountOnlyFromAllowedSigners(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(seed, ".orchestration", ".gitignore"), string(gi))
-	chownTree(t, seed)
-	gitAs(t, seed, "git add -A && git commit -qm base && git push -q "+origin+" main")
-	base := gitAs(t, seed, "git rev-parse HEAD")
-
 	// The human's keys, root's, outside the workspace; the old one and
 	// the new one of a rotation.
 	keys := t.TempDir()
@@ -107,6 +103,12 @@ func TestSignedRecordsCountOnlyFromAllowedSigners(t *testing.T) {
 	writeFile(t, newOnly, "human@example.com "+newPub+"\n")
 	agentSigners := filepath.Join(keys, "allowed_signers.agent")
 	writeFile(t, agentSigners, "human@example.com "+oldPub+"\nstranger@example.com namespaces=\"git\" "+agentPub+"\n")
+
+	// The team's signers file, on the base branch, for CI.
+	writeFile(t, filepath.Join(seed, ".github", "allowed_signers"), "human@example.com "+oldPub+"\n")
+	chownTree(t, seed)
+	gitAs(t, seed, "git add -A && git commit -qm base && git push -q "+origin+" main")
+	base := gitAs(t, seed, "git rev-parse HEAD")
 
 	a := filepath.Join(root, "a")
 	gitAs(t, root, "git clone -q "+origin+" a")
@@ -256,9 +258,40 @@ func TestSignedRecordsCountOnlyFromAllowedSigners(t *testing.T) {
 	if out, code := c.run("verify", "--notes", "--source", pr, "--allowed-signers", signers); code != 1 || !strings.Contains(out, "not covered by a checkpoint") {
 		t.Fatalf("verify --notes of the forged chain with signers (exit %d):\n%s", code, out)
 	}
+	// The CI recipe, with the signers file of the base branch.
+	out, code = runCIScriptWith(t, c, pr, "main", "INTENTFS_ALLOWED_SIGNERS=.github/allowed_signers")
+	if code != 1 || !lineWith(out, "docs/guide.md", "written by an unsigned chain") {
+		t.Fatalf("the CI script with the base's signers let the forged chain count (exit %d):\n%s", code, out)
+	}
 	out, code = c.run("check", "--source", pr, "origin/main..HEAD")
 	t.Logf("check of the forged chain, no signers (exit %d):\n%s", code, out)
 	if code != 0 || !strings.HasPrefix(out, "OK") || !strings.Contains(out, "signatures were not checked") {
 		t.Fatalf("check without signers does not say signatures were not checked (exit %d):\n%s", code, out)
 	}
+}
+
+// runCIScriptWith is runCIScript with more environment.
+func runCIScriptWith(t *testing.T, c *cli, dir, baseBranch string, env ...string) (string, int) {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "docs", "ci", "intentfs-check.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(c.bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runtime := t.TempDir()
+	os.Chmod(runtime, 0o777)
+	cmd := exec.Command("setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "sh", script, baseBranch)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"INTENTFS=" + c.bin, "INTENTFS_RUNTIME_DIR=" + runtime}, env...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %s: %v", script, err)
+	}
+	return string(out), code
 }
