@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,9 @@ func loadSigners(ctx context.Context, a *app, g *gitWorkspace) (*signersChoice, 
 // config (~ expanded), "" when unset. It runs git as the caller, in /,
 // so that no repository's config is read.
 func gitConfigPath(ctx context.Context, scope, key string) (string, error) {
+	if scope == "--global" && os.Getenv("HOME") == "" && os.Getenv("GIT_CONFIG_GLOBAL") == "" && os.Getenv("XDG_CONFIG_HOME") == "" {
+		return "", nil // no global config to read (git would fail: $HOME not set)
+	}
 	cmd := exec.CommandContext(ctx, "git", "config", scope, "--type=path", "--get", key)
 	cmd.Dir = "/"
 	out, err := cmd.Output()
@@ -166,7 +170,7 @@ func printSignatures(a *app, c *signersChoice, sc *signatureCounts) {
 			who = strings.Join(names, "; ")
 		}
 		fmt.Fprintf(a.stdout, "signatures: origin %s (%s): %d of %d record(s) signed by %s; %d of %d checkpoint(s) valid\n",
-			shortChain(o.Chain), printable(o.Source), o.Signed, o.Records, printable(who), o.Valid, o.Checkpoints)
+			printable(shortChain(o.Chain)), printable(o.Source), o.Signed, o.Records, printable(who), o.Valid, o.Checkpoints)
 		for _, why := range o.Invalid {
 			fmt.Fprintf(a.stdout, "            %s\n", printable(why))
 		}
