@@ -295,3 +295,47 @@ func runCIScriptWith(t *testing.T, c *cli, dir, baseBranch string, env ...string
 	}
 	return string(out), code
 }
+
+// TestSessionCannotReadTheSigningKey: an agent session of a signing
+// mount cannot read the key (root's, 0600, outside the workspace), and
+// a session that could (as root) is refused.
+func TestSessionCannotReadTheSigningKey(t *testing.T) {
+	requireFUSE(t)
+	c := newCLI(t)
+	src := sourceOutsideTmp(t)
+	writeFile(t, filepath.Join(src, policy.IntentsFile), sessionPolicy)
+	writeFile(t, filepath.Join(src, "README.md"), "readme\n")
+	chownTree(t, src)
+	keys, err := os.MkdirTemp("/var/lib", "intentfs-keys-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(keys) })
+	os.Chmod(keys, 0o755)
+	key := filepath.Join(keys, "signing_key")
+	sshKeygen(t, key, 0)
+	mnt := t.TempDir()
+	os.Chmod(mnt, 0o755)
+	c.mountCLI(src, mnt, "--intent", "INT-005", "--signing-key", key)
+	run := func(user string, argv ...string) (string, int) {
+		cmd := exec.Command(c.bin, append([]string{"run", "--mount", mnt, "--user", user, "--"}, argv...)...)
+		cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+c.runtime)
+		cmd.Dir = "/"
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	if out, code := run("1000", "cat", key); code == 0 || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("the agent read the signing key (exit %d):\n%s", code, out)
+	}
+	if out, code := run("1000", "sh", "-c", "cat README.md"); code != 0 || !strings.Contains(out, "readme") {
+		t.Fatalf("the session does not work (exit %d):\n%s", code, out)
+	}
+	if out, code := run("root", "true"); code == 0 || !strings.Contains(out, "a session as root could read") {
+		t.Fatalf("a root session of a signing mount was started (exit %d):\n%s", code, out)
+	}
+}
