@@ -156,6 +156,9 @@ type Status struct {
 	// Upstream is the declared upstream the mount's git may bring in
 	// outside the scope, as the daemon last fetched it.
 	Upstream upstream.Status `json:"upstream"`
+	// Signing says whether the ledger is signed (intentfs mount
+	// --signing-key) and with which keys.
+	Signing Signing `json:"signing"`
 	// Session, when a session's process reads .intentfs/status, is that
 	// session: ActiveIntent is then the session's.
 	Session *session.Info `json:"session,omitempty"`

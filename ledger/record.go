@@ -66,6 +66,10 @@ const (
 	// scope request: code APPROVED, DENIED, TIMED_OUT, CANCELLED or
 	// REQUESTED; the process is the one that decided or asked.
 	EventApproval Event = "approval"
+	// EventCheckpoint is a signed checkpoint: the mount's signing keys
+	// sign the hash of the line before it, the head of the chain, so
+	// every record up to that line is signed (see checkpoint.go).
+	EventCheckpoint Event = "checkpoint"
 )
 
 // MutationClass is the kind of change a record makes, coarser than its
@@ -127,6 +131,10 @@ type Record struct {
 	// written (see Change.Attribute and Change.Finish).
 	attribute func() ([]Range, MutationClass)
 	complete  func(*Record)
+	// seal, if set, completes the record once its place in the chain is
+	// known: the hash of the line before it and the chain's id (a
+	// checkpoint signs them).
+	seal func(prev, chain string)
 }
 
 // VCS names the revision the workspace was at.
@@ -234,6 +242,9 @@ type Governance struct {
 	// resets and merges write such content; blame does not credit it to
 	// the change.
 	RestoredFrom string `json:"restored_from,omitempty"`
+	// Checkpoint, on a checkpoint record, is the signed head of the chain
+	// (see checkpoint.go).
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 }
 
 // Genesis is the prev of the first line of a chain.

@@ -234,6 +234,10 @@ func (w *Writer) encode(r *Record) ([]byte, error) {
 		r.VCS = &VCS{Type: "git", Revision: w.rev}
 	}
 	r.Gov().Prev = w.prev
+	if r.seal != nil {
+		r.seal(w.prev, w.chain)
+		r.seal = nil
+	}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return nil, err

@@ -50,11 +50,22 @@ one queue per CPU and a reply and the next request in one system call;
 /dev/fuse (also if mounting over io_uring fails). The default is
 $INTENTFS_TRANSPORT, else auto. "intentfs status" shows the transport in use.
 
+--signing-key FILE signs the ledger: the daemon reads the SSH private key
+once at start (a regular file, not a symlink, mode 0600, owned by root or
+by you, outside SOURCE and MOUNTPOINT, without a passphrase) and keeps it in
+memory; it writes signed checkpoints over the chain's head every 1000
+records or 30 seconds while records come, with every notes sync and at
+unmount. intentfs check and intentfs verify --notes count, when an
+allowed-signers file is configured, only records a checkpoint of an
+allowed signer covers. Without it, records are unsigned ("intentfs status"
+says so). See docs/signing.md.
+
 Examples:
   intentfs mount ./repo /workspace
   intentfs mount ./repo /workspace --intent INT-001
   intentfs mount ./repo /workspace --foreground     # in containers; Ctrl-C unmounts
-  intentfs mount ./repo /workspace --transport uring`,
+  intentfs mount ./repo /workspace --transport uring
+  sudo intentfs mount --signing-key /etc/intentfs/signing_key ./repo /workspace`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("intent", "", "select this intent at start")
 			fs.Bool("foreground", false, "stay attached; unmount cleanly on SIGINT/SIGTERM")
@@ -66,6 +77,7 @@ Examples:
 			fs.String("agent-files", "auto", `workspace-root files in which intentfs keeps a marked section with the agent guide and recent lessons: "auto" (CLAUDE.md and AGENTS.md where present, else a new CLAUDE.md), "none", or names such as "CLAUDE.md,AGENTS.md"`)
 			fs.String("transport", defaultTransport(), `how FUSE requests reach the daemon: "auto", "uring" (FUSE over io_uring) or "dev" (/dev/fuse)`)
 			fs.Bool("nonempty", false, "mount over a MOUNTPOINT that has files of its own (hidden while mounted)")
+			fs.StringArray("signing-key", nil, "sign the ledger with this SSH private key (as git's gpg.format=ssh uses; mode 0600, owned by root or you, outside the workspace); repeat it to sign with an old and a new key while rotating (see docs/signing.md)")
 		},
 		run: runMount,
 	}
@@ -105,6 +117,7 @@ func runMount(a *app, args []string) error {
 	cfg.AllowNonEmpty, _ = a.fs.GetBool("nonempty")
 	cfg.Transport, _ = daemon.ParseTransport(flagString(a, "transport")) // checked above
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
+	cfg.SigningKeys, _ = a.fs.GetStringArray("signing-key")
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
 	if cfg.KeepMaxBytes <= 0 {
 		cfg.KeepMaxBytes = -1 // the daemon's "none"; its 0 means the default

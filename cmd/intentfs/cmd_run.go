@@ -97,6 +97,11 @@ func runRun(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	if resp, err := call(e, control.Request{Op: "status"}); err == nil {
+		if err := checkSigningKeysHidden(e, resp.Status, u.Uid); err != nil {
+			return err
+		}
+	}
 	if err := runner.CheckAncestors(e.Source, u); err != nil {
 		fmt.Fprintf(a.stderr, "intentfs run: %v\n", err)
 		return exitCode(exitRunFailed)

@@ -59,6 +59,9 @@ type Options struct {
 	Argv []string
 	// Transport and AgentFiles are as for intentfs mount.
 	Transport, AgentFiles string
+	// SigningKeys are as for intentfs mount --signing-key: in a
+	// container, a secret mounted into it, owned by root.
+	SigningKeys []string
 	// Version is recorded in the ledger.
 	Version string
 	// Log receives the daemon's log.
@@ -147,7 +150,8 @@ func Run(o Options) (int, error) {
 	// docker exec ... intentfs status finds the mount.
 	reg := registry.DefaultRegistry()
 	d, err := daemon.Start(daemon.Config{Source: o.Source, Mountpoint: o.Mountpoint, Version: o.Version, Log: o.Log,
-		Registry: reg, OwnerUID: 0, OwnerGID: 0, Transport: o.Transport, AgentFiles: o.AgentFiles})
+		Registry: reg, OwnerUID: 0, OwnerGID: 0, Transport: o.Transport, AgentFiles: o.AgentFiles,
+		SigningKeys: o.SigningKeys})
 	if err != nil {
 		return ExitCannotRun, fmt.Errorf("mounting %s at %s: %w", o.Source, o.Mountpoint, err)
 	}

@@ -79,6 +79,10 @@ type Config struct {
 	// CLAUDE.md), "" or "none" for none (the zero value changes nothing in
 	// the source; the CLI defaults to "auto"), or a comma-separated list.
 	AgentFiles string
+	// SigningKeys are SSH private key files the daemon signs the
+	// ledger's checkpoints with (see signing.go); none: records are
+	// unsigned.
+	SigningKeys []string
 }
 
 // sessionEndTimeout bounds the wait for killed sessions to end.
@@ -143,6 +147,8 @@ type Daemon struct {
 	lessonMu   sync.Mutex
 	deniedDirs map[string]bool
 	agentFiles *sidecar.AgentFiles
+	// signing is nil when the mount has no signing key.
+	signing *signing
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -174,9 +180,16 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	raiseFileLimit(cfg.Log)
+	// The keys are read first, before anything else is set up: a key
+	// that cannot be used must fail the mount, not leave records
+	// unsigned.
+	keys, err := loadSigningKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
-		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter()}
+		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter(), signing: keys}
 	d.denials.size = 100
 	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
 	d.approvals = d.newGate()
@@ -275,6 +288,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	go d.flushMapEvery(ctx, mapFlushInterval)
 	go d.summarizeDenialsEvery(ctx)
+	go d.checkpointEvery(ctx)
 	// The upstream is fetched before git needs it, so a pull does not
 	// wait for a first fetch.
 	d.mirrorNow().Kick()
@@ -394,6 +408,8 @@ func (d *Daemon) Close() error {
 		// closes.
 		rootErr := d.root.Close()
 		d.mirror.Close()
+		// The last records are signed before the ledger closes.
+		d.checkpoint("unmount")
 		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.session.Close()}
 		d.closeErr = errors.Join(errs...)
 		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)

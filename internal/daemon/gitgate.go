@@ -119,6 +119,9 @@ func (d *Daemon) attachNotes(gitDir string) {
 }
 
 func (d *Daemon) syncNotes() {
+	// What the sync attaches is signed: the checkpoint goes with it, to
+	// HEAD's note (gitnotes attaches trailing checkpoints).
+	d.checkpoint("notes sync")
 	if err := d.FlushLedger(); err != nil {
 		d.log.Warn("attaching notes: the ledger cannot be flushed", "err", err)
 		return

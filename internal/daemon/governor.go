@@ -286,6 +286,7 @@ func (d *Daemon) Status() control.Status {
 		st.Transport, st.Passthrough = m.transport, m.passthrough
 	}
 	st.Upstream = d.mirrorNow().Status()
+	st.Signing = d.signingStatus()
 	if in := d.engine.Snapshot().Intents.Get(st.ActiveIntent); in != nil {
 		st.IntentName, st.IntentStatus = in.Name, string(in.Status)
 	}

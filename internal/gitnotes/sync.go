@@ -94,6 +94,9 @@ func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string
 	if err != nil {
 		return nil, err
 	}
+	if plan, attached, err = attachTrailingCheckpoints(ctx, repo, pending, plan, attached); err != nil {
+		return nil, err
+	}
 	if err := attachPlan(ctx, repo, pending, plan, res); err != nil {
 		return nil, err
 	}
