@@ -66,6 +66,11 @@ const (
 	// scope request: code APPROVED, DENIED, TIMED_OUT, CANCELLED or
 	// REQUESTED; the process is the one that decided or asked.
 	EventApproval Event = "approval"
+	// EventAccept records that a human acknowledged a path's content as
+	// it is now (intentfs accept): a change made outside the mount that
+	// the ledger is to take as the human's. post_hash is the content
+	// accepted (none: the path is accepted as absent), mode its mode.
+	EventAccept Event = "accept"
 )
 
 // MutationClass is the seeds' classification of a change.
@@ -370,6 +375,9 @@ func NewRecord(c Change, toolVersion string) *Record {
 	}
 	if c.Path != "" {
 		conv := Conversation{Contributor: Contributor{Type: "ai"}, Ranges: []Range{}}
+		if c.Event == EventAccept {
+			conv.Contributor.Type = "human"
+		}
 		if c.Session != nil {
 			conv.Contributor.ModelID = c.Session.Model
 			conv.URL = c.Session.Conversation

@@ -207,7 +207,7 @@ func blameCmd() *command {
 		help: `Prints each line of the current file with the intent, time and process of
 the record that last wrote it, following renames; "-" marks lines no record
 explains (the file as it was before the ledger, or edits made outside the
-mount).
+mount), "human" lines a person took as theirs with intentfs accept.
 
 Examples:
   intentfs blame src/api/handler.go
@@ -246,7 +246,11 @@ Examples:
 					fmt.Fprintf(tw, "-\t\t\t%4d| %s\n", l.Line, l.Text)
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%4d| %s\n", orDash(l.Intent), l.Time.Local().Format("2006-01-02 15:04:05"), l.Process, l.Line, l.Text)
+				who := orDash(l.Intent)
+				if l.Contributor == "human" {
+					who = "human"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%4d| %s\n", who, l.Time.Local().Format("2006-01-02 15:04:05"), l.Process, l.Line, l.Text)
 			}
 			return tw.Flush()
 		},
