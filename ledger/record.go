@@ -213,6 +213,10 @@ type Governance struct {
 	// the first line of a chain): the hash chain that makes the ledger
 	// tamper-evident.
 	Prev string `json:"prev"`
+	// PrevPublic is the PublicHash of the previous line (Genesis for the
+	// first line of a chain): the chain as git notes carry it, with the
+	// fields that stay on this machine left out (see PublicForm).
+	PrevPublic string `json:"prev_public,omitempty"`
 	// Header fields: the chain's id, the source directory, and for a
 	// rotated continuation the file that came before.
 	Chain       string `json:"chain,omitempty"`

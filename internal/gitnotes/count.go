@@ -9,7 +9,9 @@ import (
 // can write refs/notes/intentfs, the agent included, so where a local
 // ledger exists it, not the notes, says what the local chain holds.
 type Local struct {
-	// Lines holds ledger.LineHash of every line of the local ledger.
+	// Lines holds ledger.LineHash of every line of the local ledger, and
+	// ledger.PublicHash of each: the notes carry a line in its public
+	// form, or (written before public forms existed) as it is.
 	Lines map[string]bool
 	// Chains holds the chain id of every header of the local ledger.
 	Chains map[string]bool
@@ -21,6 +23,9 @@ func NewLocal() *Local { return &Local{Lines: map[string]bool{}, Chains: map[str
 // Add notes one line of the local ledger and its record.
 func (l *Local) Add(raw []byte, r *ledger.Record) {
 	l.Lines[ledger.LineHash(raw)] = true
+	if h, err := ledger.PublicHash(raw); err == nil && r.Gov().PrevPublic != "" {
+		l.Lines[h] = true
+	}
 	if g := r.Gov(); g.Event == ledger.EventHeader && g.Chain != "" {
 		l.Chains[g.Chain] = true
 	}
@@ -52,7 +57,7 @@ func Count(set *Set, local *Local) *Counted {
 	c := &Counted{}
 	for i, l := range set.Lines {
 		switch chain, ok := whole[i]; {
-		case local != nil && local.Lines[ledger.LineHash(l.Raw)]:
+		case local != nil && local.Lines[lineKey(l)]:
 			c.Own = append(c.Own, l)
 		case !ok, local != nil && local.Chains[chain]:
 			c.Ignored = append(c.Ignored, l)
@@ -69,23 +74,17 @@ func Count(set *Set, local *Local) *Counted {
 // it has two successors (a fork) or a record id seen with other bytes
 // elsewhere in the notes (a changed record).
 func wholeChains(set *Set) map[int]string {
-	hashes := make([]string, len(set.Lines))
-	next := map[string][]int{}
-	for i, l := range set.Lines {
-		hashes[i] = ledger.LineHash(l.Raw)
-		prev := l.Record.Gov().Prev
-		next[prev] = append(next[prev], i)
-	}
+	ix := indexChains(set)
 	changed := map[string]bool{}
 	for _, c := range set.Conflicts {
 		changed[c.Record.ID] = true
 	}
 	headers := map[string]int{}
-	for _, root := range next[ledger.Genesis] {
+	for _, root := range ix.roots() {
 		headers[set.Lines[root].Record.Gov().Chain]++
 	}
 	whole := map[int]string{}
-	for _, root := range next[ledger.Genesis] {
+	for _, root := range ix.roots() {
 		g := set.Lines[root].Record.Gov()
 		if g.Event != ledger.EventHeader || g.Chain == "" || headers[g.Chain] != 1 {
 			continue
@@ -99,7 +98,7 @@ func wholeChains(set *Set) map[int]string {
 			if changed[set.Lines[i].Record.ID] {
 				ok = false
 			}
-			succ := next[hashes[i]]
+			succ := ix.successors(i)
 			if len(succ) > 1 {
 				ok = false
 			}
@@ -116,4 +115,15 @@ func wholeChains(set *Set) map[int]string {
 		}
 	}
 	return whole
+}
+
+// lineKey is the hash a note's line is matched to the local ledger by:
+// its public hash if its record has a public form, else its exact bytes.
+func lineKey(l Line) string {
+	if l.Record.Gov().PrevPublic != "" {
+		if h, err := ledger.PublicHash(l.Raw); err == nil {
+			return h
+		}
+	}
+	return ledger.LineHash(l.Raw)
 }

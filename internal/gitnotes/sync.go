@@ -65,12 +65,18 @@ const sinceSlack = 24 * time.Hour
 // own commit record (and what came before it), so its note says it passed
 // the gate. Records after the last committed change stay pending until a
 // later commit or sync.
-func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string) (*SyncResult, error) {
-	return SyncFrom(ctx, repo, ledgerPath, prefix, &Cursor{})
+//
+// Each record goes into the notes in its public form (ledger.PublicForm)
+// with the fields keep names: the notes travel to every remote, and the
+// local ledger keeps the rest. A record written before public forms
+// existed (it has no prev_public) goes in as its exact line, or the
+// chain could not be followed through it.
+func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string, keep ledger.Keep) (*SyncResult, error) {
+	return SyncFrom(ctx, repo, ledgerPath, prefix, keep, &Cursor{})
 }
 
 // SyncFrom is Sync resuming at cur, which it moves on.
-func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string, cur *Cursor) (*SyncResult, error) {
+func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string, keep ledger.Keep, cur *Cursor) (*SyncResult, error) {
 	res := &SyncResult{Commits: map[string]int{}}
 	if err := EnsureRewriteConfig(ctx, repo); err != nil {
 		return nil, err
@@ -183,7 +189,11 @@ func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string
 			order = append(order, a.commit)
 		}
 		for _, p := range pending[a.start:a.end] {
-			notes[a.commit] = append(notes[a.commit], p.raw)
+			line, err := noteLine(p, keep)
+			if err != nil {
+				return nil, err
+			}
+			notes[a.commit] = append(notes[a.commit], line)
 		}
 		res.Commits[a.commit] += a.end - a.start
 		res.Attached += a.end - a.start
@@ -193,6 +203,18 @@ func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string
 	}
 	res.Pending = len(pending) - cursor
 	return res, moveCursor(cursor)
+}
+
+// noteLine is the line a note carries for a ledger line.
+func noteLine(p pendingLine, keep ledger.Keep) ([]byte, error) {
+	if p.rec.Gov().PrevPublic == "" {
+		return p.raw, nil
+	}
+	line, err := ledger.PublicForm(p.raw, keep)
+	if err != nil {
+		return nil, fmt.Errorf("ledger line %d: %w", p.pos.Line, err)
+	}
+	return line, nil
 }
 
 // pendingLines reads the ledger's lines that no note has: from cur on
