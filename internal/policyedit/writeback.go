@@ -75,10 +75,20 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// lockFile takes an exclusive flock on path, creating it.
+// lockFile takes an exclusive flock on path, creating it. A lock file
+// the daemon (root) creates belongs to the owner of its directory, so the
+// policy's owner can still take the lock to edit it after the mount ends.
 func lockFile(path string) (func(), error) {
+	owner, err := safeio.OwnerFor(path, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	if err := owner.Set(int(f.Fd())); err != nil {
+		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {

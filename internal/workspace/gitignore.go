@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -53,8 +55,17 @@ func (l Layout) WriteGitignore() (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	owner, err := safeio.OwnerFor(path, 0o644)
 	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	// Run as root, the file is the workspace owner's all the same.
+	if err := owner.Set(int(f.Fd())); err != nil {
+		f.Close()
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	if _, err := f.WriteString(orchestrationGitignore()); err != nil {
