@@ -98,7 +98,9 @@ func hookInstallCmd() *command {
 		help: `Adds intentfs's hooks to the agent's project settings, keeping every other
 key and hook as it is; running it again changes nothing. The file is
 created if missing and replaced atomically. Inside a mount the file is
-written in the mounted source (the mount itself governs it).
+written in the mounted source (the mount itself governs it). In a
+workspace with a ledger, the write is recorded as accepted (see intentfs
+accept), so intentfs verify does not report it.
 
   claude: .claude/settings.json -- PreToolUse on Write|Edit|MultiEdit|NotebookEdit,
           PostToolUse and PostToolUseFailure on every tool.
