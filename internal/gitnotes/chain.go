@@ -1,6 +1,8 @@
 package gitnotes
 
 import (
+	"bytes"
+
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -30,15 +32,43 @@ func indexChains(set *Set) *chainIndex {
 		next: map[string][]int{}, known: map[string]bool{}}
 	for i, l := range set.Lines {
 		c.raw[i] = ledger.LineHash(l.Raw)
-		c.pub[i], _ = ledger.PublicHash(l.Raw)
 		c.known[c.raw[i]] = true
-		if c.pub[i] != "" {
-			c.known[c.pub[i]] = true
-		}
 		p := link(l.Record)
 		c.next[p] = append(c.next[p], i)
 	}
+	// A line in the public form the notes carry by default is its own
+	// public form; any other (a ledger line from before public forms, one
+	// carrying more than the default) has its public form computed, which
+	// costs a decoding of the record. Taking a line for a public form when
+	// it is not one can only leave records that name its public hash
+	// unlinked: the chain then breaks, it never gains a record.
+	for i, l := range set.Lines {
+		if looksPublic(l.Raw) {
+			c.pub[i] = c.raw[i]
+			continue
+		}
+		if h, err := ledger.PublicHash(l.Raw); err == nil {
+			c.pub[i] = h
+			c.known[h] = true
+		}
+	}
 	return c
+}
+
+// looksPublic reports whether a line has the shape of a default public
+// form: sorted keys (it starts with "files", as a ledger line, which
+// starts with "version", does not) and none of the fields a public form
+// leaves out. A field name inside a text only makes it say no.
+func looksPublic(raw []byte) bool {
+	if !bytes.HasPrefix(raw, []byte(`{"files":`)) {
+		return false
+	}
+	for _, f := range [][]byte{[]byte(`"prev":`), []byte(`"cmdline":`), []byte(`"uid":`), []byte(`"gid":`), []byte(`"source":`), []byte(`"exe":"/`)} {
+		if bytes.Contains(raw, f) {
+			return false
+		}
+	}
+	return true
 }
 
 // successors returns the lines that name line i as their predecessor.

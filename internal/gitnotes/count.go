@@ -15,6 +15,9 @@ type Local struct {
 	Lines map[string]bool
 	// Chains holds the chain id of every header of the local ledger.
 	Chains map[string]bool
+	// last is the newest line added: no prev_public names its public
+	// hash yet.
+	last []byte
 }
 
 // NewLocal returns an empty Local, to fill with Add.
@@ -23,9 +26,12 @@ func NewLocal() *Local { return &Local{Lines: map[string]bool{}, Chains: map[str
 // Add notes one line of the local ledger and its record.
 func (l *Local) Add(raw []byte, r *ledger.Record) {
 	l.Lines[ledger.LineHash(raw)] = true
-	if h, err := ledger.PublicHash(raw); err == nil && r.Gov().PrevPublic != "" {
-		l.Lines[h] = true
+	// The public hash of each line is in the next line's prev_public:
+	// the ledger's own chain says it, and no line is decoded again.
+	if p := r.Gov().PrevPublic; p != "" && p != ledger.Genesis {
+		l.Lines[p] = true
 	}
+	l.last = append(l.last[:0], raw...)
 	if g := r.Gov(); g.Event == ledger.EventHeader && g.Chain != "" {
 		l.Chains[g.Chain] = true
 	}
@@ -53,11 +59,16 @@ type Counted struct {
 // why the caller counts Others only when asked to where a local ledger
 // exists.
 func Count(set *Set, local *Local) *Counted {
+	if local != nil && len(local.last) > 0 {
+		if h, err := ledger.PublicHash(local.last); err == nil {
+			local.Lines[h] = true
+		}
+	}
 	whole := wholeChains(set)
 	c := &Counted{}
 	for i, l := range set.Lines {
 		switch chain, ok := whole[i]; {
-		case local != nil && local.Lines[lineKey(l)]:
+		case local != nil && local.ownLine(l):
 			c.Own = append(c.Own, l)
 		case !ok, local != nil && local.Chains[chain]:
 			c.Ignored = append(c.Ignored, l)
@@ -117,13 +128,16 @@ func wholeChains(set *Set) map[int]string {
 	return whole
 }
 
-// lineKey is the hash a note's line is matched to the local ledger by:
-// its public hash if its record has a public form, else its exact bytes.
-func lineKey(l Line) string {
-	if l.Record.Gov().PrevPublic != "" {
-		if h, err := ledger.PublicHash(l.Raw); err == nil {
-			return h
-		}
+// ownLine reports whether a note's line is one of the local ledger's: by
+// its exact bytes (a line from before public forms, or one in the default
+// public form, which is its own public form), else by its public hash.
+func (l *Local) ownLine(n Line) bool {
+	if l.Lines[ledger.LineHash(n.Raw)] {
+		return true
 	}
-	return ledger.LineHash(l.Raw)
+	if n.Record.Gov().PrevPublic == "" {
+		return false
+	}
+	h, err := ledger.PublicHash(n.Raw)
+	return err == nil && l.Lines[h]
 }

@@ -97,6 +97,31 @@ func TestNotesCarryWhatAttributionNeeds(t *testing.T) {
 			if c := Count(set, local); len(c.Own) != len(set.Lines) {
 				t.Errorf("in the clone that wrote them %d of %d records are its own", len(c.Own), len(set.Lines))
 			}
+			// A record forking the chain after its header, by either hash
+			// of the header, makes the chain count for nothing.
+			for _, by := range []string{"prev_public", "prev"} {
+				var header Line
+				for _, l := range set.Lines {
+					if l.Record.Gov().Event == ledger.EventHeader {
+						header = l
+					}
+				}
+				h, _ := ledger.PublicHash(header.Raw)
+				if by == "prev" {
+					h = ledger.LineHash(header.Raw)
+				}
+				forked := &Set{ids: map[string]int{}}
+				for _, l := range set.Lines {
+					forked.add(l.Commit, l.Raw)
+				}
+				forked.add("c0ffee", []byte(`{"version":"0.1.0","id":"8c1e2b3c-4d5e-4f60-8172-839405a6b7c8","timestamp":"2026-01-01T00:00:00Z","files":[{"path":"README.md","conversations":[]}],"metadata":{"dev.intentfs":{"event":"revert","post_hash":"sha256:00","`+by+`":"`+h+`"}}}`))
+				if c := Count(forked, nil); len(c.Others) != 0 {
+					t.Errorf("a fork by %s: %d records still count", by, len(c.Others))
+				}
+				if rep := VerifyChains(forked); rep.OK() {
+					t.Errorf("a fork by %s verifies", by)
+				}
+			}
 			// A public field changed in a note breaks the chain after it.
 			for i, l := range set.Lines {
 				if l.Record.Gov().Event == ledger.EventHeader {
