@@ -112,3 +112,41 @@ func TestKnownIncludesArePolicys(t *testing.T) {
 		t.Fatalf("ledger keeps %v, the policy names %v", KnownIncludes(), policy.NotesIncludes())
 	}
 }
+
+// TestPublicFormIsCanonical: the public form depends on the record's
+// content, not on how its line is laid out, and forms nest: the public
+// form of any public form is the line's own.
+func TestPublicFormIsCanonical(t *testing.T) {
+	base := `{"version":"0.1.0","id":"6a1e2b3c-4d5e-4f60-8172-839405a6b7c8","timestamp":"2026-01-01T00:00:00Z","tool":{"name":"intentfs","version":"t"},` +
+		`"files":[{"path":"d\u00e9j\u00e0 \"q\".go","conversations":[{"contributor":{"type":"ai"},"ranges":[]}]}],` +
+		`"metadata":{"dev.intentfs":{"event":"write","prev":"sha256:1","prev_public":"sha256:2","reason":"a <b> & \\ c",` +
+		`"process":{"pid":1,"uid":2,"gid":3,"comm":"x","exe":"/bin/x","cmdline":["x","--token=hunter2"]}}}}`
+	respaced := strings.NewReplacer(`,"`, `, "`, `":`, `" : `, `{`, "{ ", `}`, " }").Replace(base)
+	reordered := `{"metadata":{"dev.intentfs":{"process":{"cmdline":["x","--token=hunter2"],"exe":"/bin/x","comm":"x","gid":3,"uid":2,"pid":1},` +
+		`"reason":"a <b> & \\ c","prev_public":"sha256:2","prev":"sha256:other","event":"write"}},` +
+		`"files":[{"conversations":[{"ranges":[],"contributor":{"type":"ai"}}],"path":"d\u00e9j\u00e0 \"q\".go"}],` +
+		`"tool":{"version":"t","name":"intentfs"},"timestamp":"2026-01-01T00:00:00Z","id":"6a1e2b3c-4d5e-4f60-8172-839405a6b7c8","version":"0.1.0"}`
+	want, err := PublicHash([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, line := range map[string]string{"respaced": respaced, "reordered": reordered} {
+		if h, err := PublicHash([]byte(line)); err != nil || h != want {
+			t.Errorf("%s: %s, %v; want %s", name, h, err, want)
+		}
+	}
+	for _, keep := range []Keep{{}, {Cmdline: true}, {Source: true, Uids: true}, {Cmdline: true, Source: true, Uids: true, Exe: true}} {
+		p, err := PublicForm([]byte(reordered), keep)
+		if err != nil || !json.Valid(p) {
+			t.Fatalf("%+v: %v %s", keep, err, p)
+		}
+		if h, err := PublicHash(p); err != nil || h != want {
+			t.Errorf("%+v: the form's public hash %s, %v; want %s", keep, h, err, want)
+		}
+	}
+	for _, bad := range []string{"", "[]", `{"metadata":1}`, `{"a":`, `{"metadata":{"dev.intentfs":`} {
+		if _, err := PublicForm([]byte(bad), Keep{}); err == nil {
+			t.Errorf("%q has a public form", bad)
+		}
+	}
+}

@@ -244,8 +244,8 @@ func (w *Writer) encode(r *Record) ([]byte, error) {
 		return nil, err
 	}
 	w.prev = LineHash(line)
-	// A line this writer encoded always has a public form.
-	w.prevPublic, _ = PublicHash(line)
+	// A line this writer encoded is valid JSON and has a public form.
+	w.prevPublic, _ = publicHash(line)
 	return append(line, '\n'), nil
 }
 
