@@ -7,7 +7,7 @@
 #   docker run --rm -it --device /dev/fuse --cap-add SYS_ADMIN \
 #       --security-opt apparmor=unconfined -v "$PWD:/src" intentfs --intent INT-001 -- CMD...
 #
-# See the README, "Running agents in a container". Add the agent's own
+# See docs/agents-and-containers.md, "Running agents in a container". Add the agent's own
 # tools in an image of your own: FROM intentfs, then RUN apt-get install ...
 
 FROM docker.io/library/golang:1.26-bookworm AS build
@@ -31,7 +31,7 @@ FROM docker.io/library/debian:bookworm-slim
 # (util-linux, for the agent's shell tools, is part of every Debian image.)
 # safe.bareRepository=explicit: git in the container never takes a
 # directory an agent wrote (HEAD, objects/, refs/, a config naming a
-# program) for a bare repository (README, "What it does not cover").
+# program) for a bare repository (docs/security.md, "Known limits").
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends fuse3 git ca-certificates \
  && rm -rf /var/lib/apt/lists/* \

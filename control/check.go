@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -27,6 +29,14 @@ type CheckResult struct {
 	Allowed      bool   `json:"allowed"`
 	Code         string `json:"code"`
 	Reason       string `json:"reason,omitempty"`
+	// FilePermissions, when set, says why the source's own owner, mode
+	// or ACL refuse the change to the asker: the kernel refuses it before
+	// intentfs sees it, and nothing is recorded in .intentfs/denials.
+	// Code is then FILE_PERMISSIONS if the policy would allow the change
+	// (PolicyCode says so), else the policy's own code: the policy's
+	// advice comes first, and the permissions still need the human.
+	FilePermissions string `json:"file_permissions,omitempty"`
+	PolicyCode      string `json:"policy_code,omitempty"`
 	// CoveredBy lists every intent whose owned_scope covers Path, in the
 	// order of the policy file, whatever its status.
 	CoveredBy []IntentRef `json:"covered_by"`
@@ -34,6 +44,11 @@ type CheckResult struct {
 	// by a human (intentfs run --intent): it cannot select another.
 	Pinned bool `json:"pinned,omitempty"`
 }
+
+// CodeFilePermissions is a CheckResult's code for a change the source's
+// own permissions refuse (owner, group, mode bits, ACL, read-only
+// filesystem), as opposed to one the policy refuses.
+const CodeFilePermissions = "FILE_PERMISSIONS"
 
 // IntentRef names an intent and its lifecycle state.
 type IntentRef struct {
@@ -68,11 +83,22 @@ var (
 
 // checkHandle holds one open's answer. base is the file offset just past
 // the question, so a sequential read after the write (cat <&3) and a
-// pread at offset 0 both see the answer from its start.
+// pread at offset 0 both see the answer from its start. Which of the two
+// a reader does is taken from its first read of the answer: a pread
+// reader's later offsets pass base too, and must not be shifted.
 type checkHandle struct {
+	mu     sync.Mutex
 	answer []byte
 	base   int64
+	// readMode is 0 until the answer's first read, then readSequential
+	// or readFromZero.
+	readMode int
 }
+
+const (
+	readSequential = 1 + iota
+	readFromZero
+)
 
 func (f *checkFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFREG | 0o666
@@ -98,14 +124,22 @@ func (f *checkFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off
 	if !ok {
 		return nil, syscall.EBADF
 	}
-	if off >= h.base {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.readMode == 0 {
+		h.readMode = readFromZero
+		if h.base > 0 && off >= h.base {
+			h.readMode = readSequential
+		}
+	}
+	if h.readMode == readSequential {
 		off -= h.base
 	}
-	if off >= int64(len(h.answer)) {
+	if off < 0 || off >= int64(len(h.answer)) {
 		return fuse.ReadResultData(nil), 0
 	}
 	end := min(off+int64(len(dest)), int64(len(h.answer)))
-	return fuse.ReadResultData(h.answer[off:end]), 0
+	return fuse.ReadResultData(slices.Clone(h.answer[off:end])), 0
 }
 
 // Write takes one question per write(2) and keeps its answer on the handle.
@@ -131,8 +165,11 @@ func (f *checkFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, of
 		return 0, syscall.EINVAL
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
+	h.mu.Lock()
 	h.answer = append(b, '\n')
 	h.base = off + int64(len(data))
+	h.readMode = 0
+	h.mu.Unlock()
 	return uint32(len(data)), 0
 }
 

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -60,6 +61,34 @@ func TestParseCheckQuestion(t *testing.T) {
 		}
 		if err != nil || op != tt.op || path != tt.path {
 			t.Errorf("parseCheckQuestion(%q) = %q %q %v, want %q %q", tt.data, op, path, err, tt.op, tt.path)
+		}
+	}
+}
+
+// TestCheckAnswerReadsPastTheQuestionLength: an answer longer than one
+// read comes back whole to a pread reader (offsets from 0) and to a
+// sequential one (offsets from just past the question) alike.
+func TestCheckAnswerReadsPastTheQuestionLength(t *testing.T) {
+	answer := []byte(strings.Repeat("0123456789abcdef", 200))
+	f := &checkFile{}
+	for _, start := range []int64{0, 24} {
+		h := &checkHandle{answer: answer, base: 24}
+		var got []byte
+		for off := start; ; {
+			dest := make([]byte, 512)
+			rr, errno := f.Read(context.Background(), h, dest, off)
+			if errno != 0 {
+				t.Fatal(errno)
+			}
+			b, _ := rr.Bytes(dest)
+			if len(b) == 0 {
+				break
+			}
+			got = append(got, b...)
+			off += int64(len(b))
+		}
+		if string(got) != string(answer) {
+			t.Errorf("reads from offset %d: got %d bytes, want the %d of the answer", start, len(got), len(answer))
 		}
 	}
 }

@@ -27,6 +27,15 @@ that made it.
        printf 'paths: docs/** src/cache.go\nwhy: REASON\n' > .intentfs/request
    Do not try to work around it (other paths, links, renames): those are
    checked too.
+   Not every "Permission denied" is intentfs: the file's own owner, mode
+   or ACL can refuse your uid too (the kernel refuses before intentfs
+   sees it). Such a refusal is not in .intentfs/denials, and
+   .intentfs/check (item 6) answers it with "code": "FILE_PERMISSIONS"
+   and who owns the file ("src/x.go belongs to root:root 0644; uid 1000
+   may not write it"); where the policy refuses too, the policy's code
+   comes with that text as "file_permissions". No intent or scope
+   request changes the permissions: ask the human who owns the checkout
+   (intentfs doctor names the fix).
 5. Record what you learned for the next agent:
                          echo "what you learned" > .intentfs/lesson
    (it goes under "Lessons Learned" in .orchestration/CLAUDE.md, and the

@@ -106,9 +106,14 @@ type Denial struct {
 
 // Counters are the mount's running totals.
 type Counters struct {
-	Allowed       uint64 `json:"allowed"`
-	Denied        uint64 `json:"denied"`
-	Recorded      uint64 `json:"recorded"`
+	Allowed  uint64 `json:"allowed"`
+	Denied   uint64 `json:"denied"`
+	Recorded uint64 `json:"recorded"`
+	// WouldDeny counts the changes made in observe mode that the policy
+	// refuses (recorded with scope_validation FAIL); WouldHold those an
+	// approval rule would have held.
+	WouldDeny     uint64 `json:"would_deny"`
+	WouldHold     uint64 `json:"would_hold"`
 	BytesHashed   uint64 `json:"bytes_hashed"`
 	HashCacheHits uint64 `json:"hash_cache_hits"`
 }
@@ -124,7 +129,10 @@ type Status struct {
 	IntentName   string    `json:"intent_name,omitempty"`
 	IntentStatus string    `json:"intent_status,omitempty"`
 	FailOpen     bool      `json:"fail_open"`
-	Passthrough  bool      `json:"passthrough"`
+	// Enforcement is the mode in force for the active intent: enforce,
+	// or observe (refusals are recorded, not made).
+	Enforcement string `json:"enforcement"`
+	Passthrough bool   `json:"passthrough"`
 	// Transport is how the kernel's FUSE requests reach the daemon:
 	// "uring" (FUSE over io_uring) or "dev" (/dev/fuse).
 	Transport string `json:"transport"`
@@ -155,6 +163,22 @@ type Status struct {
 	// Session, when a session's process reads .intentfs/status, is that
 	// session: ActiveIntent is then the session's.
 	Session *session.Info `json:"session,omitempty"`
+	// FilePermissions are the places in each live session's scope that
+	// the source's own owner, mode or ACL keep the session's uid from
+	// changing: refusals the kernel makes before intentfs sees them, so
+	// they never appear among the denials.
+	FilePermissions []PermissionProblem `json:"file_permissions,omitempty"`
+}
+
+// PermissionProblem is a part of an intent's scope that a session's uid
+// may not change because of the source's own permissions.
+type PermissionProblem struct {
+	Session string `json:"session"`
+	Uid     uint32 `json:"uid"`
+	Intent  string `json:"intent"`
+	// Path is the scope's file or directory that was asked about.
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // OpenWriter is a file open for writing. A handle keeps the intent it was

@@ -8,6 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/intentfs/intentfs/internal/creds"
+	"github.com/intentfs/intentfs/internal/fileperm"
 )
 
 // callers runs the operations of a request with the credentials of the
@@ -103,4 +104,17 @@ func (n *Node) AsDaemon(ctx context.Context, fn func() error) error { return n.r
 func (r *Root) asDaemon(ctx context.Context, fn func() error) error {
 	c, _ := r.callers.caller(ctx)
 	return r.callers.switcher.AsDaemon(c, fn)
+}
+
+// FilePermission says whether the source's own permissions (owner, mode,
+// ACLs) let the process pid, running as uid and gid, make the change op
+// to the workspace-relative path rel: nil when they do or cannot tell.
+// Through the mount the kernel refuses such a change before the daemon
+// sees it, so a dry run asks here to tell that refusal from the policy's.
+func (n *Node) FilePermission(pid, uid, gid uint32, rel, op string) (*fileperm.Refusal, error) {
+	if n.root.closed.Load() {
+		return nil, nil
+	}
+	c := n.root.callers.of(&fuse.Caller{Owner: fuse.Owner{Uid: uid, Gid: gid}, Pid: pid})
+	return fileperm.Check(n.root.rootFd, rel, op, c, func(fn func() error) error { return n.root.callers.switcher.Run(c, fn) })
 }

@@ -76,6 +76,7 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 	if !d.Allow && d.Code == policy.CodeOutOfScope {
 		d, up = r.upstreamOutside(ctx, caller, req, d)
 	}
+	d = observed(snap, req, d)
 	g := grant{decision: d, intent: req.Intent, actor: a, upstream: up}
 	if d.Allow {
 		deny, after, judged := r.watchGit(ctx, caller, a.Session, req)
@@ -163,6 +164,7 @@ func (r *Root) record(g grant, c ledger.Change) {
 	c.Process = g.proc
 	c.Session = g.actor.Session
 	c.Validation = string(g.decision.Validation)
+	g.noteWouldDeny(&c)
 	if g.upstream != nil {
 		if c.RestoredFrom == "" {
 			c.RestoredFrom = g.upstream.restoredFrom()

@@ -224,8 +224,12 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 // Rename moves an entry. Both ends must be in scope; RENAME_NOREPLACE and
-// RENAME_EXCHANGE are passed to renameat2.
+// RENAME_EXCHANGE are passed to renameat2, other flags are refused.
 func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if reason, refused := renameFlagsRefused(flags); refused {
+		rel, _ := n.childPath(name)
+		return n.root.refuse(ctx, policy.Request{Op: policy.OpRename, Path: rel, RenameFlags: flags}, CodeUnsupportedFlag, reason, syscall.EINVAL)
+	}
 	dst, ok := newParent.(*Node)
 	if !ok || dst.root != n.root {
 		return syscall.EXDEV
@@ -268,7 +272,11 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if isDir2 {
 		req.Subtree2 = noteListing(&listed, dst.subtreeBelow(newName))
 	}
-	g, errno := n.root.authorize(ctx, req)
+	var destroyed func() (int64, bool)
+	if dstExists && flags&policy.RenameExchange == 0 {
+		destroyed = n.root.replaces(&req, &dstSt)
+	}
+	g, errno := n.root.authorizeSized(ctx, req, destroyed)
 	if errno != 0 {
 		return errno
 	}

@@ -52,7 +52,8 @@ func (r *Root) retrackHandle(node *Node, rel string, f *File) {
 	intent := a.Intent
 	req := policy.Request{Op: policy.OpOpenWrite, Path: rel, Intent: intent,
 		Caller: policy.Caller{Pid: f.opener.Pid, Uid: f.opener.Uid, Gid: f.opener.Gid}}
-	d := r.gov.Snapshot().Decide(req)
+	snap := r.gov.Snapshot()
+	d := observed(snap, req, snap.Decide(req))
 	if d.Allow && d.Code == policy.CodeExempt {
 		return
 	}

@@ -119,7 +119,8 @@ func (n *Node) recheckMovedTree(ctx context.Context, g grant, req policy.Request
 	if exchange && req.IsDir2 {
 		again.Subtree2 = n.subtreeBelow(name) // what moved the other way
 	}
-	d := n.root.gov.Snapshot().Decide(again)
+	snap := n.root.gov.Snapshot()
+	d := observed(snap, again, snap.Decide(again))
 	if d.Allow {
 		return 0
 	}

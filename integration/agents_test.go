@@ -112,7 +112,15 @@ func countEvents(e *env, ev ledger.Event) int {
 }
 
 func TestClaudeHookAsTheAgentUser(t *testing.T) {
-	e := mount(t, agentPolicy, "INT-001", map[string]string{"src/old.go": "package old\n"})
+	// The agent's uid may write its scope's files in the source, as in a
+	// real setup (else the kernel refuses, and the hook says so).
+	e := mountPrepared(t, agentPolicy, "INT-001", map[string]string{"src/old.go": "package old\n"}, func(src string) {
+		for _, p := range []string{"src", "src/old.go"} {
+			if err := os.Chown(filepath.Join(src, p), 1000, 1000); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	reachable(t, e)
 	bin := agentBinary(t)
 	deniedBefore := countEvents(e, ledger.EventDenied)
@@ -369,19 +377,63 @@ func TestMountCreatesClaudeMDWhenNoAgentFileExists(t *testing.T) {
 	}
 }
 
-// TestMCPInspector drives the server with a client nobody here wrote: the
-// MCP Inspector's CLI, fetched by npx from the npm registry.
-func TestMCPInspector(t *testing.T) {
-	npx, err := exec.LookPath("npx")
+// inspectorVersions are the MCP Inspector releases the tests drive:
+// 0.16.5 builds a --tool-arg's value from the property's declared type
+// alone (so a list needs "type": "array"), as releases before 0.16.7 do;
+// 2.12.0 is the current one.
+func inspectorVersions() []string { return []string{"0.16.5", "2.12.0"} }
+
+// inspectorCLI returns the MCP Inspector's launcher, installed from the
+// npm registry once into a cache outside the repository; the test is
+// skipped, saying why, when it cannot be fetched.
+func inspectorCLI(t *testing.T, inspectorVersion string) string {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
 	if err != nil {
-		t.Skip("npx is not installed: the MCP Inspector cannot run here")
+		t.Skip("skipping: npm is not installed, so the MCP Inspector cannot be fetched")
 	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skipf("skipping: no home directory for the Inspector's cache: %v", err)
+	}
+	dir := filepath.Join(home, ".cache", "intentfs-test", "inspector", inspectorVersion)
+	bin := filepath.Join(dir, "node_modules", ".bin", "mcp-inspector")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Skipf("skipping: cannot create the Inspector's cache %s: %v", dir, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefix", dir,
+		"@modelcontextprotocol/inspector@"+inspectorVersion).CombinedOutput()
+	if err != nil {
+		t.Skipf("skipping: the MCP Inspector %s could not be fetched from the npm registry into %s: %v\n%s", inspectorVersion, dir, err, out)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("skipping: npm installed the MCP Inspector without %s: %v", bin, err)
+	}
+	return bin
+}
+
+// TestMCPInspector drives the server with a client nobody here wrote: the
+// MCP Inspector's CLI, which builds each argument from the tool's input
+// schema.
+func TestMCPInspector(t *testing.T) {
 	e := mount(t, agentPolicy, "INT-001", nil)
 	bin := agentBinary(t)
+	for _, v := range inspectorVersions() {
+		t.Run(v, func(t *testing.T) { driveWithInspector(t, e, bin, inspectorCLI(t, v)) })
+	}
+}
+
+func driveWithInspector(t *testing.T, e *env, bin, inspector string) {
 	run := func(args ...string) string {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, npx, append([]string{"-y", "@modelcontextprotocol/inspector", "--cli", bin, "mcp", "--mount", e.mnt}, args...)...)
+		cmd := exec.CommandContext(ctx, inspector, append([]string{"--cli", bin, "mcp", "--mount", e.mnt}, args...)...)
+		cmd.Dir = t.TempDir()
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -412,6 +464,22 @@ func TestMCPInspector(t *testing.T) {
 	}
 	if call.Structured.Allowed || len(call.Structured.CoveredBy) != 1 || call.Structured.CoveredBy[0].ID != "INT-002" {
 		t.Errorf("check_path through the inspector: %+v", call.Structured)
+	}
+	var scope struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	out := run("--method", "tools/call", "--tool-name", "request_scope", "--tool-arg", `paths=["docs/**"]`, "--tool-arg", "why=the API page")
+	if err := json.Unmarshal([]byte(out), &scope); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if scope.IsError || len(scope.Content) != 1 || !strings.Contains(scope.Content[0].Text, "Scope request filed for docs/**") {
+		t.Errorf("request_scope through the inspector: %s", out)
+	}
+	if p := e.mustSh(`cat .intentfs/pending`); !strings.Contains(p, "docs/**") {
+		t.Errorf("the scope request is not pending:\n%s", p)
 	}
 }
 

@@ -101,7 +101,7 @@ func newStoryRepo(t *testing.T) (c *cli, repo, ws string) {
 // edit, mount in the background, select, work, status, log, unmount.
 func TestUserStory(t *testing.T) {
 	c, repo, ws := newStoryRepo(t)
-	if out, code := c.run("init", "./repo"); code != 1 || !strings.Contains(out, "already exists") {
+	if out, code := c.run("init", "./repo"); code != 0 || !strings.Contains(out, "kept  repo/"+policy.IntentsFile+" (already there; not overwritten)") {
 		t.Fatalf("second init: exit %d %q", code, out)
 	}
 

@@ -16,11 +16,11 @@ const everythingPolicy = `active_intents:
     owned_scope: ["**"]
 `
 
-// TestFenceCallerCredentialsACL is issue 10's class 2, with ACLs: the
-// kernel's default_permissions check sees mode bits only, so a file whose
-// ACL denies uid 1000 (u:1000:---) was readable and writable through the
-// mount. Through the mount a caller must get exactly what it gets on the
-// source.
+// TestFenceCallerCredentialsACL: the kernel's default_permissions check
+// sees mode bits only, so a file whose ACL denies uid 1000 (u:1000:---)
+// would be readable and writable through the mount unless the daemon
+// opens it as the caller. Through the mount a caller must get exactly
+// what it gets on the source.
 func TestFenceCallerCredentialsACL(t *testing.T) {
 	src := ext4Source(t)
 	e := mountAt(t, src, everythingPolicy, "INT-001", map[string]string{"acl.txt": "guarded\n", "open.txt": "open\n"}, func(src string) {
@@ -57,11 +57,11 @@ func TestFenceCallerCredentialsACL(t *testing.T) {
 	}
 }
 
-// TestFenceCallerCredentialsRenameRace is class 2 under a race: uid 1000
-// swaps its own file with a root-only one (renameat2 RENAME_EXCHANGE)
-// while opening its file for reading and appending. The kernel checks the
-// inode it resolved; the daemon used to reopen by name, as root, and so
-// reached the root-only file. No open may ever reach it.
+// TestFenceCallerCredentialsRenameRace is the caller's credentials under
+// a race: uid 1000 swaps its own file with a root-only one (renameat2
+// RENAME_EXCHANGE) while opening its file for reading and appending. The
+// kernel checks the inode it resolved; a daemon that reopened by name, as
+// root, would reach the root-only file. No open may ever reach it.
 func TestFenceCallerCredentialsRenameRace(t *testing.T) {
 	src := ext4Source(t)
 	e := mountAt(t, src, everythingPolicy, "INT-001", map[string]string{"shared/mine": "mine\n", "shared/secret": "TOPSECRET\n"}, func(src string) {

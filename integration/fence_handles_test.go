@@ -8,10 +8,10 @@ import (
 	"github.com/intentfs/intentfs/ledger"
 )
 
-// TestFenceHandleMovedIntoScope is issue 10's class 8: a file opened for
-// writing on an exempt path (build/) and then renamed into a governed one
-// kept an untracked handle, so its later writes were never recorded. The
-// rename now starts tracking the handle.
+// TestFenceHandleMovedIntoScope: a file opened for writing on an exempt
+// path (build/) and then renamed into a governed one must not keep an
+// untracked handle, or its later writes would never be recorded: the
+// rename starts tracking the handle.
 func TestFenceHandleMovedIntoScope(t *testing.T) {
 	e := mountFence(t, scopePolicy, "INT-001", map[string]string{".intentignore": "build/\n", "build/.keep": "", "src/.keep": ""},
 		func(src string) { chownTree(t, src) })

@@ -16,10 +16,10 @@ const underscorePolicy = `active_intents:
     owned_scope: ["a/**/[!_]*"]
 `
 
-// TestFenceDirectoryRenameOnNonPrefixGlob is issue 10's class 7: under a
-// scope that is not a plain prefix, moving a directory used to be decided
-// with a probe name, so `mv a/b a/c` carried a/b/_secret (out of scope)
-// along. The move is now decided on what really is below the directory.
+// TestFenceDirectoryRenameOnNonPrefixGlob: under a scope that is not a
+// plain prefix, a move of a directory decided with a probe name would let
+// `mv a/b a/c` carry a/b/_secret (out of scope) along. The move must be
+// decided on what really is below the directory.
 func TestFenceDirectoryRenameOnNonPrefixGlob(t *testing.T) {
 	e := mountFence(t, underscorePolicy, "INT-001", map[string]string{
 		"a/b/x.go": "package x\n", "a/b/_secret": "s\n", "a/ok/y.go": "package y\n", "a/ok/sub/z.go": "package z\n"},

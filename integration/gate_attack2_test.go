@@ -71,7 +71,7 @@ func TestGateAttack2FullHashBaseShadowedByBranch(t *testing.T) {
 	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && git update-ref refs/heads/"+base+" HEAD")
 	t.Logf("fetch, reset and refs/heads/<base id>: err %v\n%s", err, out)
 	if !mainHolds(t, e.src, x) {
-		t.Skipf("main does not hold the fetched commit (not this hole): %v\n%s", err, out)
+		skipOrFail(t, "main does not hold the fetched commit (not this hole): %v\n%s", err, out)
 	}
 	chk, code := c.run("check", "--source", e.src, base+"..main")
 	t.Logf("intentfs check <base id>..main (exit %d):\n%s", code, chk)
@@ -274,7 +274,7 @@ func TestGateAttack2ForgedReflogSteersCheckOfBranchAtZero(t *testing.T) {
 		"printf '%s %s a <a@a> 1900000000 +0000\\tx\\n' "+x+" "+g+" >> .git/logs/refs/heads/main && git rev-parse main main@{0}")
 	t.Logf("fetch, reset, forged reflog entry: err %v\n%s", err, out)
 	if !mainHolds(t, e.src, x) {
-		t.Skipf("main does not hold the fetched commit (not this hole): %v\n%s", err, out)
+		skipOrFail(t, "main does not hold the fetched commit (not this hole): %v\n%s", err, out)
 	}
 	chk, code := c.run("check", "--source", e.src, base+"..main@{0}")
 	t.Logf("intentfs check <base>..main@{0} (exit %d):\n%s", code, chk)
@@ -315,7 +315,7 @@ func TestGateAttack2FullRefNameRefusedAndAdviceNamesAgentsBranch(t *testing.T) {
 	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && git update-ref refs/heads/refs/heads/main "+base)
 	t.Logf("fetch, reset and refs/heads/refs/heads/main: err %v\n%s", err, out)
 	if !mainHolds(t, e.src, x) {
-		t.Skipf("main does not hold the fetched commit (not this hole): %v\n%s", err, out)
+		skipOrFail(t, "main does not hold the fetched commit (not this hole): %v\n%s", err, out)
 	}
 	chk, code := c.run("check", "--source", e.src, base+"..refs/heads/main")
 	t.Logf("intentfs check <base>..refs/heads/main (exit %d):\n%s", code, chk)

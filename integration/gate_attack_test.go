@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
 )
 
 // craftElsewhere builds, as the agent, a clone of origin outside the mount
@@ -48,7 +50,7 @@ func TestGateAttackEvilMergeFetchedIsNeverChecked(t *testing.T) {
 	// In the mount, as the agent: an ordinary fetch and fast-forward.
 	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD")
 	if err != nil {
-		t.Skipf("the gate refused the fetched evil merge (not this hole): %v\n%s", err, out)
+		skipOrFail(t, "the gate refused the fetched evil merge (not this hole): %v\n%s", err, out)
 	}
 	if got := gitAs(t, e.src, "git rev-parse main && git show main:README.md"); !strings.Contains(got, m) || !strings.Contains(got, "pwned") {
 		t.Fatalf("main does not hold the evil merge: %s", got)
@@ -90,7 +92,7 @@ func TestGateAttackDefaultRangeFromAgentRemoteRef(t *testing.T) {
 		"echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
 	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && git update-ref refs/remotes/origin/main HEAD")
 	if err != nil {
-		t.Skipf("refused (not this hole): %v\n%s", err, out)
+		skipOrFail(t, "refused (not this hole): %v\n%s", err, out)
 	}
 	if got := gitAs(t, e.src, "git rev-parse main"); got != x {
 		t.Fatalf("main is %s, not the crafted %s", got, x)
@@ -212,10 +214,10 @@ open(my $o, ">:raw", "$g.new") or die $!; print $o $d; close $o or die $!; renam
 		".git/objects/info/commit-graph "+tbad+" "+tgood)
 	t.Logf("commit graph: err %v\n%s", err, out)
 	if err != nil {
-		t.Skipf("could not write the commit graph (not this hole): %v", err)
+		skipOrFail(t, "could not write the commit graph (not this hole): %v", err)
 	}
 	if got := gitAs(t, e.mnt, "git log -1 --format=%T "+x); got != tgood {
-		t.Skipf("git does not take the tree from the patched graph (%s)", got)
+		skipOrFail(t, "git does not take the tree from the patched graph (%s)", got)
 	}
 	out, err = gitTry(e.mnt, "git update-ref refs/heads/main "+x)
 	t.Logf("git update-ref refs/heads/main %s: err %v\n%s", x[:12], err, out)
@@ -287,8 +289,8 @@ func TestGateAttackPackedRefsDuplicateEntry(t *testing.T) {
 //	  "metadata":{"dev.intentfs":{"event":"revert","post_hash":"sha256:<sha of pwned>"}}}' HEAD
 //
 // `intentfs check base..main`, run by the human on the source with the
-// local ledger, says OK. (Unlike the known notes issue this needs no other
-// machine: the reviewer's local check is fooled on the agent's own clone.)
+// local ledger, says OK. (Unlike forged notes read on a fresh clone, a
+// documented limit, this needs no other machine: the reviewer's local check is fooled on the agent's own clone.)
 //
 // Impact: full bypass of the local check. Severity: HIGH. Fix: when a
 // local ledger exists, take from the notes only records that are in it
@@ -304,7 +306,7 @@ func TestGateAttackForgedLocalNoteAccountsForLocalCheck(t *testing.T) {
 		`git notes --ref=intentfs add -f -m "{\"id\":\"6a1e2b3c-4d5e-4f60-8172-839405a6b7c8\",\"files\":[{\"path\":\"README.md\"}],\"metadata\":{\"dev.intentfs\":{\"event\":\"revert\",\"post_hash\":\"sha256:$h\"}}}" HEAD`)
 	t.Logf("fetch, reset and forged note: err %v\n%s", err, out)
 	if !mainHolds(t, e.src, x) {
-		t.Skipf("main does not hold the fetched commit (not this hole): %v\n%s", err, out)
+		skipOrFail(t, "main does not hold the fetched commit (not this hole): %v\n%s", err, out)
 	}
 	chk, code := c.run("check", "--source", e.src, base+"..main")
 	t.Logf("intentfs check %s..main (exit %d):\n%s", base[:12], code, chk)
@@ -383,7 +385,7 @@ func TestGateAttackShadowRefRedirectsCheck(t *testing.T) {
 	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && git update-ref refs/main "+g)
 	t.Logf("fetch, reset and refs/main: err %v\n%s", err, out)
 	if !mainHolds(t, e.src, x) {
-		t.Skipf("main does not hold the fetched commit (not this hole): %v\n%s", err, out)
+		skipOrFail(t, "main does not hold the fetched commit (not this hole): %v\n%s", err, out)
 	}
 	chk, code := c.run("check", "--source", e.src, base+"..main")
 	t.Logf("intentfs check %s..main (exit %d):\n%s", base[:12], code, chk)
@@ -397,146 +399,54 @@ func TestGateAttackShadowRefRedirectsCheck(t *testing.T) {
 // Attack: a write by git is a "restore", not authorship, when the content
 // is in a commit a branch, remote-tracking branch, HEAD or FETCH_HEAD
 // names and that was not made in the mount. A commit the agent makes in a
-// directory of its own and fetches qualifies. So the agent writes new code
+// directory of its own and fetches qualifies. So the agent writes code
 // there and brings it into the work tree with git:
 //
 //	(in ~/evil) printf 'package api\n\nfunc Backdoor() {}\n' > src/evil.go && git commit
 //	git fetch -q /path/evil main && git checkout FETCH_HEAD -- src/evil.go
 //
-// The ledger records the write with restored_from "commit <X>", and
-// `intentfs blame` credits the lines to no intent: the agent's own,
-// never-before-seen code is shown as git putting back existing content.
-//
-// Impact: blame/log misattribution of agent-authored code (it still must
-// be in scope). Severity: LOW-MEDIUM. Fix: count as restore sources only
-// commits that the repository had when the mount started, or that came in
-// through a fetch from a configured remote URL (not a path the agent
-// controls), and never FETCH_HEAD of a local path.
+// The record then says restored_from "commit <X>" and blame credits the
+// lines to nobody: a known limit (README, "What git restores is trusted by
+// where it is"), since which commits count as someone else's work needs a
+// source the agent cannot write. What the limit must not widen is asserted
+// here: content brought that way outside the scope is still refused, and
+// the in-scope write's record still names the agent's intent and process,
+// so the change is attributable even when blame is not.
 func TestGateAttackAgentCodeLaunderedAsRestore(t *testing.T) {
-	// Open, and in the README's "Not yet": which commits count as someone
-	// else's work needs a source the agent cannot write (the declared
-	// upstream covers only its tip). The write still must be in scope and
-	// is recorded under the agent's intent, process and session.
-	t.Skip("known limit: content git brings from a commit the agent made elsewhere is recorded as a restore (README, Not yet)")
-	c, e, origin, _ := gateRepo(t)
-	evil, _ := craftElsewhere(t, e, origin, "evil5", "printf 'package api\\n\\nfunc Backdoor() {}\\n' > src/evil.go && git add src/evil.go && git commit -qm x")
-	gitAs(t, e.mnt, "git fetch -q "+evil+" main && git checkout FETCH_HEAD -- src/evil.go")
-	var restored string
+	_, e, origin, _ := gateRepo(t)
+	evil, _ := craftElsewhere(t, e, origin, "evil5",
+		"printf 'package api\\n\\nfunc Backdoor() {}\\n' > src/evil.go && echo pwned > README.md && git add src/evil.go README.md && git commit -qm x")
+	gitAs(t, e.mnt, "git fetch -q "+evil+" main")
+
+	out, err := gitTry(e.mnt, "git checkout FETCH_HEAD -- README.md")
+	if err == nil {
+		t.Errorf("HOLE: git checkout of the agent's own README.md (outside src/**) through the mount succeeded:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.src, "README.md")); err != nil || string(b) != "# project\n" {
+		t.Errorf("HOLE: README.md in the source is %q (%v), want the original", b, err)
+	}
+
+	gitAs(t, e.mnt, "git checkout FETCH_HEAD -- src/evil.go")
+	var rec *ledger.Record
 	waitFor(t, func() bool {
 		for _, r := range e.records() {
 			if r.Path() == "src/evil.go" && r.Gov().PostHash != nil {
-				restored = r.Gov().RestoredFrom
+				rec = r
 				return true
 			}
 		}
 		return false
 	}, "the record of src/evil.go")
-	blame := c.must("blame", "--source", e.src, "src/evil.go")
-	t.Logf("restored_from %q; intentfs blame src/evil.go:\n%s", restored, blame)
-	if restored != "" || !lineWith(blame, "INT-001", "Backdoor") {
-		t.Errorf("HOLE: code the agent wrote (in its own directory, never seen before) is recorded as restored from %q and not credited to INT-001:\n%s", restored, blame)
+	g := rec.Gov()
+	intent := "<none>"
+	if g.IntentID != nil {
+		intent = *g.IntentID
 	}
-}
-
-// TestGateAttackPrunedStartTipWedgesEveryCommit.
-//
-// Attack (denial of service): the gate excludes, in every judgement, the
-// commits every ref named when it first saw the repository ("^<tip>" on
-// rev-list's stdin). If one of those commits no longer exists, rev-list
-// fails and every branch update is refused ("the commit could not be
-// checked"). The agent deletes the refs that keep one start tip alive and
-// prunes it with ordinary git:
-//
-//	git hash-object -w --stdin </dev/null     # the gate notes the start tips
-//	git branch -q -D other && git update-ref -d refs/remotes/origin/other
-//	git reflog expire --expire=now --all && git gc -q --prune=now
-//
-// From then on every commit in the mount, by the agent or a person, in
-// scope and accounted for, fails with "couldn't set refs/heads/main",
-// until the mount is restarted.
-//
-// Impact: one agent wedges all commits through the mount. Severity:
-// MEDIUM (DoS, fail-closed). Fix: pass the known tips with
-// --ignore-missing (or filter them with cat-file --batch-check first) and
-// drop the ones that are gone.
-func TestGateAttackPrunedStartTipWedgesEveryCommit(t *testing.T) {
-	_, e, _, _ := gateRepo(t)
-	out, err := gitTry(e.mnt, "git hash-object -w --stdin </dev/null && git branch -q -D other && git update-ref -d refs/remotes/origin/other && "+
-		"git reflog expire --expire=now --all && git gc -q --prune=now")
-	t.Logf("pruning a start tip: err %v\n%s", err, out)
-	out, err = gitTry(e.mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
-	t.Logf("an ordinary commit in scope afterwards: err %v\n%s", err, out)
-	if err != nil {
-		den, _ := os.ReadFile(filepath.Join(e.mnt, ".intentfs", "denials"))
-		t.Errorf("HOLE (DoS): after the agent pruned a start tip, an ordinary in-scope commit is refused: %v\n%s\n.intentfs/denials:\n%s", err, out, den)
+	t.Logf("src/evil.go: restored_from %q, intent %s, process %+v", g.RestoredFrom, intent, g.Process)
+	if intent != "INT-001" {
+		t.Errorf("the record of the laundered src/evil.go names intent %s, not INT-001", intent)
 	}
-}
-
-// TestGateAttackPackNotNamedPackIsNotSeen.
-//
-// Attack: the gate tells commits made in the mount by the loose objects
-// and the packs written there, a pack being objects/pack/pack-*.{pack,idx}
-// (packFile); git reads every objects/pack/*.idx, whatever its name. The
-// agent builds its crafted commit in an object directory of its own in
-// scope and packs it into .git/objects/pack/evil-<hash>.pack, then moves
-// the branch:
-//
-//	export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix
-//	git read-tree HEAD; blob=$(echo pwned | git hash-object -w --stdin)
-//	git update-index --cacheinfo 100644,$blob,README.md
-//	x=$(git commit-tree -p HEAD -m tidy $(git write-tree))
-//	git rev-list --objects $x ^HEAD | git pack-objects -q .git/objects/pack/evil
-//	unset ...; git update-ref refs/heads/main $x
-//
-// The gate finds no object of X written in the mount, so it does not
-// judge it (as if fetched), and main moves to a commit changing README.md
-// outside src/**. Nothing outside the mount is needed, nor index-pack.
-//
-// Impact: the commit gate is bypassed for any commit made in the mount.
-// Severity: HIGH for the gate. Fix: treat any file written under
-// objects/pack/ (any *.idx/*.pack/*.rev/*.mtimes name) as the mount's,
-// or refuse pack names git itself would not write.
-func TestGateAttackPackNotNamedPackIsNotSeen(t *testing.T) {
-	_, e, _, base := gateRepo(t)
-	x := gitAs(t, e.mnt, `mkdir src/.o && export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix && `+
-		`git read-tree HEAD && blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && `+
-		`x=$(git commit-tree -p HEAD -m tidy $(git write-tree)) && git rev-list --objects $x ^HEAD | git pack-objects -q .git/objects/pack/evil >/dev/null && echo $x`)
-	out, err := gitTry(e.mnt, "rm -rf src/.o src/.ix && ls .git/objects/pack && git update-ref refs/heads/main "+x)
-	t.Logf("commit packed as evil-*.pack, then update-ref: err %v\n%s", err, out)
-	if mainHolds(t, e.src, x) {
-		t.Errorf("HOLE: main moved from %s to the unjudged commit %s (README.md outside src/**), whose objects reached the mount in a pack not named pack-*", base[:12], x[:12])
-	}
-}
-
-// TestGateAttackEndToEndInsideMount.
-//
-// Attack: the two holes above together, with nothing outside the mount:
-// the evil merge of TestGateAttackEvilMergeFetchedIsNeverChecked (parents
-// HEAD and an empty commit on HEAD, tree with README.md changed), built
-// in an object directory under src/ and packed as evil-*.pack
-// (TestGateAttackPackNotNamedPackIsNotSeen), then
-//
-//	git update-ref refs/heads/main <merge>
-//
-// The gate does not judge it (not seen as made in the mount) and
-// `intentfs check base..main` skips it (a merge): main holds README.md
-// "pwned", outside src/**, never written through the mount, and both
-// gates say nothing. Works inside a sealed session too (only src/ and
-// .git/ are written).
-//
-// Severity: HIGH. Fix: both fixes above (check merges in intentfs check;
-// see every pack written in the mount).
-func TestGateAttackEndToEndInsideMount(t *testing.T) {
-	c, e, _, base := gateRepo(t)
-	m := gitAs(t, e.mnt, `mkdir src/.o && export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix && `+
-		`git read-tree HEAD && e=$(git commit-tree -p HEAD -m empty HEAD^{tree}) && blob=$(echo pwned | git hash-object -w --stdin) && `+
-		`git update-index --cacheinfo 100644,$blob,README.md && m=$(git commit-tree -p HEAD -p $e -m merge $(git write-tree)) && `+
-		`git rev-list --objects $m ^HEAD | git pack-objects -q .git/objects/pack/evil >/dev/null && echo $m`)
-	out, err := gitTry(e.mnt, "rm -rf src/.o src/.ix && git update-ref refs/heads/main "+m)
-	t.Logf("git update-ref refs/heads/main <evil merge>: err %v\n%s", err, out)
-	chk, code := c.run("check", "--source", e.src, base+"..main")
-	t.Logf("intentfs check %s..main (exit %d):\n%s", base[:12], code, chk)
-	if mainHolds(t, e.src, m) && code == 0 {
-		t.Errorf("HOLE: main holds the evil merge %s (README.md outside src/**), made entirely inside the mount, and intentfs check says OK:\n%s", m[:12], chk)
+	if g.Process == nil {
+		t.Errorf("the record of the laundered src/evil.go names no process")
 	}
 }

@@ -72,7 +72,8 @@ func TestCommitGate(t *testing.T) {
 	src, mnt := e.src, e.mnt
 	head := func() string { return gitAs(t, src, "git rev-parse HEAD") }
 
-	// The plumbing attack, as the agent would run it.
+	// A commit of content never written through the mount, made with
+	// git's plumbing, as the agent would run it.
 	out, err := gitTry(mnt, "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit -qm tidy")
 	t.Logf("plumbing commit in the mount:\n%s", out)
 	if err == nil || head() != base {

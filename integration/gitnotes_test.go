@@ -42,8 +42,8 @@ func mountSource(t *testing.T, src, intent string) string {
 	return startDaemon(t, src, t.TempDir(), intent).Mountpoint()
 }
 
-// TestCheckAndNotesAcrossThreeClones is the story with real
-// mounts and the real binary: agent A (INT-001, src/) commits through its
+// TestCheckAndNotesAcrossThreeClones is a team's day with real mounts and
+// the real binary: agent A (INT-001, src/) commits through its
 // mount and then sneaks a README change into history with git's plumbing;
 // check names it. Agent B (INT-002, docs/) works in a second clone and
 // rebases on A's work. Both push their notes; a third, fresh clone with no

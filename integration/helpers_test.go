@@ -31,10 +31,18 @@ func requireFUSE(t *testing.T) {
 	if why == "" {
 		return
 	}
+	skipOrFail(t, "FUSE is unavailable: %s", why)
+}
+
+// skipOrFail ends a test whose setup was refused, so that it would test
+// nothing: a skip by default, a failure under INTENTFS_REQUIRE_FUSE=1,
+// where CI must not count a test that checked nothing as a pass.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
 	if os.Getenv("INTENTFS_REQUIRE_FUSE") == "1" {
-		t.Fatalf("FUSE is required (INTENTFS_REQUIRE_FUSE=1) but %s", why)
+		t.Fatalf("required (INTENTFS_REQUIRE_FUSE=1), but "+format, args...)
 	}
-	t.Skipf("skipping: %s (set INTENTFS_REQUIRE_FUSE=1 to make this a failure)", why)
+	t.Skipf("skipping: "+format+" (set INTENTFS_REQUIRE_FUSE=1 to make this a failure)", args...)
 }
 
 // env is one mounted workspace.

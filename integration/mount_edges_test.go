@@ -19,8 +19,8 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-// The rough edges of mounting and unmounting a new user hit (issue 9),
-// each driven through the real binary.
+// The rough edges a new user meets mounting and unmounting, each driven
+// through the real binary.
 
 const otherUID = 1000
 

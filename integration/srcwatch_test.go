@@ -18,8 +18,8 @@ func (e *env) lookups() uint64 {
 }
 
 // TestWatchedSourceCachesLongAndStaysFresh: with the source watched, the
-// kernel keeps entries and attributes past the old one-second timeout
-// (no LOOKUP or GETATTR for a file it knows), and still shows each kind
+// kernel keeps entries and attributes past go-fuse's default one-second
+// timeout (no LOOKUP or GETATTR for a file it knows), and still shows each kind
 // of change made directly in the source, or by intentfs's own ledger,
 // within moments: with an hour's timeout, only the watcher can make
 // these pass.
@@ -38,8 +38,8 @@ func TestWatchedSourceCachesLongAndStaysFresh(t *testing.T) {
 		}
 	}
 
-	// Cached for long: past the old timeout, no request at all. (The
-	// sleep is the point: it outlasts what the kernel kept before.)
+	// Cached for long: past a one-second timeout, no request at all. (The
+	// sleep is the point: it outlasts what a default timeout keeps.)
 	before := e.lookups()
 	time.Sleep(1200 * time.Millisecond)
 	for _, p := range []string{"dir/a.txt", "dir/gone.txt", "dir/mode.txt", "old/f.txt"} {

@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// Round 2 of the attacks on git's upstream path outside the scope (see
-// upstream_attack_test.go). Each test fails while the hole is open and
-// passes once it is closed.
+// More attacks on git's upstream path outside the scope, aimed at the
+// defences upstream_attack_test.go's tests hold in place. Each test fails
+// while the hole is open and passes once it is closed.
 
 // shim2C is shimC with more operations. Like shimC, it only gives the
 // agent control of *when* the system's git makes its requests.
@@ -98,9 +98,9 @@ func agentBg(dir, script string) (*exec.Cmd, *syncBuffer) {
 	return cmd, &out
 }
 
-// TestUpstreamAttack2PutBackRacesRmdir: the fix of
-// TestUpstreamAttackRemovalWithoutItsDirectory makes a directory above a
-// pending removal busy (EBUSY) -- but only while the removal is in the
+// TestUpstreamAttack2PutBackRacesRmdir: the defence
+// TestUpstreamAttackRemovalWithoutItsDirectory holds makes a directory
+// above a pending removal busy (EBUSY) -- but only while the removal is in the
 // pending map. When git ends, the watcher takes *all* of that git's
 // removals out of the map at once (due), then puts them back one by one,
 // each with two ledger records, without holding upstreamRemovals.dirs.

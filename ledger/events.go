@@ -9,7 +9,7 @@ import (
 )
 
 // KnownEvents lists every event a record may carry, in the order the
-// README documents them. It returns a new slice each time.
+// ledger reference (docs/ledger.md) documents them. It returns a new slice each time.
 func KnownEvents() []Event {
 	return []Event{
 		EventCreate, EventWrite, EventTruncate, EventDelete, EventRename,

@@ -64,10 +64,10 @@ func readSource(t *testing.T, name string) string {
 	return string(b)
 }
 
-// TestREADMENamesEveryEventAndClass: the README's ledger section lists
-// every event and mutation class a record may carry.
-func TestREADMENamesEveryEventAndClass(t *testing.T) {
-	readme := readSource(t, "../README.md")
+// TestLedgerDocNamesEveryEventAndClass: the ledger reference,
+// docs/ledger.md, lists every event and mutation class a record may carry.
+func TestLedgerDocNamesEveryEventAndClass(t *testing.T) {
+	doc := readSource(t, "../docs/ledger.md")
 	names := []string{}
 	for _, e := range KnownEvents() {
 		names = append(names, string(e))
@@ -75,11 +75,11 @@ func TestREADMENamesEveryEventAndClass(t *testing.T) {
 	for _, c := range []MutationClass{ClassCreation, ClassDeletion, ClassRename, ClassEvolution, ClassMetadata, ClassDocumentation, ClassConfiguration, ClassASTRefactor} {
 		names = append(names, string(c))
 	}
-	_, section, _ := strings.Cut(readme, "- **`event`**:")
+	_, section, _ := strings.Cut(doc, "- **`event`**:")
 	section, _, _ = strings.Cut(section, "- **`pre_hash`")
 	for _, n := range names {
 		if !strings.Contains(section, "`"+n+"`") {
-			t.Errorf("the README's event and mutation_class lists lack `%s`", n)
+			t.Errorf("docs/ledger.md's event and mutation_class lists lack `%s`", n)
 		}
 	}
 }

@@ -30,7 +30,7 @@ func AcquireLock(source, holder string) (*os.File, error) {
 	path := filepath.Join(source, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("opening lock %s: %w", path, err)
+		return nil, lockOpenError(path, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		var li lockInfo
@@ -55,4 +55,48 @@ func AcquireLock(source, holder string) (*os.File, error) {
 		return nil, fmt.Errorf("writing the lock holder to %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// lockOpenError explains a lock that cannot be opened. The usual cause is
+// a lock file left by a mount run as another user (root, say): the flock
+// is gone with that mount, but the file stays, owned by that user, and
+// another user may not open it for writing.
+func lockOpenError(path string, err error) error {
+	if !errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("opening lock %s: %w", path, err)
+	}
+	var st syscall.Stat_t
+	if syscall.Lstat(path, &st) != nil {
+		return fmt.Errorf("opening lock %s: %w: this user (uid %d) may not create it in %s; mount as the user who owns the source, or as root",
+			path, err, os.Geteuid(), filepath.Dir(path))
+	}
+	holder := ""
+	if li, ok := readLockInfo(path); ok {
+		alive := syscall.Kill(li.Pid, 0) != syscall.ESRCH
+		state := "no longer running"
+		if alive {
+			state = "still running: unmount it first"
+		}
+		holder = fmt.Sprintf(" it was last held by pid %d for %s (%s);", li.Pid, li.Mountpoint, state)
+	}
+	return fmt.Errorf("opening lock %s: %w: the lock file belongs to uid %d, not to this user (uid %d): it was left by a mount or command run as that user;%s "+
+		"run intentfs as uid %d (sudo intentfs ...), or, once nothing holds it, remove it: sudo rm %s (intentfs doctor checks this)",
+		path, err, st.Uid, os.Geteuid(), holder, st.Uid, path)
+}
+
+// readLockInfo reads who last held a lock: a regular file, not a link,
+// a few bytes, never blocking.
+func readLockInfo(path string) (lockInfo, bool) {
+	var li lockInfo
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return li, false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return li, false
+	}
+	b := make([]byte, 4096)
+	n, _ := f.Read(b)
+	return li, json.Unmarshal(b[:n], &li) == nil && li.Pid > 0
 }

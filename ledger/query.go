@@ -23,6 +23,9 @@ type Filter struct {
 	ID string
 	// Session selects the records of one agent session.
 	Session string
+	// WouldDeny selects the changes made that the policy refuses: those
+	// observe mode let through, recorded with scope_validation FAIL.
+	WouldDeny bool
 }
 
 // Match reports whether r passes the filter.
@@ -38,6 +41,8 @@ func (f *Filter) Match(r *Record) bool {
 	case f.Comm != "" && (g.Process == nil || g.Process.Comm != f.Comm):
 		return false
 	case f.Session != "" && (g.Session == nil || g.Session.ID != f.Session):
+		return false
+	case f.WouldDeny && (ClassOf(g.Event) == "" || g.ScopeValidation != "FAIL"):
 		return false
 	}
 	if !f.Since.IsZero() {
@@ -74,6 +79,9 @@ func (f *Filter) quick(raw []byte) bool {
 	if f.Session != "" && !bytes.Contains(raw, []byte(`"session":{"id":"`+f.Session+`"`)) {
 		return false
 	}
+	if f.WouldDeny && !bytes.Contains(raw, []byte(`"scope_validation":"FAIL"`)) {
+		return false
+	}
 	if len(f.Events) == 1 && !bytes.Contains(raw, []byte(`"event":"`+string(f.Events[0])+`"`)) {
 		return false
 	}
@@ -86,7 +94,7 @@ func (f *Filter) quick(raw []byte) bool {
 // rawExact reports whether quick decides the filter exactly, so matching
 // lines need no decoding.
 func (f *Filter) rawExact() bool {
-	return f.PathGlob == "" && f.Since.IsZero() && f.Comm == "" && f.Session == "" && len(f.Events) <= 1
+	return f.PathGlob == "" && f.Since.IsZero() && f.Comm == "" && f.Session == "" && len(f.Events) <= 1 && !f.WouldDeny
 }
 
 // QueryRaw calls fn with the raw bytes (one JSON record, no newline) of

@@ -19,21 +19,23 @@ func TestQuery(t *testing.T) {
 	add(0, Change{Event: EventCreate, Path: "src/a.go", Intent: "INT-001", Process: &Process{Comm: "sh"}})
 	add(1, Change{Event: EventWrite, Path: "src/a.go", Intent: "INT-002", Process: &Process{Comm: "sed"}})
 	add(2, Change{Event: EventRename, Path: "lib/b.go", FromPath: "src/a.go", Intent: "INT-002", Process: &Process{Comm: "mv"}})
-	add(3, Change{Event: EventDenied, Path: "README.md", Intent: "INT-001", Process: &Process{Comm: "sh"}})
+	add(3, Change{Event: EventDenied, Path: "README.md", Intent: "INT-001", Validation: "FAIL", Process: &Process{Comm: "sh"}})
+	add(4, Change{Event: EventCreate, Path: "docs/x.md", Intent: "INT-001", Validation: "FAIL", Code: "OUT_OF_SCOPE", Process: &Process{Comm: "sh"}})
 	w.Close()
 	tests := []struct {
 		name string
 		f    Filter
 		want string
 	}{
-		{"all but header", Filter{Events: []Event{EventCreate, EventWrite, EventRename, EventDenied}}, "[create write rename denied]"},
+		{"all but header", Filter{Events: []Event{EventCreate, EventWrite, EventRename, EventDenied}}, "[create write rename denied create]"},
 		{"intent", Filter{Intent: "INT-002"}, "[write rename]"},
 		{"path glob matches from_path", Filter{PathGlob: "src/**"}, "[create write rename]"},
 		{"literal path", Filter{PathGlob: "README.md"}, "[denied]"},
-		{"since (the header is dated now)", Filter{Since: base.Add(90 * time.Second)}, "[header rename denied]"},
+		{"since (the header is dated now)", Filter{Since: base.Add(90 * time.Second)}, "[header rename denied create]"},
 		{"event", Filter{Events: []Event{EventDenied}}, "[denied]"},
 		{"comm", Filter{Comm: "sed"}, "[write]"},
 		{"nothing", Filter{Intent: "INT-404"}, "[]"},
+		{"would-deny: made changes with validation FAIL, not denials", Filter{WouldDeny: true}, "[create]"},
 	}
 	for _, tt := range tests {
 		var got []Event

@@ -73,7 +73,9 @@ const (
 	EventAccept Event = "accept"
 )
 
-// MutationClass is the seeds' classification of a change.
+// MutationClass is the kind of change a record makes, coarser than its
+// event, so that a reviewer can filter the ledger by what a change was
+// (a creation, a refactor, documentation) rather than by the syscall.
 type MutationClass string
 
 // Mutation classes.

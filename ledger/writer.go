@@ -276,7 +276,7 @@ func splitTail(f *os.File, size int64) (torn, last []byte, err error) {
 
 // lastLine returns the last whole line of a closed ledger file.
 func lastLine(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return nil, err
 	}

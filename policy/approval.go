@@ -32,7 +32,8 @@ type ApprovalRule struct {
 	MoreThan int
 	Within   time.Duration
 	// LargerThan, if above 0, holds only deletions of files larger than
-	// this many bytes.
+	// this many bytes: measured on the content a change destroys (a
+	// whole file for an unlink, what a truncation cuts off).
 	LargerThan int64
 	// Timeout is how long a held change waits before it is denied.
 	Timeout time.Duration
@@ -73,6 +74,14 @@ func (a *ApprovalRule) Matches(op Op, paths ...string) bool {
 		}
 	}
 	return false
+}
+
+// MatchesEffect is Matches, where a change that destroys content of an
+// existing file (Request.Destroys) is also covered by a rule on unlink:
+// a rule on deleting files holds every change that destroys one, whatever
+// the operation is called.
+func (a *ApprovalRule) MatchesEffect(op Op, destroys bool, paths ...string) bool {
+	return a.Matches(op, paths...) || destroys && a.Matches(OpUnlink, paths...)
 }
 
 // Describe says in words what the rule holds, for the agent and the
@@ -135,7 +144,8 @@ func approvalOps() []Op {
 		OpLink, OpUnlink, OpRmdir, OpRename, OpSetxattr, OpRemovexattr, OpFallocate, OpCopyFileRange}
 }
 
-var knownApprovalKeys = []string{"name", "ops", "paths", "more_than", "within", "larger_than", "timeout"}
+var approvalMapping = mappingKind{noun: "approval rule ", where: "this approval rule", unknown: SevError,
+	known: []string{"name", "ops", "paths", "more_than", "within", "larger_than", "timeout"}}
 
 // approvals parses an `approvals:` list, of the workspace (intent "") or
 // of one intent.
@@ -164,6 +174,9 @@ func (p *parser) approvals(v *yaml.Node, intent string) []*ApprovalRule {
 	return out
 }
 
+// approvalRule parses one approval rule; it returns nil, after reporting
+// every problem, when any part of it is wrong: a rule that holds other
+// changes than its author meant must not load.
 func (p *parser) approvalRule(n *yaml.Node, intent string) *ApprovalRule {
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "an approval rule must be a mapping such as {ops: [delete], more_than: 50, within: 10s}")
@@ -171,63 +184,93 @@ func (p *parser) approvalRule(n *yaml.Node, intent string) *ApprovalRule {
 	}
 	r := &ApprovalRule{Intent: intent, Line: n.Line, Column: n.Column, Timeout: DefaultApprovalTimeout,
 		Name: "line " + strconv.Itoa(n.Line)}
-	fields := map[string]*yaml.Node{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if !slices.Contains(knownApprovalKeys, k.Value) {
-			p.errorf(k, "unknown approval rule field %q (known fields: %s)", k.Value, strings.Join(knownApprovalKeys, ", "))
-			continue
-		}
-		if _, dup := fields[k.Value]; dup {
-			p.errorf(k, "field %q appears twice in this approval rule: keep one", k.Value)
-			continue
-		}
-		fields[k.Value] = v
+	fields := p.fields(n, approvalMapping)
+	// Every step runs, so one reading reports every problem of the rule.
+	ok := p.approvalName(fields, r)
+	ok = p.approvalOps(n, fields, r) && ok
+	ok = p.approvalPaths(fields, r) && ok
+	ok = p.approvalRate(fields, r) && ok
+	ok = p.approvalSize(fields, r) && ok
+	if v, found := fields["timeout"]; found {
+		r.Timeout = p.duration(v, "timeout", maxApprovalTimeout)
+		ok = r.Timeout != 0 && ok
+	}
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+// approvalName reads the rule's name, one word, which approvals are
+// answered by; without one the rule is named by its line.
+func (p *parser) approvalName(fields map[string]*yaml.Node, r *ApprovalRule) bool {
+	v, found := fields["name"]
+	if !found {
+		return true
+	}
+	if v.Kind != yaml.ScalarNode || strings.TrimSpace(v.Value) == "" || strings.ContainsAny(v.Value, " \t\n#") {
+		p.errorf(v, "an approval rule name must be one word such as mass-delete")
+		return false
+	}
+	r.Name = v.Value
+	return true
+}
+
+// approvalOps reads ops, the operations the rule holds, which it must
+// have: a group name (create, write, delete, xattr) or one operation.
+func (p *parser) approvalOps(n *yaml.Node, fields map[string]*yaml.Node, r *ApprovalRule) bool {
+	v, found := fields["ops"]
+	if !found {
+		p.errorf(n, "approval rule needs `ops:`, the operations it holds (for example [delete] or [write, rename])")
+		return false
 	}
 	ok := true
-	if v, found := fields["name"]; found {
-		if v.Kind != yaml.ScalarNode || strings.TrimSpace(v.Value) == "" || strings.ContainsAny(v.Value, " \t\n#") {
-			p.errorf(v, "an approval rule name must be one word such as mass-delete")
+	for i, name := range p.strList(v, "ops") {
+		ops, known := approvalOpGroups[name]
+		if !known && slices.Contains(approvalOps(), Op(name)) {
+			ops, known = []Op{Op(name)}, true
+		}
+		if !known {
+			p.errorf(v.Content[i], "unknown operation %q in ops (use create, write, delete, rename, chmod, chown, utimes, xattr, or one of %s)", name, opList())
 			ok = false
-		} else {
-			r.Name = v.Value
+			continue
+		}
+		for _, o := range ops {
+			if !slices.Contains(r.Ops, o) {
+				r.Ops = append(r.Ops, o)
+			}
 		}
 	}
-	if v, found := fields["ops"]; !found {
-		p.errorf(n, "approval rule needs `ops:`, the operations it holds (for example [delete] or [write, rename])")
+	if len(r.Ops) == 0 && ok {
+		p.errorf(v, "ops must list at least one operation")
 		ok = false
-	} else {
-		for i, name := range p.strList(v, "ops") {
-			ops, known := approvalOpGroups[name]
-			if !known && slices.Contains(approvalOps(), Op(name)) {
-				ops, known = []Op{Op(name)}, true
-			}
-			if !known {
-				p.errorf(v.Content[i], "unknown operation %q in ops (use create, write, delete, rename, chmod, chown, utimes, xattr, or one of %s)", name, opList())
-				ok = false
-				continue
-			}
-			for _, o := range ops {
-				if !slices.Contains(r.Ops, o) {
-					r.Ops = append(r.Ops, o)
-				}
-			}
-		}
-		if len(r.Ops) == 0 && ok {
-			p.errorf(v, "ops must list at least one operation")
+	}
+	return ok
+}
+
+// approvalPaths reads paths, the globs the rule is limited to (every path
+// when absent).
+func (p *parser) approvalPaths(fields map[string]*yaml.Node, r *ApprovalRule) bool {
+	v, found := fields["paths"]
+	if !found {
+		return true
+	}
+	ok := true
+	r.Paths = p.strList(v, "paths")
+	for i, g := range r.Paths {
+		if err := CheckGlob(g); err != nil {
+			p.errorf(v.Content[i], "approval paths pattern %q: %v", g, err)
 			ok = false
 		}
 	}
-	if v, found := fields["paths"]; found {
-		r.Paths = p.strList(v, "paths")
-		for i, g := range r.Paths {
-			if err := CheckGlob(g); err != nil {
-				p.errorf(v.Content[i], "approval paths pattern %q: %v", g, err)
-				ok = false
-			}
-		}
-		r.paths = newScopeSet(r.Paths)
-	}
+	r.paths = newScopeSet(r.Paths)
+	return ok
+}
+
+// approvalRate reads more_than and within, which hold a burst of changes
+// and so come together or not at all.
+func (p *parser) approvalRate(fields map[string]*yaml.Node, r *ApprovalRule) bool {
+	ok := true
 	if v, found := fields["more_than"]; found {
 		num, err := strconv.Atoi(v.Value)
 		if v.Kind != yaml.ScalarNode || err != nil || num < 1 || num > maxApprovalCount {
@@ -251,32 +294,32 @@ func (p *parser) approvalRule(n *yaml.Node, intent string) *ApprovalRule {
 		p.errorf(w, "within needs `more_than:`, how many changes within it are held")
 		ok = false
 	}
-	if v, found := fields["larger_than"]; found {
-		size, err := ParseSize(v.Value)
-		if v.Kind != yaml.ScalarNode || err != nil || size < 1 {
-			p.errorf(v, "larger_than must be a size such as 1MiB, 512KiB or 100000 (bytes), not %q", v.Value)
+	return ok
+}
+
+// approvalSize reads larger_than, which holds the removal of a large file
+// and so applies to deletions only.
+func (p *parser) approvalSize(fields map[string]*yaml.Node, r *ApprovalRule) bool {
+	v, found := fields["larger_than"]
+	if !found {
+		return true
+	}
+	ok := true
+	size, err := ParseSize(v.Value)
+	if v.Kind != yaml.ScalarNode || err != nil || size < 1 {
+		p.errorf(v, "larger_than must be a size such as 1MiB, 512KiB or 100000 (bytes), not %q", v.Value)
+		ok = false
+	} else {
+		r.LargerThan = size
+	}
+	for _, o := range r.Ops {
+		if o != OpUnlink && o != OpRmdir {
+			p.errorf(v, "larger_than applies to deletions only: with it, ops may list only delete, unlink or rmdir (not %s)", o)
 			ok = false
-		} else {
-			r.LargerThan = size
-		}
-		for _, o := range r.Ops {
-			if o != OpUnlink && o != OpRmdir {
-				p.errorf(v, "larger_than applies to deletions only: with it, ops may list only delete, unlink or rmdir (not %s)", o)
-				ok = false
-				break
-			}
+			break
 		}
 	}
-	if v, found := fields["timeout"]; found {
-		r.Timeout = p.duration(v, "timeout", maxApprovalTimeout)
-		if r.Timeout == 0 {
-			ok = false
-		}
-	}
-	if !ok {
-		return nil
-	}
-	return r
+	return ok
 }
 
 // duration parses a positive duration of at most limit.

@@ -91,6 +91,7 @@ func TestApprovalRulesDiagnostics(t *testing.T) {
 		{"bad size", "  - ops: [delete]\n    larger_than: huge\n", "p.yaml:3:18: error: larger_than must be a size"},
 		{"timeout too long", "  - ops: [delete]\n    timeout: 48h\n", "p.yaml:3:14: error: timeout must be a duration from 1s to 24h0m0s"},
 		{"unknown field", "  - ops: [delete]\n    when: always\n", "p.yaml:3:5: error: unknown approval rule field \"when\""},
+		{"field twice", "  - ops: [delete]\n    ops: [chmod]\n", "p.yaml:3:5: error: field \"ops\" appears twice in this approval rule"},
 		{"duplicate name", "  - {name: a, ops: [delete]}\n  - {name: a, ops: [chmod]}\n", "p.yaml:3:5: error: approval rule name \"a\" is used twice (first on line 2)"},
 		{"bad glob", "  - ops: [delete]\n    paths: [\"/etc/**\"]\n", "p.yaml:3:13: error: approval paths pattern \"/etc/**\""},
 		{"not a list", "  ops: [delete]\n", "p.yaml:2:3: error: approvals must be a list"},

@@ -159,6 +159,24 @@ func isInitProbe(name string) bool {
 	return true
 }
 
+// DecideLock decides a file lock (flock, POSIX or OFD) taken through the
+// mount on rel. A lock changes nothing, so only what a lock does to others
+// is decided: intentfs's daemon and the humans' commands lock files among
+// the protected paths (the policy's writer lock, the mount's own lock),
+// and an agent holding such a lock would make them wait on it. Locks
+// anywhere else are the agent's own business and pass.
+func DecideLock(rel string) Decision {
+	c, ok := CleanRel(rel)
+	if !ok {
+		return deny(CodeInternal, rel, "path is not inside the workspace")
+	}
+	if classify(OpLock, c) == classPolicy {
+		return deny(CodeProtected, c, "locking "+c+" through the mount is refused: intentfs and the humans' commands (intentfs intent, approve) lock the files of "+
+			OrchestrationDir+"/ and would wait on the agent's lock")
+	}
+	return Decision{Allow: true, Code: CodeAllowed, Validation: ValidationPass, Path: c}
+}
+
 // protectedReason says why a protected path is read-only.
 func protectedReason(rel string) string {
 	switch {

@@ -11,7 +11,7 @@ import (
 func TestGovernanceFilesAreProtected(t *testing.T) {
 	s := testSnapshot(t, false)
 	// An ignore file that exempts everything must not exempt itself or git.
-	s.Ignore, _ = ParseIgnore(".intentignore", []byte("**\n"))
+	s.Ignore = loadIgnore(t, "**\n")
 	const everything, hooks = "INT-007", "INT-006"
 	tests := []struct {
 		op     Op
@@ -124,5 +124,32 @@ func TestUpstreamMirrorIsNeverGranted(t *testing.T) {
 		if d.Code != CodeProtected || !strings.Contains(d.Reason, "mirror of the trusted upstream") {
 			t.Errorf("%s under .git/**: %s (%s)", p, d.Code, d.Reason)
 		}
+	}
+}
+
+func TestDecideLock(t *testing.T) {
+	cases := []struct {
+		rel   string
+		allow bool
+	}{
+		{".orchestration/.active_intents.yaml.lock", false},
+		{".orchestration/.intentfs.lock", false},
+		{".orchestration/agent_trace.jsonl", false},
+		{".intentignore", false},
+		{".git/intentfs/packed-refs", false},
+		{"src/a.go", true},
+		{".git/index", true},
+		{"../outside", false},
+	}
+	for _, c := range cases {
+		t.Run(c.rel, func(t *testing.T) {
+			d := DecideLock(c.rel)
+			if d.Allow != c.allow {
+				t.Fatalf("DecideLock(%q) = %+v, want allow %v", c.rel, d, c.allow)
+			}
+			if !d.Allow && d.Reason == "" {
+				t.Fatal("a refusal without a reason")
+			}
+		})
 	}
 }

@@ -29,6 +29,9 @@ const (
 	OpRemovexattr   Op = "removexattr"
 	OpFallocate     Op = "fallocate"
 	OpCopyFileRange Op = "copy_file_range"
+	// OpLock is a file lock (flock, POSIX or OFD) taken through the
+	// mount; it changes nothing, and only DecideLock decides it.
+	OpLock Op = "lock"
 )
 
 // Rename flags, as in renameat2(2).
@@ -62,6 +65,12 @@ type Request struct {
 	// are directories that a rename moves. They are only called when the
 	// scope is not a plain prefix; without them such a move is denied.
 	Subtree, Subtree2 Subtree
+	// Destroys is set when the change destroys content of an existing
+	// file whatever the operation is called: a truncation to a smaller
+	// size, an O_TRUNC open of a non-empty file, a rename over an
+	// existing entry. Deciding ignores it; approval rules on deletions
+	// hold such a change as they hold an unlink (see ApprovalRule).
+	Destroys bool
 	// Intent is the id of the active intent, "" when none is selected.
 	Intent string
 	Caller Caller
@@ -102,6 +111,11 @@ type Decision struct {
 	// Path is the path the decision turned on (the offending one on a
 	// denial).
 	Path string
+	// Binding marks a refusal that no enforcement mode lifts.
+	Binding bool
+	// Observed marks a change allowed only because observe mode is in
+	// force: Code and Reason are the refusal it would have had.
+	Observed bool
 }
 
 // Snapshot is an immutable view of the policy in force. Decisions read it
@@ -215,7 +229,9 @@ func (s *Snapshot) Decide(r Request) Decision {
 		if exemptAt[1] {
 			exemptName, governed = governed, exemptName
 		}
-		return deny(CodeOutOfScope, targets[0].path, fmt.Sprintf("a hard link between %s (exempt from governance) and %s (governed) would let writes through %s change %s unrecorded: copy the file instead", exemptName, governed, exemptName, governed))
+		d := deny(CodeOutOfScope, targets[0].path, fmt.Sprintf("a hard link between %s (exempt from governance) and %s (governed) would let writes through %s change %s unrecorded: copy the file instead", exemptName, governed, exemptName, governed))
+		d.Binding = true
+		return d
 	}
 	if exempt {
 		return Decision{Allow: true, Code: CodeExempt, Validation: ValidationExempt, Path: targets[0].path,

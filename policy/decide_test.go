@@ -43,7 +43,7 @@ func testSnapshot(t *testing.T, failOpen bool) *Snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ig, _ := ParseIgnore(".intentignore", []byte("build/\n*.lock\n"))
+	ig := loadIgnore(t, "build/\n*.lock\n")
 	return &Snapshot{Intents: in, Ignore: ig, FailOpen: failOpen}
 }
 
@@ -177,7 +177,7 @@ func TestDecideDirectoryMoveIsExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ig, _ := ParseIgnore(".intentignore", []byte("*.tmp\n"))
+	ig := loadIgnore(t, "*.tmp\n")
 	s := &Snapshot{Intents: in, Ignore: ig}
 	tooLarge := func(fn func(string, bool) bool) error { return ErrSubtreeTooLarge }
 	failing := func(fn func(string, bool) bool) error { return errors.New("EIO") }

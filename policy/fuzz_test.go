@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -46,12 +47,16 @@ func FuzzParseIntents(f *testing.F) {
 	})
 }
 
-func FuzzParseIgnore(f *testing.F) {
+func FuzzLoadIgnore(f *testing.F) {
 	f.Add([]byte("build/\n!build/keep\n# c\n/dist\n*.log\n"), "build/x")
 	f.Add([]byte("\\#literal\n**/tmp/**\n[a-\n"), "a/tmp/b")
 	f.Add([]byte("\x00\n\r\n   \n!\n/\n"), "")
 	f.Fuzz(func(t *testing.T, data []byte, rel string) {
-		ig, diags := ParseIgnore(".intentignore", data)
+		ig, diags, err := loadIgnoreFile(t, ".intentignore", string(data))
+		var ve *ValidationError
+		if err != nil && !errors.As(err, &ve) && len(data) <= MaxIgnoreBytes {
+			t.Fatalf("loading an ignore file failed with %v, not a *ValidationError", err)
+		}
 		for _, d := range diags {
 			if d.Line < 1 {
 				t.Fatalf("diagnostic %v has no line", d)
@@ -79,7 +84,7 @@ func FuzzDecide(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ig, _ := ParseIgnore(".intentignore", []byte(ignoreLine))
+		ig, _, _ := loadIgnoreFile(t, ".intentignore", ignoreLine)
 		snap := &Snapshot{Intents: in, Ignore: ig}
 		for _, op := range []Op{OpCreate, OpOpenWrite, OpUnlink, OpRename, OpLink, OpMkdir, OpChmod, OpSetxattr} {
 			r := Request{Op: op, Path: p1, Path2: p2, IsDir: isDir, Intent: "INT-001"}

@@ -39,10 +39,21 @@ const MaxIgnoreBytes = 1 << 20
 // anything else that is not a regular file of at most MaxIgnoreBytes,
 // reached without a symlink, is an error (see safeio.ReadFile).
 func LoadIgnore(source string) (*Ignore, []Diagnostic, error) {
+	return IgnoreFrom(func(rel string) ([]byte, error) {
+		return safeio.ReadFile(source, rel, MaxIgnoreBytes)
+	})
+}
+
+// IgnoreFrom builds the Ignore from the ignore files (IgnoreFiles, in
+// order) as read returns them: from a directory, or from a git revision.
+// read returns an error wrapping os.ErrNotExist for a file that is not
+// there, which is fine; any other error is returned, as is a pattern
+// that does not parse (a *ValidationError).
+func IgnoreFrom(read func(rel string) ([]byte, error)) (*Ignore, []Diagnostic, error) {
 	ig := &Ignore{}
 	var diags []Diagnostic
 	for _, rel := range IgnoreFiles() {
-		data, err := safeio.ReadFile(source, rel, MaxIgnoreBytes)
+		data, err := read(rel)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -58,12 +69,6 @@ func LoadIgnore(source string) (*Ignore, []Diagnostic, error) {
 		}
 	}
 	return ig, diags, nil
-}
-
-// ParseIgnore builds an Ignore from the text of one ignore file.
-func ParseIgnore(file string, data []byte) (*Ignore, []Diagnostic) {
-	ig := &Ignore{}
-	return ig, ig.parse(file, data)
 }
 
 func (ig *Ignore) parse(file string, data []byte) []Diagnostic {

@@ -37,7 +37,9 @@ func RelatedSpecTypes() []string {
 	return []string{"speckit", "github_issue", "github_pr", "constitution", "external"}
 }
 
-// idPattern is the intent id syntax of the seed schema, e.g. INT-001.
+// idPattern is the intent id syntax: capital letters, a dash and at least
+// three digits (INT-001), so an id reads the same in the policy, the
+// ledger and a commit's notes, and never holds a path separator or space.
 var idPattern = regexp.MustCompile(`^[A-Z]+-\d{3,}$`)
 
 // ValidID reports whether id has the intent id syntax (e.g. INT-001).
@@ -65,6 +67,8 @@ type Intent struct {
 	OnStale OnStale
 	// Approvals are the intent's own approval rules (see ApprovalRule).
 	Approvals []*ApprovalRule
+	// Enforcement, if set, overrides the workspace's for this intent.
+	Enforcement Enforcement
 
 	// Line is where the intent starts in the policy file, for messages.
 	Line int
@@ -110,6 +114,8 @@ type Intents struct {
 	// Upstream is the trusted upstream repository and ref, or nil when
 	// the policy declares none.
 	Upstream *Upstream
+	// Enforcement is the workspace's enforcement mode ("" is enforce).
+	Enforcement Enforcement
 	// Notes says what the git notes carry beyond what attribution needs.
 	Notes Notes
 	byID  map[string]*Intent

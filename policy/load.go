@@ -82,6 +82,45 @@ func (p *parser) add(n *yaml.Node, sev Severity, format string, args ...any) {
 	p.diags = append(p.diags, Diagnostic{File: p.file, Line: line, Column: col, Severity: sev, Message: fmt.Sprintf(format, args...)})
 }
 
+// mappingKind says which keys one kind of YAML mapping in the policy may
+// hold, and how its diagnostics name it.
+type mappingKind struct {
+	// noun prefixes "field" in a message on an unknown key ("upstream "),
+	// where names the mapping in one on a repeated key ("this intent").
+	noun, where string
+	known       []string
+	// unknown is SevWarning where an unknown key is ignored (so a policy
+	// written for a later version still loads) and SevError where it is
+	// refused (an approval rule whose condition is misspelt must not hold
+	// fewer changes than its author meant).
+	unknown Severity
+}
+
+// fields returns the values of mapping n by key. An unknown key is
+// reported with kind.unknown's severity and left out; a repeated key is an
+// error, and its first value is kept. Every policy mapping is read this
+// way, so a typo is reported alike wherever it is.
+func (p *parser) fields(n *yaml.Node, kind mappingKind) map[string]*yaml.Node {
+	fields := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !slices.Contains(kind.known, k.Value) {
+			ignored := ""
+			if kind.unknown != SevError {
+				ignored = " is ignored"
+			}
+			p.add(k, kind.unknown, "unknown %sfield %q%s (known fields: %s)", kind.noun, k.Value, ignored, strings.Join(kind.known, ", "))
+			continue
+		}
+		if _, dup := fields[k.Value]; dup {
+			p.errorf(k, "field %q appears twice in %s: keep one", k.Value, kind.where)
+			continue
+		}
+		fields[k.Value] = v
+	}
+	return fields
+}
+
 var yamlLineRe = strings.NewReplacer("yaml: ", "")
 
 func (p *parser) parse(data []byte) *Intents {
@@ -112,7 +151,7 @@ func (p *parser) parse(data []byte) *Intents {
 		return out
 	}
 	var list *yaml.Node
-	sawUpstream := false
+	sawUpstream, sawEnforcement := false, false
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		switch k.Value {
@@ -129,8 +168,15 @@ func (p *parser) parse(data []byte) *Intents {
 			}
 			sawUpstream = true
 			out.Upstream = p.upstream(k, v)
+		case "enforcement":
+			if sawEnforcement {
+				p.errorf(k, "top-level key `enforcement` appears twice: keep one")
+				continue
+			}
+			sawEnforcement = true
+			out.Enforcement = p.enforcement(v, "the top-level `enforcement`")
 		default:
-			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`, `approvals`, `notes` or `upstream`)", k.Value)
+			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`, `approvals`, `enforcement`, `notes` or `upstream`)", k.Value)
 		}
 	}
 	out.hasApprovals = len(out.Approvals) > 0
@@ -164,30 +210,46 @@ func (p *parser) parse(data []byte) *Intents {
 	return out
 }
 
-var knownIntentKeys = []string{"id", "name", "status", "version", "owned_scope", "constraints",
-	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale", "approvals"}
+var intentMapping = mappingKind{where: "this intent", unknown: SevWarning, known: []string{"id", "name", "status", "version", "owned_scope", "constraints",
+	"acceptance_criteria", "related_specs", "parent_intent", "tags", "created_at", "updated_at", "shared", "on_stale", "approvals", "enforcement"}}
 
+// intent parses one item of `active_intents`; it returns nil when the
+// item cannot be an intent at all (no valid id), after reporting every
+// problem it has.
 func (p *parser) intent(n *yaml.Node) *Intent {
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "each intent must be a mapping with id, name, status and owned_scope")
 		return nil
 	}
 	in := &Intent{Line: n.Line, Version: 1}
-	fields := map[string]*yaml.Node{}
-	keys := map[string]*yaml.Node{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if !slices.Contains(knownIntentKeys, k.Value) {
-			p.warnf(k, "unknown field %q is ignored (known fields: %s)", k.Value, strings.Join(knownIntentKeys, ", "))
-			continue
-		}
-		if _, dup := fields[k.Value]; dup {
-			p.errorf(k, "field %q appears twice in this intent: keep one", k.Value)
-			continue
-		}
-		fields[k.Value] = v
-		keys[k.Value] = k
+	fields := p.fields(n, intentMapping)
+	ok := p.intentIdentity(n, fields, in)
+	p.intentScope(n, fields, in)
+	in.Constraints = p.optList(fields, "constraints")
+	in.AcceptanceCriteria = p.criteria(fields["acceptance_criteria"])
+	in.Tags = p.optList(fields, "tags")
+	if v, ok := fields["related_specs"]; ok {
+		in.RelatedSpecs = p.specs(v)
 	}
+	if v, ok := fields["approvals"]; ok {
+		in.Approvals = p.approvals(v, in.ID)
+	}
+	if v, ok := fields["enforcement"]; ok {
+		in.Enforcement = p.enforcement(v, "`enforcement` of intent "+in.ID)
+	}
+	p.intentParent(fields, in)
+	p.intentSessions(fields, in)
+	p.intentTimestamps(fields, in)
+	if !ok {
+		return nil
+	}
+	return in
+}
+
+// intentIdentity reads what names an intent and where it stands: id,
+// name, status and version. It reports whether the id is usable; without
+// one the intent cannot be selected or recorded under.
+func (p *parser) intentIdentity(n *yaml.Node, fields map[string]*yaml.Node, in *Intent) bool {
 	ok := true
 	if v, found := p.str(n, fields, "id", true); found {
 		in.ID = v
@@ -210,7 +272,7 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 			p.errorf(fields["status"], "status %q is not one of %s", v, statusList())
 		}
 	}
-	if v, ok := fields["version"]; ok {
+	if v, found := fields["version"]; found {
 		num, err := strconv.Atoi(v.Value)
 		if v.Kind != yaml.ScalarNode || err != nil || num < 1 {
 			p.errorf(v, "version must be an integer of at least 1, not %q", v.Value)
@@ -218,41 +280,53 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 			in.Version = num
 		}
 	}
-	if v, ok := fields["owned_scope"]; ok {
-		in.OwnedScope = p.strList(v, "owned_scope")
-		in.scopeLines = map[int]int{}
-		for i, item := range v.Content {
-			in.scopeLines[i] = item.Line
-		}
-		if len(in.OwnedScope) == 0 && v.Kind == yaml.SequenceNode {
-			p.errorf(v, "owned_scope must list at least one glob (e.g. \"src/**\")")
-		}
-		for i, g := range in.OwnedScope {
-			if err := CheckGlob(g); err != nil {
-				p.errorf(v.Content[i], "owned_scope pattern %q: %v", g, err)
-			}
-		}
-		in.scope = newScopeSet(in.OwnedScope)
-	} else {
+	return ok
+}
+
+// intentScope reads owned_scope, the globs the intent may change, which
+// every intent must have: each must be a valid glob that stays inside the
+// workspace, and its line is kept for diagnostics that name one glob.
+func (p *parser) intentScope(n *yaml.Node, fields map[string]*yaml.Node, in *Intent) {
+	v, found := fields["owned_scope"]
+	if !found {
 		p.errorf(n, "intent %q has no owned_scope: add a list of globs it may change", in.ID)
+		return
 	}
-	in.Constraints = p.optList(fields, "constraints")
-	in.AcceptanceCriteria = p.criteria(fields["acceptance_criteria"])
-	in.Tags = p.optList(fields, "tags")
-	if v, ok := fields["related_specs"]; ok {
-		in.RelatedSpecs = p.specs(v)
+	in.OwnedScope = p.strList(v, "owned_scope")
+	in.scopeLines = map[int]int{}
+	for i, item := range v.Content {
+		in.scopeLines[i] = item.Line
 	}
-	if v, ok := fields["approvals"]; ok {
-		in.Approvals = p.approvals(v, in.ID)
+	if len(in.OwnedScope) == 0 && v.Kind == yaml.SequenceNode {
+		p.errorf(v, "owned_scope must list at least one glob (e.g. \"src/**\")")
 	}
-	if v, ok := fields["parent_intent"]; ok && v.Tag != "!!null" {
-		if v.Kind != yaml.ScalarNode || !ValidID(v.Value) {
-			p.errorf(v, "parent_intent must be an intent id like INT-001, not %q", v.Value)
-		} else {
-			in.ParentIntent = v.Value
+	for i, g := range in.OwnedScope {
+		if err := CheckGlob(g); err != nil {
+			p.errorf(v.Content[i], "owned_scope pattern %q: %v", g, err)
 		}
 	}
-	if v, ok := fields["shared"]; ok {
+	in.scope = newScopeSet(in.OwnedScope)
+}
+
+// intentParent reads parent_intent; that the parent exists and contains
+// the child's scope is checked once every intent is read (checkParents).
+func (p *parser) intentParent(fields map[string]*yaml.Node, in *Intent) {
+	v, found := fields["parent_intent"]
+	if !found || v.Tag == "!!null" {
+		return
+	}
+	if v.Kind != yaml.ScalarNode || !ValidID(v.Value) {
+		p.errorf(v, "parent_intent must be an intent id like INT-001, not %q", v.Value)
+		return
+	}
+	in.ParentIntent = v.Value
+}
+
+// intentSessions reads how agent sessions share the intent: whether
+// several may hold it at once (shared), and what a write to a file changed
+// since the session read it does (on_stale, deny unless set).
+func (p *parser) intentSessions(fields map[string]*yaml.Node, in *Intent) {
+	if v, found := fields["shared"]; found {
 		if v.Kind != yaml.ScalarNode || (v.Value != "true" && v.Value != "false") {
 			p.errorf(v, "shared must be true or false, not %q (true lets several agent sessions hold the intent at once)", v.Value)
 		} else {
@@ -260,7 +334,7 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 		}
 	}
 	in.OnStale = StaleDeny
-	if v, ok := fields["on_stale"]; ok {
+	if v, found := fields["on_stale"]; found {
 		switch OnStale(v.Value) {
 		case StaleDeny, StaleRecord:
 			if v.Kind == yaml.ScalarNode {
@@ -272,9 +346,14 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 			p.errorf(v, "on_stale must be deny or record, not %q (deny refuses a write to a file changed since the session read it)", v.Value)
 		}
 	}
+}
+
+// intentTimestamps reads created_at and updated_at, which must be RFC 3339
+// so that tools sort and compare them alike.
+func (p *parser) intentTimestamps(fields map[string]*yaml.Node, in *Intent) {
 	for _, f := range []string{"created_at", "updated_at"} {
-		v, ok := fields[f]
-		if !ok {
+		v, found := fields[f]
+		if !found {
 			continue
 		}
 		if v.Kind != yaml.ScalarNode {
@@ -291,10 +370,6 @@ func (p *parser) intent(n *yaml.Node) *Intent {
 			in.UpdatedAt = v.Value
 		}
 	}
-	if !ok {
-		return nil
-	}
-	return in
 }
 
 func statusList() string {

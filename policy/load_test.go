@@ -81,6 +81,7 @@ func TestParseIntentsDiagnostics(t *testing.T) {
 		{"bad timestamp", "active_intents:\n  - id: INT-001\n    name: abc\n    status: PENDING\n    owned_scope: [a]\n    created_at: yesterday\n", true, 6, 17, "RFC 3339"},
 		{"unknown parent", "active_intents:\n  - id: INT-001\n    name: abc\n    status: PENDING\n    owned_scope: [a]\n    parent_intent: INT-009\n", true, 2, 1, "not defined"},
 		{"unknown field warns", "active_intents:\n  - id: INT-001\n    name: abc\n    status: PENDING\n    owned_scope: [a]\n    colour: red\n", false, 6, 5, "unknown field"},
+		{"field twice", "active_intents:\n  - id: INT-001\n    name: abc\n    status: PENDING\n    owned_scope: [a]\n    name: xyz\n", true, 6, 5, `field "name" appears twice in this intent`},
 		{"unknown top key warns", "version: 2\nactive_intents: []\n", false, 1, 1, "unknown top-level"},
 		{"notes not a mapping", "notes: [cmdline]\nactive_intents: []\n", true, 1, 8, "notes must be a mapping"},
 		{"notes include not a list", "notes: {include: cmdline}\nactive_intents: []\n", true, 1, 18, "must be a list"},

@@ -1,6 +1,9 @@
 package policy
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 func TestScopeMatching(t *testing.T) {
 	tests := []struct {
@@ -43,9 +46,9 @@ func TestScopeMatching(t *testing.T) {
 }
 
 func TestIgnoreMatching(t *testing.T) {
-	ig, diags := ParseIgnore(".intentignore", []byte("# caches\nnode_modules/\n*.log\n!keep.log\n/build\ndist/**/*.map\n\\#literal\n"))
-	if len(diags) != 0 {
-		t.Fatalf("diags = %v", diags)
+	ig, diags, err := loadIgnoreFile(t, ".intentignore", "# caches\nnode_modules/\n*.log\n!keep.log\n/build\ndist/**/*.map\n\\#literal\n")
+	if err != nil || len(diags) != 0 {
+		t.Fatalf("err %v, diags = %v", err, diags)
 	}
 	tests := []struct {
 		path  string
@@ -74,8 +77,13 @@ func TestIgnoreMatching(t *testing.T) {
 }
 
 func TestIgnoreBadPattern(t *testing.T) {
-	_, diags := ParseIgnore("x/.intentignore", []byte("ok\nsrc/[\n"))
-	if len(diags) != 1 || diags[0].Line != 2 || diags[0].File != "x/.intentignore" || diags[0].Severity != SevError {
-		t.Fatalf("diags = %v, want one error on line 2", diags)
+	const file = ".orchestration/.intentignore"
+	ig, diags, err := loadIgnoreFile(t, file, "ok\nsrc/[\n")
+	if len(diags) != 1 || diags[0].Line != 2 || diags[0].File != file || diags[0].Severity != SevError {
+		t.Fatalf("diags = %v, want one error on line 2 of %s", diags, file)
+	}
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ig != nil {
+		t.Fatalf("a bad pattern loaded: ignore %v, err %v; want no ignore and a *ValidationError", ig, err)
 	}
 }

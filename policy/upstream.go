@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -30,7 +29,7 @@ type Upstream struct {
 	Line int
 }
 
-var knownUpstreamKeys = []string{"url", "ref"}
+var upstreamMapping = mappingKind{noun: "upstream ", where: "upstream", unknown: SevWarning, known: []string{"url", "ref"}}
 
 // upstream parses the value of the top-level `upstream:` key k.
 func (p *parser) upstream(k, v *yaml.Node) *Upstream {
@@ -39,18 +38,7 @@ func (p *parser) upstream(k, v *yaml.Node) *Upstream {
 		return nil
 	}
 	u := &Upstream{Line: k.Line, Ref: DefaultUpstreamRef}
-	fields := map[string]*yaml.Node{}
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		fk, fv := v.Content[i], v.Content[i+1]
-		if _, dup := fields[fk.Value]; dup {
-			p.errorf(fk, "upstream field %q appears twice: keep one", fk.Value)
-			continue
-		}
-		fields[fk.Value] = fv
-		if !slices.Contains(knownUpstreamKeys, fk.Value) {
-			p.warnf(fk, "unknown upstream field %q is ignored (known fields: %s)", fk.Value, strings.Join(knownUpstreamKeys, ", "))
-		}
-	}
+	fields := p.fields(v, upstreamMapping)
 	ok := true
 	switch n := fields["url"]; {
 	case n == nil:

@@ -54,6 +54,7 @@ func TestParseUpstream(t *testing.T) {
 		{name: "ref dot component", yaml: "upstream:\n  url: /srv/p.git\n  ref: refs/heads/.x\n", err: "start with '.'", line: 8},
 		{name: "ref only refs/", yaml: "upstream:\n  url: /srv/p.git\n  ref: refs/\n", err: "end with", line: 8},
 		{name: "ref a list", yaml: "upstream:\n  url: /srv/p.git\n  ref: [main]\n", err: "must be a string", line: 8},
+		{name: "url twice", yaml: "upstream:\n  url: /a.git\n  url: /b.git\n", err: `field "url" appears twice in upstream`, line: 8},
 		{name: "twice", yaml: "upstream: {url: /a.git}\nupstream: {url: /b.git}\n", err: "appears twice", line: 7},
 	}
 	for _, tc := range tests {

@@ -27,8 +27,29 @@ the paths where it differs from every parent (git diff-tree --cc): a merge
 that only takes each side's content holds none. Otherwise the commit and
 path are named with the problem: "never written through the mount",
 "written under INT-002, whose scope does not cover it", "committed content
-matches no recorded version". Changes to governance files (.orchestration/,
-.intentignore) are listed as notices for review.
+matches no recorded version".
+
+The rules come from a revision the range cannot change, never from the
+work tree (which in CI is the pull request under review) nor from the
+range's head: the policy (.orchestration/active_intents.yaml) and the
+ignore files (.intentignore, .orchestration/.intentignore) are read from
+the git objects of the range's base (B for B..H and ^B H, the merge-base
+for B...H; for the default range, where it starts), or of the revision
+--policy-from names. Only regular files are read (a symlink there is an
+error), each bounded in size. The output says where the rules came from:
+  rules: .orchestration/active_intents.yaml at 24e00bb1c0de (base); ...
+A range with no base (all of HEAD) needs --policy-from.
+
+A change inside the range to a governance file is a problem, whatever
+an ignore file says: the policy, an ignore file, any other file of
+.orchestration/ that decides rules, the agents' hook settings that
+intentfs hook install writes (.claude/settings.json, .codex/hooks.json),
+and a .gitattributes line that attaches a filter, a diff or merge driver
+or text conversion. The pull request cannot be judged by the rules it
+brings: a human lands such a change on the base first (as with
+CODEOWNERS), and the range is then checked by it. Changes to the
+records the daemon keeps in .orchestration/ (intent map, lessons) are
+notices for review; --strict makes them problems too.
 
 Records come from the local ledger and from the git notes under
 refs/notes/intentfs (see intentfs notes), so check works on a fresh clone.
@@ -39,7 +60,7 @@ other origins' records count only with --with-notes (the default without
 a local ledger). Notes git cannot read are a notice where no other
 origin's record would count, else an error; either way
 git update-ref -d refs/notes/intentfs and intentfs notes sync rebuild
-them. Scopes are judged by the workspace's current policy.
+them.
 
 REV_RANGE is git rev-list syntax. A full commit id is that commit and a
 name starting with refs/ is that exact ref, whatever other refs exist; a
@@ -54,19 +75,28 @@ agent cannot write; else the declared upstream's remote-tracking branch
 or the branch's upstream (@{upstream}), which an agent in the mount can
 move: on a clone with a ledger of its own check refuses that base and
 asks for the range (intentfs check <base>..HEAD); else all of HEAD's
-history. The output says where the base came from. Exit status 1 on any
-problem.
+history, which has no base to take the rules from: name one with
+--policy-from. The output says where the base came from. The declared upstream
+is read from the work tree's policy only to find where the default range
+starts: in CI, give the range. Exit status 1 on any problem.
 
 Examples:
   intentfs check
   intentfs check 4f1c2e9..HEAD
   intentfs check --with-notes origin/main..HEAD
-  intentfs check --json HEAD~20..HEAD | jq '.problems[]'`,
+  intentfs check --json HEAD~20..HEAD | jq '.problems[]'
+  # CI, on a fresh clone with the pull request checked out: the rules
+  # come from the base branch, never from the pull request
+  intentfs notes fetch origin
+  intentfs check "$(git rev-parse origin/main)..HEAD"
+  intentfs check --policy-from origin/main "$(git merge-base origin/main HEAD)..HEAD"
+  intentfs check --json origin/main..HEAD | jq '.rules'`,
 		flags: func(fs *pflag.FlagSet) {
 			sourceFlag(fs)
 			fs.String("mount", "", "the mountpoint")
 			fs.Bool("json", false, "print the report as JSON")
-			fs.Bool("strict", false, "count changes to governance files as problems")
+			fs.String("policy-from", "", "read the policy and ignore files from this revision (not one the range holds) instead of the range's base")
+			fs.Bool("strict", false, "count the notices (changes to the intent map and lessons) as problems too")
 			fs.Bool("with-notes", false, "count other origins' records from the notes (whole chains only) on a clone with a ledger of its own; the default without one")
 		},
 		run: runCheck,
@@ -84,12 +114,7 @@ func runCheck(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	intents, _, err := policy.LoadIntents(filepath.Join(ws.source, policy.IntentsFile))
-	if err != nil {
-		return err
-	}
-	ig, _, err := policy.LoadIgnore(ws.source)
-	if err != nil {
+	if err := gitcheck.CheckNames(ctx, g.repo, args); err != nil {
 		return err
 	}
 	ix := gitcheck.NewIndex()
@@ -105,18 +130,31 @@ func runCheck(a *app, args []string) error {
 	revs := args
 	var base *gitcheck.DefaultBase
 	if len(revs) == 0 {
+		// The declared upstream only picks where the default range
+		// starts; the rules that judge it come from that start below.
+		intents, _, err := policy.LoadIntents(filepath.Join(ws.source, policy.IntentsFile))
+		if err != nil {
+			return err
+		}
 		if base, err = gitcheck.DefaultRange(ctx, g.repo, ws.source, intents.Upstream, counts.HasLedger); err != nil {
 			return err
 		}
 		revs = base.Revs
 	}
-	c := &gitcheck.Checker{Repo: g.repo, Index: ix, Intents: intents, Ignore: ig, Prefix: g.prefix}
+	rules, err := checkRules(ctx, a, g, revs)
+	if err != nil {
+		return err
+	}
+	c := &gitcheck.Checker{Repo: g.repo, Index: ix, Intents: rules.Intents, Ignore: rules.Ignore, TrustedRules: true, Prefix: g.prefix}
 	rep, err := c.Check(ctx, revs)
 	if err != nil {
 		return err
 	}
 	if !counts.HasLedger {
 		hintUnnoted(ctx, g, rep)
+	}
+	if base != nil {
+		base.AdviseBase(ctx, g.repo, rep)
 	}
 	strict, _ := a.fs.GetBool("strict")
 	if strict {
@@ -128,7 +166,8 @@ func runCheck(a *app, args []string) error {
 			*gitcheck.Report
 			Records recordCounts          `json:"records"`
 			Base    *gitcheck.DefaultBase `json:"default_base,omitempty"`
-		}{rep, counts, base}
+			Rules   *gitcheck.Rules       `json:"rules"`
+		}{rep, counts, base, rules}
 		if err := printJSON(a, out); err != nil {
 			return err
 		}
@@ -140,10 +179,14 @@ func runCheck(a *app, args []string) error {
 			fmt.Fprintf(a.stdout, "range: %s, from %s\n", printable(strings.Join(base.Revs, " ")), base.From)
 		}
 		printCheck(a, rep, counts)
+		printRules(a, rules)
 		if counts.HasLedger {
 			for _, b := range gitcheck.NamedBases(args) {
 				fmt.Fprintf(a.stdout, "notice: the range starts at %s, a ref an agent in a mount of this clone can move; to check from what the upstream holds, give its commit id or run intentfs check with no range (the declared upstream's mirror)\n", printable(b))
 			}
+		}
+		if base != nil && base.Advice != "" {
+			fmt.Fprintf(a.stdout, "note: %s\n", printable(base.Advice))
 		}
 		if len(args) == 0 && rep.Commits == 0 {
 			fmt.Fprintf(a.stdout, "note: the default range %s holds no commit: HEAD is where its upstream is. Name the base you review against: intentfs check <base>..HEAD\n",
@@ -189,6 +232,45 @@ func printCheck(a *app, rep *gitcheck.Report, n recordCounts) {
 	}
 }
 
+// checkRules reads the rules that judge revs from the revision
+// --policy-from names, else from the range's base: a revision the range
+// does not hold, never the work tree (in CI, the pull request's head).
+func checkRules(ctx context.Context, a *app, g *gitWorkspace, revs []string) (*gitcheck.Rules, error) {
+	from := flagString(a, "policy-from")
+	var commit string
+	var err error
+	if from != "" {
+		if commit, err = gitcheck.ResolveRulesRev(ctx, g.repo, from, revs); err != nil {
+			return nil, err
+		}
+	} else if commit, err = gitcheck.RangeBase(ctx, g.repo, revs); err != nil {
+		return nil, fmt.Errorf("%w: check reads the policy and ignore files from a revision the range cannot change; give a range with a base (intentfs check BASE..HEAD) or name the revision: intentfs check --policy-from REV %s",
+			err, printable(strings.Join(revs, " ")))
+	}
+	rules, err := gitcheck.LoadRules(ctx, g.repo, commit, g.prefix)
+	if err != nil {
+		return nil, err
+	}
+	rules.From = gitcheck.RulesFromBase
+	if from != "" {
+		rules.From, rules.Rev = gitcheck.RulesFromOption, from
+	}
+	return rules, nil
+}
+
+// printRules says where the rules of the check came from.
+func printRules(a *app, r *gitcheck.Rules) {
+	from := r.From
+	if r.Rev != "" {
+		from += " " + printable(r.Rev)
+	}
+	ignore := "no ignore file"
+	if len(r.IgnoreFiles) > 0 {
+		ignore = "ignore files: " + strings.Join(r.IgnoreFiles, ", ")
+	}
+	fmt.Fprintf(a.stdout, "rules: %s at %s (%s); %s\n", r.Policy, shortCommit(r.Commit), from, ignore)
+}
+
 func shortCommit(c string) string { return ledger.ShortHash(c) }
 
 // hintUnnoted adds to each problem of a commit that carries no intentfs
@@ -208,7 +290,8 @@ func hintUnnoted(ctx context.Context, g *gitWorkspace, rep *gitcheck.Report) {
 		noted[n.Commit] = true
 	}
 	for i, f := range rep.Problems {
-		if !noted[f.Commit] {
+		// A governance change is a problem with or without records.
+		if !noted[f.Commit] && f.Kind != gitcheck.KindGovernance {
 			rep.Problems[i].Detail += "; this commit has no intentfs note in this clone: if it was made in a mount, fetch its notes (intentfs notes fetch REMOTE)"
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"github.com/intentfs/intentfs/internal/policyedit"
 
 	"fmt"
@@ -144,8 +145,23 @@ func demoShell(w io.Writer, dir, script string) {
 			fmt.Fprintf(w, "   %s\n", l)
 		}
 	}
-	if err != nil {
-		fmt.Fprintf(w, "   (exit status: %v)\n", err)
+	if note := exitNote(err); note != "" {
+		fmt.Fprintf(w, "   (%s)\n", note)
+	}
+}
+
+// exitNote says how a demo command ended, "" for success.
+func exitNote(err error) string {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &ee) && ee.Exited():
+		return fmt.Sprintf("exit status %d", ee.ExitCode())
+	case errors.As(err, &ee):
+		return "killed: " + ee.String()
+	default:
+		return "could not run: " + err.Error()
 	}
 }
 

@@ -74,7 +74,7 @@ Examples:
 				if jsonOut(a) {
 					return printJSON(a, map[string]string{"record": recs[0].ID, "path": recs[0].Path(), "diff": d})
 				}
-				fmt.Fprint(a.stdout, d)
+				fmt.Fprint(a.stdout, textsafe.EscapeContent(d))
 				return nil
 			}
 			files, err := h.NetFileDiffs(recs)
@@ -88,11 +88,17 @@ Examples:
 				return printJSON(a, map[string]any{"files": files})
 			}
 			for _, f := range files {
-				fmt.Fprint(a.stdout, f.Diff)
+				fmt.Fprint(a.stdout, textsafe.EscapeContent(f.Diff))
 			}
 			return nil
 		},
 	}
+}
+
+// blameText is a line of the file as blame shows it: escaped, and with no
+// newline (a line has none; the tabwriter must see one row).
+func blameText(s string) string {
+	return strings.ReplaceAll(textsafe.EscapeContent(s), "\n", `\n`)
 }
 
 func looksLikeID(s string) bool { return len(s) == 36 && strings.Count(s, "-") == 4 }
@@ -243,14 +249,15 @@ Examples:
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 1, ' ', 0)
 			for _, l := range lines {
 				if l.Record == "" {
-					fmt.Fprintf(tw, "-\t\t\t%4d| %s\n", l.Line, l.Text)
+					fmt.Fprintf(tw, "-\t\t\t%4d| %s\n", l.Line, blameText(l.Text))
 					continue
 				}
 				who := orDash(l.Intent)
 				if l.Contributor == "human" {
 					who = "human"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%4d| %s\n", who, l.Time.Local().Format("2006-01-02 15:04:05"), l.Process, l.Line, l.Text)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%4d| %s\n", textsafe.Escape(who), l.Time.Local().Format("2006-01-02 15:04:05"),
+					textsafe.Escape(l.Process), l.Line, blameText(l.Text))
 			}
 			return tw.Flush()
 		},

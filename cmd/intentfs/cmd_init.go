@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -22,7 +23,9 @@ files are never committed; the ledger travels as git notes). In a git work
 tree it also sets notes.rewriteRef so the notes survive amend and rebase.
 DIR defaults to the current directory; it is created if its parent exists
 (--parents creates the whole path, so a typo does not silently make a
-tree). Existing files are never overwritten.
+tree). Existing files are never overwritten: in a clone of a repository
+that committed its policy, init keeps it, sets up what is missing (the
+ignore files, notes.rewriteRef) and says what it kept.
 
 It ends with the next steps: edit the policy, then mount. Where mounting is
 not the next step, $INTENTFS_INIT_NEXT says what is instead: intentfs's
@@ -51,7 +54,7 @@ Examples:
 					return err
 				}
 			}
-			written, err := policyedit.Scaffold(dir)
+			written, kept, err := policyedit.ScaffoldMissing(dir)
 			if err != nil {
 				return err
 			}
@@ -61,12 +64,16 @@ Examples:
 			}
 			written = append(written, gitNotes...)
 			if jsonOut(a) {
-				return printJSON(a, map[string]any{"written": written})
+				return printJSON(a, map[string]any{"written": written, "kept": kept})
 			}
 			for _, p := range written {
 				fmt.Fprintf(a.stdout, "wrote %s\n", p)
 			}
-			fmt.Fprint(a.stdout, initNext(dir, os.Getenv("INTENTFS_INIT_NEXT")))
+			for _, p := range kept {
+				fmt.Fprintf(a.stdout, "kept  %s (already there; not overwritten)\n", p)
+			}
+			policyKept := slices.Contains(kept, filepath.Join(dir, policy.IntentsFile))
+			fmt.Fprint(a.stdout, initNext(dir, os.Getenv("INTENTFS_INIT_NEXT"), policyKept))
 			return nil
 		},
 	}
@@ -91,7 +98,10 @@ func parentExists(dir string) error {
 // initNext is init's closing hint. next, from $INTENTFS_INIT_NEXT,
 // replaces the mount step, and the policy is then named relative to the
 // checkout: in a container DIR is a path the user does not see.
-func initNext(dir, next string) string {
+func initNext(dir, next string, policyKept bool) string {
+	if policyKept && next == "" {
+		return fmt.Sprintf("\nThe policy %s/%s was already there (committed with the repository): check its intents with intentfs intent list --source %s,\nthen: intentfs mount %s MOUNTPOINT\n", dir, policy.IntentsFile, dir, dir)
+	}
 	if next != "" {
 		return fmt.Sprintf("\nNext: edit %s in the checkout (set an intent's status: IN_PROGRESS and its owned_scope),\nthen: %s\n", policy.IntentsFile, next)
 	}

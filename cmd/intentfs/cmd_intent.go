@@ -309,9 +309,11 @@ Examples:
   intentfs intent complete INT-001
   intentfs intent complete INT-001 --timeout 30m
   intentfs intent complete INT-001 --force      # no checks; the ledger says so
-  sudo intentfs intent complete INT-001 --user agent`,
+  sudo intentfs intent complete INT-001 --user agent
+  sudo intentfs intent complete INT-001 --mount /workspace --user agent`,
 		flags: func(fs *pflag.FlagSet) {
 			sourceFlag(fs)
+			fs.String("mount", "", "the mountpoint whose workspace holds the intent (instead of --source)")
 			fs.Bool("force", false, "complete without running the checks")
 			fs.Duration("timeout", 10*time.Minute, "time limit for each check")
 			fs.Bool("json", false, "print the check results as JSON")
@@ -329,7 +331,7 @@ func runComplete(a *app, args []string) error {
 	id := args[0]
 	force, _ := a.fs.GetBool("force")
 	timeout, _ := a.fs.GetDuration("timeout")
-	ws, in, err := loadWorkspaceIntents(a)
+	ws, in, err := loadCompleteWorkspace(a)
 	if err != nil {
 		return err
 	}
@@ -392,6 +394,26 @@ func runComplete(a *app, args []string) error {
 	return nil
 }
 
+// loadCompleteWorkspace is the workspace intent complete works on: the
+// source of the mount --mount names, else as the other intent commands
+// find it (--source, the current directory).
+func loadCompleteWorkspace(a *app) (workspace, *policy.Intents, error) {
+	mnt := flagString(a, "mount")
+	if mnt == "" {
+		return loadWorkspaceIntents(a)
+	}
+	if flagString(a, "source") != "" {
+		return workspace{}, nil, usagef("give --mount or --source, not both")
+	}
+	e, err := findMount(mnt)
+	if err != nil {
+		return workspace{}, nil, err
+	}
+	ws := workspace{source: e.Source, mount: &e}
+	in, err := (&workflow.Workflow{Source: ws.source}).Load()
+	return ws, in, err
+}
+
 // checkMount is where checks run: the workspace's mount, or one made for
 // them.
 type checkMount struct {
@@ -439,7 +461,7 @@ func checkCommand(m checkMount, id, user, source string) (workflow.CheckCommand,
 		}
 		return workflow.ShellIn, nil
 	}
-	u, err := runner.ResolveUser(user, source)
+	u, err := runner.ResolveUser(user, source, "the acceptance checks", "intentfs intent complete")
 	if err != nil {
 		return nil, err
 	}

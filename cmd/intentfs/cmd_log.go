@@ -30,7 +30,8 @@ Examples:
   intentfs log --intent INT-001
   intentfs log --path "src/api/**" --since 2h
   intentfs log --event denied --comm npm --json | jq .metadata
-  intentfs log --session 3f2a9c1e       # one agent session's records`,
+  intentfs log --session 3f2a9c1e       # one agent session's records
+  intentfs log --would-deny --since 7d  # observe mode: what the policy would refuse`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("mount", "", "the mountpoint")
 			sourceFlag(fs)
@@ -40,6 +41,7 @@ Examples:
 			fs.StringSlice("event", nil, "only these events (create, write, delete, rename, denied, select, transition, …)")
 			fs.String("comm", "", "only records made by processes with this name")
 			fs.String("session", "", "only records of this agent session (see intentfs sessions)")
+			fs.Bool("would-deny", false, "only changes made that the policy refuses (observe mode: scope_validation FAIL)")
 			fs.Int("limit", 20, "show the newest N matching records (0: all)")
 			fs.Bool("json", false, "print records as JSON lines")
 		},
@@ -53,6 +55,7 @@ Examples:
 			}
 			f := ledger.Filter{Intent: flagString(a, "intent"), PathGlob: flagString(a, "path"), Comm: flagString(a, "comm"),
 				Session: flagString(a, "session")}
+			f.WouldDeny, _ = a.fs.GetBool("would-deny")
 			if s := flagString(a, "since"); s != "" {
 				t, err := ledger.ParseSince(s, time.Now())
 				if err != nil {
@@ -180,6 +183,10 @@ func printRecords(a *app, recs []*ledger.Record) {
 		}
 		if g.Event == ledger.EventTransition {
 			note = fmt.Sprintf("%s → %s %s", orDash(g.From), g.To, g.Reason)
+		}
+		if g.ScopeValidation == "FAIL" && ledger.ClassOf(g.Event) != "" {
+			// Made in observe mode, though the policy refuses it.
+			note = "WOULD DENY " + g.Code + ": " + note
 		}
 		// Every field an agent can shape (names, comm, reasons quoting
 		// them) is escaped: a name must not move the cursor or end a line.

@@ -38,14 +38,23 @@ it shared: true. Every record the session makes carries its id, user, and
 
 USER defaults to the user who ran sudo, else the owner of the source; root
 only with an explicit --user root. run needs root to make the namespaces.
-The session's /tmp, /var/tmp and /dev/shm are its own, empty and bounded
-(--tmp-size each, default 10% of memory).
+The session's /tmp is PRIVATE: /tmp, /var/tmp and /dev/shm are its own,
+empty at the start, bounded (--tmp-size each, default 10% of memory) and
+GONE when the session ends, along with everything the agent put there
+(npm's and pip's caches, a tool installed under /tmp, scratch files). Files
+the host keeps in /tmp are not visible inside either. --keep-tmp leaves
+the host's /tmp visible to the session instead (the sockets and files of
+the agent's user outside the session too: use it only for an agent user
+of its own); --bind-tmp DIR makes the host directory DIR the session's
+/tmp, so what the agent leaves there stays for the next session.
+/var/tmp and /dev/shm stay private either way.
 
 The exit status is CMD's (125: the session could not be started).
 
 Examples:
   sudo intentfs run --mount /workspace --intent INT-001 -- claude
   sudo intentfs run --select --user agent --name refactor -- bash
+  sudo intentfs run --intent INT-001 --bind-tmp /var/cache/agent-tmp -- claude
   sudo intentfs run --intent INT-002 --model anthropic/claude-opus-4-5 \
       --conversation https://example.com/c/42 -- codex exec "fix the tests"`,
 		flags: func(fs *pflag.FlagSet) {
@@ -57,6 +66,8 @@ Examples:
 			fs.String("model", "", "the model driving the agent; recorded as contributor.model_id")
 			fs.String("conversation", "", "a URL of the agent's conversation; recorded as the conversation url")
 			fs.String("tmp-size", runner.DefaultScratchSize, "the size of each of the session's /tmp, /var/tmp and /dev/shm (512m, 2g, or a percentage of memory)")
+			fs.Bool("keep-tmp", false, "keep the host's /tmp visible in the session instead of a private, empty one")
+			fs.String("bind-tmp", "", "bind the host directory `DIR` at the session's /tmp (kept after the session) instead of a private, empty one")
 			fs.Bool("check", false, "run acceptance checks: the session takes no claim on its intent (intentfs intent complete uses this)")
 			_ = fs.MarkHidden("check")
 		},
@@ -82,7 +93,7 @@ func runRun(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	u, err := runner.ResolveUser(flagString(a, "user"), e.Source)
+	u, err := runner.ResolveUser(flagString(a, "user"), e.Source, "the agent", "intentfs run")
 	if err != nil {
 		return err
 	}
@@ -100,6 +111,11 @@ func runRun(a *app, args []string) error {
 	if err := runner.CheckScratchSize(flagString(a, "tmp-size")); err != nil {
 		return usagef("--tmp-size: %v", err)
 	}
+	keepTmp, _ := a.fs.GetBool("keep-tmp")
+	bindTmp, err := sessionTmpDir(flagString(a, "bind-tmp"), keepTmp, e.Source, hiddenRuntimeDirs(e))
+	if err != nil {
+		return err
+	}
 	check, _ := a.fs.GetBool("check")
 	if check && intent == "" {
 		return usagef("--check needs --intent")
@@ -109,7 +125,7 @@ func runRun(a *app, args []string) error {
 	code, err := runner.Launch(runner.Options{
 		Config: runner.Config{Mountpoint: e.Mountpoint, Dir: dir, Source: e.Source, Hide: hiddenRuntimeDirs(e),
 			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(os.Environ(), u, dir, e.Mountpoint), Argv: args,
-			Umask: runner.SessionUmask(runner.CurrentUmask()), ScratchSize: flagString(a, "tmp-size")},
+			Umask: runner.SessionUmask(runner.CurrentUmask()), ScratchSize: flagString(a, "tmp-size"), KeepTmp: keepTmp, BindTmp: bindTmp},
 		Register: registerWith(e, spec),
 	})
 	if err != nil {
@@ -117,6 +133,39 @@ func runRun(a *app, args []string) error {
 		return exitCode(exitRunFailed)
 	}
 	return exitCode(code)
+}
+
+// sessionTmpDir checks --bind-tmp: an existing directory, named by its
+// resolved path, that neither is nor holds the source or a directory the
+// session must not see, and is not inside the source.
+func sessionTmpDir(dir string, keepTmp bool, source string, hidden []string) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	if keepTmp {
+		return "", usagef("give --keep-tmp or --bind-tmp DIR, not both")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usagef("--bind-tmp %s: %v", dir, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", usagef("--bind-tmp %s: %v (create the directory first, owned by the agent's user)", dir, err)
+	}
+	if st, err := os.Stat(real); err != nil || !st.IsDir() {
+		return "", usagef("--bind-tmp %s is not a directory", dir)
+	}
+	within := func(p, d string) bool { return p == d || d == "/" || strings.HasPrefix(p, d+"/") }
+	if within(real, source) || within(source, real) {
+		return "", usagef("--bind-tmp %s: the session's /tmp may not be the source %s, inside it, or hold it", dir, source)
+	}
+	for _, h := range hidden {
+		if within(h, real) {
+			return "", usagef("--bind-tmp %s holds %s, which a session must not see; name a directory of its own", dir, h)
+		}
+	}
+	return real, nil
 }
 
 // maxModelID is Agent Trace's bound on contributor.model_id.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/internal/upstream"
 )
@@ -24,10 +24,14 @@ func statusCmd() *command {
 		name: "status", summary: "show a mount's intent, counters and recent denials", usage: "",
 		help: `Shows the active intent, the policy state (including a rejected edit), the
 ledger path and its write statistics, counters, and the most recent denials.
+In observe mode (enforcement: observe in the policy) it counts the changes
+that were allowed but the policy would refuse (would-deny), and those an
+approval rule would have held (would-hold).
 
 Examples:
   intentfs status --mount /workspace
-  intentfs status --json | jq .counters`,
+  intentfs status --json | jq .counters
+  intentfs status --json | jq .counters.would_deny   # observe mode`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("mount", "", "the mountpoint (default: the mount containing the current directory, or the only one)")
 			fs.Bool("json", false, "print the status as JSON")
@@ -65,26 +69,32 @@ const maxStatusBytes = 1 << 20
 // through its control socket (another user's), from the .intentfs/status
 // file every user of the mount may read.
 func statusReadOnly(a *app, mountpoint string) error {
-	path := filepath.Join(mountpoint, ".intentfs", "status")
-	f, err := os.Open(path)
+	st, err := readStatusFile(mountpoint)
 	if err != nil {
-		return fmt.Errorf("%s is an intentfs mount this user may not control, and its status is unreadable: %w", mountpoint, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStatusBytes))
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
-	var st control.Status
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return err
 	}
 	if jsonOut(a) {
 		return printJSON(a, st)
 	}
-	printStatus(a, &st)
-	fmt.Fprintf(a.stdout, "read-only:  from %s; uid %d may not control this mount (it is not in this user's registry %s)\n", path, os.Geteuid(), registry.RuntimeDir())
+	printStatus(a, st)
+	fmt.Fprintf(a.stdout, "read-only:  from %s; uid %d may not control this mount (it is not in this user's registry %s)\n", filepath.Join(mountpoint, ".intentfs", "status"), os.Geteuid(), registry.RuntimeDir())
 	return nil
+}
+
+// readStatusFile reads a mount's .intentfs/status.
+func readStatusFile(mountpoint string) (*control.Status, error) {
+	path := filepath.Join(mountpoint, ".intentfs", "status")
+	// Read as a workspace file is: the registry names the mountpoint, but
+	// what is there now may be a plain directory holding a FIFO or a link.
+	b, err := safeio.ReadFile(mountpoint, filepath.Join(".intentfs", "status"), maxStatusBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s is an intentfs mount this user may not control, and its status is unreadable: %w", mountpoint, err)
+	}
+	var st control.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return &st, nil
 }
 
 func printStatus(a *app, st *control.Status) {
@@ -118,6 +128,10 @@ func printStatus(a *app, st *control.Status) {
 	}
 	c := st.Counters
 	fmt.Fprintf(w, "counters:   %d allowed, %d denied, %d recorded, %d bytes hashed (%d cache hits)\n", c.Allowed, c.Denied, c.Recorded, c.BytesHashed, c.HashCacheHits)
+	if st.Enforcement == "observe" || c.WouldDeny > 0 || c.WouldHold > 0 {
+		fmt.Fprintf(w, "observe:    %d would-deny, %d would-hold (enforcement for the active intent: %s; list them with `intentfs log --would-deny`)\n",
+			c.WouldDeny, c.WouldHold, orDash(st.Enforcement))
+	}
 	if len(st.Ops) > 0 {
 		type kv struct {
 			k string
@@ -145,6 +159,12 @@ func printStatus(a *app, st *control.Status) {
 	if len(st.Sessions) > 0 {
 		fmt.Fprintf(w, "sessions:\n")
 		printSessions(w, st.Sessions)
+	}
+	if len(st.FilePermissions) > 0 {
+		fmt.Fprintf(w, "file permissions (the source's owner/mode/ACL refuse these before intentfs sees them; they are not policy denials; see intentfs doctor):\n")
+		for _, p := range st.FilePermissions {
+			fmt.Fprintf(w, "  session %s, uid %d, %s: %s\n", textsafe.Escape(p.Session), p.Uid, textsafe.Escape(p.Intent), textsafe.Escape(p.Reason))
+		}
 	}
 	if len(st.RecentDenials) == 0 {
 		fmt.Fprintf(w, "denials:    none\n")

@@ -17,7 +17,9 @@ import (
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
+	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/textsafe"
+	"github.com/intentfs/intentfs/ledger"
 )
 
 func watchCmd() *command {
@@ -26,8 +28,8 @@ func watchCmd() *command {
 		help: `Shows what happens in a mount as it happens. On a terminal: a screen
 that keeps itself current, with what waits for a human at the top (approve
 or deny by id from another terminal), the counts of allowed, denied and
-held changes per session (per uid outside sessions), and the
-most recent events. Otherwise (or with --json): one JSON object per line
+held changes per session (per uid outside sessions) since the watch began,
+and the most recent events, starting with the last ones in the ledger. Otherwise (or with --json): one JSON object per line
 for other tools: change, denied, held, decided, governance, and once a
 second pending (the list of what waits). A watcher that reads too slowly
 never slows the mount; it gets a "dropped" line saying how many events it
@@ -58,6 +60,7 @@ Examples:
 				fn = func(ev feed.Event) error { return enc.Encode(ev) }
 			} else {
 				s := &watchScreen{a: a, fd: fd, counts: map[string]*watchCounts{}, mountpoint: e.Mountpoint}
+				s.prefill(recentRecords(e))
 				fn = s.event
 				defer fmt.Fprint(a.stdout, "\x1b[?25h\n")
 			}
@@ -78,6 +81,62 @@ func terminalOf(a *app) (int, bool) {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return int(f.Fd()), err == nil
+}
+
+// watchBacklog is how many of the ledger's latest records the screen
+// shows before the live events, so it never starts empty.
+const watchBacklog = 30
+
+// recentRecords returns the mount's latest ledger records, or none when
+// the ledger cannot be read (the screen then shows live events only).
+func recentRecords(e registry.Entry) []*ledger.Record {
+	resp, err := call(e, control.Request{Op: "status"})
+	if err != nil || resp.Status == nil || resp.Status.LedgerPath == "" {
+		return nil
+	}
+	recs, err := ledger.Tail(resp.Status.LedgerPath, watchBacklog, func(r *ledger.Record) bool { return r.Gov().Event != ledger.EventHeader })
+	if err != nil {
+		return nil
+	}
+	return recs
+}
+
+// prefill shows recorded events before the live ones; they are not
+// counted, the counts are the watch's own.
+func (s *watchScreen) prefill(recs []*ledger.Record) {
+	for _, r := range recs {
+		s.recent = append(s.recent, recordEvent(r))
+	}
+	if len(s.recent) > watchRecent {
+		s.recent = slices.Delete(s.recent, 0, len(s.recent)-watchRecent)
+	}
+	s.draw()
+}
+
+// recordEvent is a ledger record as the screen shows an event.
+func recordEvent(r *ledger.Record) feed.Event {
+	g := r.Gov()
+	ev := feed.Event{Kind: feed.KindChange, Event: string(g.Event), Op: g.Op, Path2: g.FromPath, Intent: ledger.Str(g.IntentID),
+		Code: g.Code, Reason: g.Reason}
+	switch {
+	case g.Event == ledger.EventDenied:
+		ev.Kind = feed.KindDenied
+	case ledger.ClassOf(g.Event) == "":
+		ev.Kind = feed.KindGovernance
+	}
+	if t, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil {
+		ev.Time = t.Local()
+	}
+	if len(r.Files) > 0 {
+		ev.Path = r.Files[0].Path
+	}
+	if g.Session != nil {
+		ev.Session = g.Session.ID
+	}
+	if p := g.Process; p != nil {
+		ev.Pid, ev.Uid, ev.Comm = p.Pid, p.Uid, p.Comm
+	}
+	return ev
 }
 
 // watchRecent bounds the events the screen remembers.

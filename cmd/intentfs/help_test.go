@@ -87,3 +87,29 @@ func TestTopLevelInvocations(t *testing.T) {
 		})
 	}
 }
+
+// TestTopLevelHelpAlignsSummaries: every command's summary starts in the
+// same column, the longest name (agent-guide) included.
+func TestTopLevelHelpAlignsSummaries(t *testing.T) {
+	var out strings.Builder
+	printTopUsage(&out, commands())
+	col := -1
+	for _, c := range commands() {
+		prefix := "  " + c.name + " "
+		for line := range strings.SplitSeq(out.String(), "\n") {
+			if !strings.HasPrefix(line, prefix) || !strings.HasSuffix(line, c.summary) {
+				continue
+			}
+			at := strings.Index(line, c.summary)
+			if col == -1 {
+				col = at
+			}
+			if at != col {
+				t.Errorf("%s's summary starts at column %d, others at %d:\n%s", c.name, at, col, line)
+			}
+		}
+	}
+	if col == -1 {
+		t.Fatal("no command listed")
+	}
+}

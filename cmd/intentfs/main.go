@@ -65,7 +65,7 @@ type app struct {
 
 func commands() []*command {
 	return []*command{
-		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), checkCmd(), approvalsCmd(), approveCmd(), denyCmd(), watchCmd(), notesCmd(), unmountCmd(), runCmd(), sessionsCmd(), intentCmd(), contextCmd(), agentGuideCmd(), hookCmd(), mcpCmd(), verifyCmd(), acceptCmd(), diffCmd(), revertCmd(), blameCmd(), gcCmd(), demoCmd(), containerCmd(), versionCmd(),
+		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), checkCmd(), approvalsCmd(), approveCmd(), denyCmd(), watchCmd(), notesCmd(), unmountCmd(), runCmd(), sessionsCmd(), intentCmd(), policyCmd(), contextCmd(), agentGuideCmd(), doctorCmd(), hookCmd(), mcpCmd(), verifyCmd(), acceptCmd(), diffCmd(), revertCmd(), blameCmd(), gcCmd(), demoCmd(), containerCmd(), versionCmd(),
 	}
 }
 
@@ -228,8 +228,12 @@ Usage:
 
 Commands:
 `)
+	width := 0
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Examples:

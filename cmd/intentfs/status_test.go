@@ -42,10 +42,10 @@ func TestIntentLineNamesTheSessionsIntents(t *testing.T) {
 // start the image again, not intentfs mount of a path inside a container
 // that has exited.
 func TestInitNextInTheImage(t *testing.T) {
-	if got := initNext("/src", ""); !strings.Contains(got, "intentfs mount /src MOUNTPOINT") {
+	if got := initNext("/src", "", false); !strings.Contains(got, "intentfs mount /src MOUNTPOINT") {
 		t.Errorf("outside the image: %q", got)
 	}
-	got := initNext("/src", "start the container again")
+	got := initNext("/src", "start the container again", false)
 	if strings.Contains(got, "intentfs mount") || strings.Contains(got, "/src") || !strings.Contains(got, "then: start the container again") {
 		t.Errorf("in the image: %q", got)
 	}
@@ -60,6 +60,20 @@ func TestGitFailure(t *testing.T) {
 	} {
 		if got := gitFailure(tc.in); got != tc.want {
 			t.Errorf("gitFailure(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestStatusShowsFilePermissions: a refusal by the source's own mode is
+// never a denial, so the status names it apart.
+func TestStatusShowsFilePermissions(t *testing.T) {
+	var out strings.Builder
+	a := &app{stdout: &out}
+	printStatus(a, &control.Status{FilePermissions: []control.PermissionProblem{{Session: "s1", Uid: 1000, Intent: "INT-001", Path: "src",
+		Reason: "src belongs to root:root 0755; uid 1000 may not create files in it"}}})
+	for _, w := range []string{"not policy denials", "session s1, uid 1000, INT-001: src belongs to root:root 0755; uid 1000 may not create files in it", "denials:    none"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("status lacks %q:\n%s", w, out.String())
 		}
 	}
 }

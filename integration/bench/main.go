@@ -1,7 +1,7 @@
 // Command bench is intentfs's benchmark harness: it runs file-tree and
 // ledger workloads against the native directory, a plain go-fuse loopback
 // mount and intentfs in one run, interleaved and repeated, and reports
-// medians and ratios. See the README's Performance section.
+// medians and ratios. See docs/performance.md.
 //
 //	go run ./integration/bench [--workloads untar,rm,...] [--reps 5] [--json FILE]
 //	sudo go run ./integration/bench --soak 2m     # the soak alone (soak.go)

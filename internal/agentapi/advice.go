@@ -43,6 +43,14 @@ func selectable(status string) bool { return status == "IN_PROGRESS" || status =
 // Advice says what an agent should do about a refused change: which
 // intent to select, or whom to ask.
 func Advice(mountpoint string, r *control.CheckResult) string {
+	a := policyAdvice(mountpoint, r)
+	if r.FilePermissions != "" && r.Code != control.CodeFilePermissions {
+		a += " Even then the file's own permissions refuse your uid (" + r.FilePermissions + "): that needs the human who owns the checkout (intentfs doctor names the fix)."
+	}
+	return a
+}
+
+func policyAdvice(mountpoint string, r *control.CheckResult) string {
 	active := filepath.Join(mountpoint, ControlDirName, "active")
 	var cand, closed []string
 	for _, in := range r.CoveredBy {
@@ -57,6 +65,8 @@ func Advice(mountpoint string, r *control.CheckResult) string {
 		}
 	}
 	switch r.Code {
+	case control.CodeFilePermissions:
+		return filePermissionsAdvice(r)
 	case "PROTECTED_PATH":
 		return "This path is protected by intentfs (the policy, or git internals): no intent lets an agent change it. Leave it to the human."
 	case "INTERNAL_ERROR":
@@ -95,7 +105,18 @@ func Advice(mountpoint string, r *control.CheckResult) string {
 		r.Path, r.ActiveIntent, r.ActiveIntent)
 }
 
+// filePermissionsAdvice is what to do about a change the source's own
+// permissions refuse: intentfs cannot grant it, and no intent or scope
+// request changes it.
+func filePermissionsAdvice(r *control.CheckResult) string {
+	return "This is not an intentfs decision: the file's owner, mode or ACL refuses your uid, and no intent or scope request changes that. " +
+		"Ask the human who owns the checkout to give your uid write access (chown or chmod in the source; intentfs doctor names the fix), or leave the file alone."
+}
+
 // DenyMessage is the whole explanation of a change that would be refused.
 func DenyMessage(mountpoint string, r *control.CheckResult) string {
+	if r.Code == control.CodeFilePermissions {
+		return Clean(fmt.Sprintf("The file system's own permissions refuse this change, not intentfs's policy (%s %s, %s): %s. %s", r.Op, r.Path, r.Code, strings.TrimSuffix(r.Reason, "."), Advice(mountpoint, r)))
+	}
 	return Clean(fmt.Sprintf("intentfs would refuse this change (%s %s, %s): %s. %s", r.Op, r.Path, r.Code, strings.TrimSuffix(r.Reason, "."), Advice(mountpoint, r)))
 }

@@ -167,7 +167,7 @@ func (h *Hook) post(in *HookInput) (*HookOutput, error) {
 		}
 	}
 	if len(fresh) == 0 {
-		return nil, nil
+		return h.filePermissionsContext(in, m)
 	}
 	if h.Cursors != nil {
 		if err := h.Cursors.Set(key, fresh[len(fresh)-1].Time); err != nil {
@@ -175,6 +175,36 @@ func (h *Hook) post(in *HookInput) (*HookOutput, error) {
 		}
 	}
 	return &HookOutput{HookSpecific{HookEventName: in.HookEventName, AdditionalContext: DenialsReport(m, fresh)}}, nil
+}
+
+// filePermissionsContext explains a failed write that intentfs did not
+// refuse: the kernel refused it by the file's owner, mode or ACL before
+// the daemon saw it, so no denial was recorded. It says nothing when the
+// tool did not fail, or the permissions are not what refused it.
+func (h *Hook) filePermissionsContext(in *HookInput, m Mount) (*HookOutput, error) {
+	if in.HookEventName != "PostToolUseFailure" {
+		return nil, nil
+	}
+	targets, err := writeTargets(in)
+	if err != nil || len(targets) == 0 {
+		return nil, nil
+	}
+	rel, err := filepath.Rel(m.Root(), targets[0].abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil, nil
+	}
+	op := targets[0].op
+	if op == "" {
+		op = "open_write"
+		if !exists(targets[0].abs) {
+			op = "create"
+		}
+	}
+	res, err := m.Check(rel, op)
+	if err != nil || res.Code != control.CodeFilePermissions {
+		return nil, nil
+	}
+	return &HookOutput{HookSpecific{HookEventName: in.HookEventName, AdditionalContext: DenyMessage(m.Root(), res)}}, nil
 }
 
 func (h *Hook) window() time.Duration {
@@ -191,7 +221,8 @@ const maxReported = 5
 // the distinct paths, what to do.
 func DenialsReport(m Mount, denials []control.Denial) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "intentfs refused %d change(s) in %s (EACCES is a policy decision, not a bug):\n", len(denials), m.Root())
+	fmt.Fprintf(&b, "intentfs refused %d change(s) in %s (each listed EACCES is a policy decision, not a bug; a \"Permission denied\" not listed here came from the file's own owner, mode or ACL: ask %s):\n",
+		len(denials), m.Root(), filepath.Join(m.Root(), ControlDirName, "check"))
 	shown := denials
 	if len(shown) > maxReported {
 		shown = shown[len(shown)-maxReported:]

@@ -34,9 +34,15 @@ func (f *fakeMount) Check(rel, op string) (*control.CheckResult, error) {
 	f.asked = append(f.asked, op+" "+rel)
 	r := &control.CheckResult{Path: rel, Op: op, ActiveIntent: "INT-001", CoveredBy: []control.IntentRef{}}
 	switch {
+	case strings.HasPrefix(rel, "src/root"):
+		r.Code, r.Reason, r.PolicyCode = control.CodeFilePermissions, rel+" belongs to root:root 0644; uid 1000 may not write it", "ALLOWED"
 	case strings.HasPrefix(rel, "src/"):
 		r.Allowed, r.Code = true, "ALLOWED"
 		r.CoveredBy = append(r.CoveredBy, control.IntentRef{ID: "INT-001", Name: "api", Status: "IN_PROGRESS"})
+	case strings.HasPrefix(rel, "docs/root"):
+		r.Code, r.Reason = "OUT_OF_SCOPE", rel+" is outside the owned_scope of INT-001 (src/**)"
+		r.FilePermissions = rel + " belongs to root:root 0644; uid 1000 may not write it"
+		r.CoveredBy = append(r.CoveredBy, control.IntentRef{ID: "INT-002", Name: "docs", Status: "IN_PROGRESS"})
 	case strings.HasPrefix(rel, "docs/"):
 		r.Code, r.Reason = "OUT_OF_SCOPE", rel+" is outside the owned_scope of INT-001 (src/**)"
 		r.CoveredBy = append(r.CoveredBy, control.IntentRef{ID: "INT-002", Name: "docs", Status: "IN_PROGRESS"})
@@ -78,6 +84,10 @@ func TestHookPreToolUse(t *testing.T) {
 			deny: true, asked: "open_write docs/n.ipynb"},
 		{name: "codex apply_patch, second file refused", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"apply_patch","tool_input":{"command":"*** Begin Patch\n*** Update File: src/old.go\n@@\n+x\n*** Delete File: docs/gone.md\n*** End Patch\n"}}`,
 			deny: true, want: []string{"unlink docs/gone.md"}, asked: "unlink docs/gone.md"},
+		{name: "write the file's permissions refuse", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Write","tool_input":{"file_path":"src/root.go"}}`,
+			deny: true, want: []string{"permissions refuse this change, not intentfs's policy", "FILE_PERMISSIONS", "src/root.go belongs to root:root 0644", "not an intentfs decision", "intentfs doctor"}, asked: "create src/root.go"},
+		{name: "write both the policy and the permissions refuse", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Write","tool_input":{"file_path":"docs/root.md"}}`,
+			deny: true, want: []string{"OUT_OF_SCOPE", "echo INT-002 > ", "Even then the file's own permissions refuse your uid (docs/root.md belongs to root:root 0644"}, asked: "create docs/root.md"},
 		{name: "outside any mount", input: `{"hook_event_name":"PreToolUse","cwd":"/","tool_name":"Write","tool_input":{"file_path":"/elsewhere/x"}}`},
 		{name: "the control directory is not judged", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Write","tool_input":{"file_path":".intentfs/active"}}`},
 		{name: "a read is not judged", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Read","tool_input":{"file_path":"docs/a.md"}}`},
@@ -168,6 +178,37 @@ func TestHookPostToolUseReportsEachDenialOnce(t *testing.T) {
 	if out, _ := h.Run(in); out == nil || !strings.Contains(out.HookSpecificOutput.AdditionalContext, "refused 1 change") ||
 		out.HookSpecificOutput.HookEventName != "PostToolUseFailure" {
 		t.Errorf("a new denial after a failure was not reported: %+v", out)
+	}
+}
+
+// TestHookPostToolUseFailureExplainsFilePermissions: a write the kernel
+// refused by the file's mode leaves no intentfs denial; the agent is told
+// it was the file's permissions, not the policy.
+func TestHookPostToolUseFailureExplainsFilePermissions(t *testing.T) {
+	h, _, mnt := newTestHook(t)
+	for _, c := range []struct {
+		event, file string
+		want        string
+	}{
+		{"PostToolUseFailure", "src/root.go", "src/root.go belongs to root:root 0644; uid 1000 may not write it"},
+		{"PostToolUse", "src/root.go", ""},
+		{"PostToolUseFailure", "src/mine.go", ""},
+	} {
+		in, err := ParseHookInput([]byte(`{"session_id":"S","hook_event_name":"` + c.event + `","cwd":"` + mnt + `","tool_name":"Write","tool_input":{"file_path":"` + c.file + `"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := h.Run(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if out != nil {
+			got = out.HookSpecificOutput.AdditionalContext
+		}
+		if c.want == "" && got != "" || c.want != "" && (!strings.Contains(got, c.want) || !strings.Contains(got, "not intentfs's policy")) {
+			t.Errorf("%s of %s: context %q, want %q", c.event, c.file, got, c.want)
+		}
 	}
 }
 

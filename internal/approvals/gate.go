@@ -104,38 +104,13 @@ func New(o Options) *Gate {
 // decides, the rule's timeout passes or ctx ends (the caller was
 // interrupted). No lock is held while it waits.
 func (g *Gate) Hold(ctx context.Context, h Held, rules []*policy.ApprovalRule) Verdict {
-	var matched []*policy.ApprovalRule
-	for _, r := range rules {
-		if !r.Matches(h.Op, h.Path, h.Path2) {
-			continue
-		}
-		if r.LargerThan > 0 {
-			if h.Size == nil {
-				continue
-			}
-			// A size that cannot be read is a deletion that fails anyway
-			// (the file is gone); it is not held.
-			if size, ok := h.Size(); !ok || size <= r.LargerThan {
-				continue
-			}
-		}
-		matched = append(matched, r)
-	}
+	matched := matching(h, rules)
 	if len(matched) == 0 {
 		return Verdict{Proceed: true}
 	}
 	now := g.now()
 	g.mu.Lock()
-	var rule *policy.ApprovalRule
-	for _, r := range matched {
-		// Every matching rate rule counts the change, whichever holds it.
-		if r.MoreThan > 0 && g.rate(r, now).add(now) <= r.MoreThan {
-			continue
-		}
-		if rule == nil {
-			rule = r
-		}
-	}
+	rule := g.holding(matched, now)
 	// A denial that covers the rest of a burst refuses every change the
 	// rule covers, whether or not the rate would hold it now: the rest
 	// of a refused rm -rf stays refused after its window has passed.
@@ -191,6 +166,60 @@ func (g *Gate) Hold(ctx context.Context, h Held, rules []*policy.ApprovalRule) V
 		}
 		return verdictOf(d)
 	}
+}
+
+// WouldHold returns the rule that would hold h, or nil, without holding
+// it: observe mode reports such a change and lets it proceed. Rate rules
+// count the change as Hold does, so a burst is reported as it would be
+// held.
+func (g *Gate) WouldHold(h Held, rules []*policy.ApprovalRule) *policy.ApprovalRule {
+	matched := matching(h, rules)
+	if len(matched) == 0 {
+		return nil
+	}
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.holding(matched, now)
+}
+
+// matching returns the rules that cover h.
+func matching(h Held, rules []*policy.ApprovalRule) []*policy.ApprovalRule {
+	var matched []*policy.ApprovalRule
+	for _, r := range rules {
+		if !r.MatchesEffect(h.Op, h.Destroys, h.Path, h.Path2) {
+			continue
+		}
+		if r.LargerThan > 0 {
+			if h.Size == nil {
+				continue
+			}
+			// A size that cannot be read is a deletion that fails anyway
+			// (the file is gone); it is not held.
+			if size, ok := h.Size(); !ok || size <= r.LargerThan {
+				continue
+			}
+		}
+		matched = append(matched, r)
+	}
+	return matched
+}
+
+// holding returns the first of the matched rules that holds the change
+// now, counting it in every matching rate rule. Called with the lock
+// held.
+func (g *Gate) holding(matched []*policy.ApprovalRule, now time.Time) *policy.ApprovalRule {
+	var rule *policy.ApprovalRule
+	for _, r := range matched {
+		// Every matching rate rule counts the change, whichever holds it.
+		if r.MoreThan > 0 && g.rate(r, now).add(now) <= r.MoreThan {
+			continue
+		}
+		if rule == nil {
+			rule = r
+		}
+	}
+	return rule
 }
 
 // untilText says how long a covering denial lasts.

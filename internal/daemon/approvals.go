@@ -36,8 +36,15 @@ func (d *Daemon) Hold(ctx context.Context, h fsnode.HoldRequest) syscall.Errno {
 		return 0
 	}
 	req := h.Request
-	v := d.approvals.Hold(ctx, approvals.Held{Op: req.Op, Path: req.Path, Path2: req.Path2, Intent: req.Intent,
-		Session: sessionID(h.Session), Process: h.Process, Uid: req.Caller.Uid, Pid: req.Caller.Pid, Size: h.Size}, rules)
+	held := approvals.Held{Op: req.Op, Path: req.Path, Path2: req.Path2, Intent: req.Intent,
+		Session: sessionID(h.Session), Process: h.Process, Uid: req.Caller.Uid, Pid: req.Caller.Pid, Destroys: req.Destroys, Size: h.Size}
+	if h.Observe {
+		if rule := d.approvals.WouldHold(held, rules); rule != nil {
+			d.wouldHold(req, rule, h)
+		}
+		return 0
+	}
+	v := d.approvals.Hold(ctx, held, rules)
 	switch {
 	case v.Proceed:
 		return 0
@@ -46,6 +53,28 @@ func (d *Daemon) Hold(ctx context.Context, h fsnode.HoldRequest) syscall.Errno {
 	}
 	d.Denied(req, policy.Decision{Code: v.Code, Reason: v.Reason, Validation: policy.ValidationFail, Path: req.Path}, h.Process, h.Session)
 	return syscall.EACCES
+}
+
+// CodeWouldHold is the code of the record of a change an approval rule
+// would have held, let through because its intent is in observe mode.
+const CodeWouldHold = "WOULD_HOLD"
+
+// wouldHold records that rule would have held the change h, which goes
+// ahead: the approval record names the rule, the change's own record
+// follows once it is made.
+func (d *Daemon) wouldHold(req policy.Request, rule *policy.ApprovalRule, h fsnode.HoldRequest) {
+	d.counters.wouldHold.Add(1)
+	reason := fmt.Sprintf("approval rule %s (%s) would have held this change for a human; observe mode let it proceed", rule.Name, rule.Describe())
+	d.log.Info("would hold", "op", req.Op, "path", req.Path, "intent", req.Intent, "rule", rule.Name)
+	c := ledger.Change{Event: ledger.EventApproval, Path: req.Path, FromPath: req.Path2, Intent: req.Intent, Op: string(req.Op),
+		Code: CodeWouldHold, Reason: reason, Process: h.Process, Session: h.Session, Time: time.Now()}
+	d.Record(c)
+	if d.feed.Active() {
+		ev := feed.Event{Kind: feed.KindGovernance, Event: string(ledger.EventApproval), Op: c.Op, Path: c.Path, Path2: c.FromPath,
+			Intent: c.Intent, Session: sessionID(c.Session), Code: c.Code, Reason: reason, Time: c.Time}
+		setProcess(&ev, c.Process)
+		d.feed.Publish(ev)
+	}
 }
 
 // sessionID names a session in what waits and what watchers see.

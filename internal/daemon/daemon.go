@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -129,7 +130,12 @@ type Daemon struct {
 	approvals *approvals.Gate
 	feed      feed.Hub
 	selects   *selectLimiter
-	counters  struct{ allowed, denied, recorded atomic.Uint64 }
+	// counters are the mount's running totals; wouldDeny counts the
+	// changes observe mode let through that the policy refuses,
+	// wouldHold those an approval rule would have held.
+	counters struct {
+		allowed, denied, recorded, wouldDeny, wouldHold atomic.Uint64
+	}
 
 	wf         *workflow.Workflow
 	lessons    *sidecar.Lessons
@@ -347,9 +353,12 @@ func canonicalDir(p, what string) (string, error) {
 	return abs, nil
 }
 
+// isBelow reports whether p lies inside dir (not dir itself). A name
+// that merely starts with two dots ("..cache") or is one character long
+// is inside.
 func isBelow(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !filepath.IsAbs(rel) && len(rel) >= 2 && rel[:2] != ".."
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
 
 // Wait blocks until the filesystem is unmounted, by Unmount, a signal

@@ -60,6 +60,9 @@ func (d *Daemon) Record(c ledger.Change) {
 	d.counters.recorded.Add(1)
 	if ledger.ClassOf(c.Event) != "" {
 		d.counters.allowed.Add(1)
+		if c.Validation == string(policy.ValidationFail) {
+			d.counters.wouldDeny.Add(1)
+		}
 		d.mapChange(c)
 		if c.Session != nil {
 			if s := d.sessions.Get(c.Session.ID); s != nil {
@@ -287,7 +290,8 @@ func (d *Daemon) Status() control.Status {
 		st.IntentName, st.IntentStatus = in.Name, string(in.Status)
 	}
 	st.Counters = control.Counters{Allowed: d.counters.allowed.Load(), Denied: d.counters.denied.Load(),
-		Recorded: d.counters.recorded.Load()}
+		Recorded: d.counters.recorded.Load(), WouldDeny: d.counters.wouldDeny.Load(), WouldHold: d.counters.wouldHold.Load()}
+	st.Enforcement = string(d.engine.Snapshot().EnforcementFor(st.ActiveIntent))
 	if d.root != nil {
 		st.Counters.BytesHashed = d.root.Hashes().BytesHashed()
 		st.Counters.HashCacheHits = d.root.Hashes().Hits()
@@ -298,6 +302,7 @@ func (d *Daemon) Status() control.Status {
 	if len(st.RecentDenials) > 10 {
 		st.RecentDenials = st.RecentDenials[len(st.RecentDenials)-10:]
 	}
+	st.FilePermissions = d.scopePermissions(st.Sessions)
 	return st
 }
 

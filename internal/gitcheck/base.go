@@ -22,6 +22,46 @@ type DefaultBase struct {
 	From string `json:"from"`
 	// Notes are what was tried before and why it was not used.
 	Notes []string `json:"notes,omitempty"`
+	// NoUpstream is set when no upstream was found: the range is then
+	// all of HEAD's history, commits made before intentfs governed the
+	// branch included.
+	NoUpstream bool `json:"no_upstream,omitempty"`
+	// Advice, set after a failed check of such a range, says which range
+	// to give instead.
+	Advice string `json:"advice,omitempty"`
+}
+
+// AdviseBase fills d.Advice after rep, a check of d's range, failed with
+// no upstream to start from: the range held the whole history, and a
+// commit made outside any mount (the human's initial commit, typically)
+// fails it. It names the range to give instead.
+func (d *DefaultBase) AdviseBase(ctx context.Context, repo *gitexec.Repo, rep *Report) {
+	if !d.NoUpstream || rep.OK() {
+		return
+	}
+	generic := "no upstream was found, so the range was all of HEAD's history, including commits made before intentfs governed this branch. " +
+		"Give the range your review covers: intentfs check <base>..HEAD, with <base> the last commit before the agent's work; " +
+		"or give the branch an upstream (git branch --set-upstream-to=origin/main) or declare upstream: {url, ref} in " + policy.IntentsFile
+	out, err := repo.Output(ctx, "rev-list", "--max-parents=0", "HEAD")
+	if err != nil {
+		d.Advice = generic
+		return
+	}
+	failed := map[string]bool{}
+	for _, f := range rep.Problems {
+		failed[f.Commit] = true
+	}
+	for _, root := range strings.Fields(string(out)) {
+		if failed[root] {
+			subject, _ := repo.Line(ctx, "log", "-1", "--format=%s", root)
+			d.Advice = fmt.Sprintf("no upstream was found, so the range was all of HEAD's history, and its initial commit %s (%q) was not made through a mount. "+
+				"If it is the human's work from before intentfs, check what came after it: intentfs check %s..HEAD (or name the last commit before the agent's work as <base> in intentfs check <base>..HEAD; "+
+				"an upstream (git branch --set-upstream-to=origin/main, or upstream: in %s) makes this the default)",
+				ledger.ShortHash(root), subject, ledger.ShortHash(root), policy.IntentsFile)
+			return
+		}
+	}
+	d.Advice = generic
 }
 
 // DefaultRange is the merge-base with the upstream up to HEAD, or HEAD.
@@ -56,7 +96,7 @@ func DefaultRange(ctx context.Context, repo *gitexec.Repo, source string, declar
 	if up == "" {
 		ref, _ = repo.Line(ctx, "rev-parse", "--symbolic-full-name", "--verify", "--quiet", "@{upstream}")
 		if up, _ = repo.Line(ctx, "rev-parse", "--verify", "--quiet", "@{upstream}^{commit}"); up == "" {
-			d.Revs, d.From = []string{"HEAD"}, "no upstream: all of HEAD's history"
+			d.Revs, d.From, d.NoUpstream = []string{"HEAD"}, "no upstream: all of HEAD's history", true
 			return d, nil
 		}
 	}

@@ -67,6 +67,12 @@ type Checker struct {
 	Intents *policy.Intents
 	// Ignore exempts paths, as in the mount.
 	Ignore *policy.Ignore
+	// TrustedRules says that Intents and Ignore were read from a revision
+	// the checked range cannot change (LoadRules): a change in the range
+	// to a file that decides the rules (ClassifyPath) is then a problem,
+	// which no ignore file exempts, instead of a notice. The mount's own
+	// gate, which judges by the live policy, leaves it unset.
+	TrustedRules bool
 	// Prefix is the workspace's path below the top of the work tree ("" or
 	// "dir/"); changes outside it are not this workspace's.
 	Prefix string
@@ -147,19 +153,6 @@ func (c *Checker) blobs(ctx context.Context) (*gitexec.Blobs, func(), error) {
 	return b, func() { b.Close() }, nil
 }
 
-// CheckCommit checks one commit against its first parent: "would this
-// new commit pass?". A merge commit has no findings (it is not authored).
-func (c *Checker) CheckCommit(ctx context.Context, commit string) ([]Finding, error) {
-	if !gitexec.ValidOID(commit) {
-		return nil, fmt.Errorf("%q is not a commit id", commit)
-	}
-	rep, err := c.run(ctx, []string{"--no-walk"}, []string{commit})
-	if err != nil {
-		return nil, err
-	}
-	return rep.Problems, nil
-}
-
 func (c *Checker) add(rep *Report, f Finding, notice bool) {
 	if len(rep.Problems)+len(rep.Notices) >= maxFindingsShown {
 		if !notice {
@@ -184,12 +177,25 @@ func isGovernance(rel string) bool {
 func (c *Checker) checkChange(rep *Report, blobs *gitexec.Blobs, commit string, ch gitexec.Change) {
 	rel, ok := strings.CutPrefix(ch.Path, c.Prefix)
 	if !ok {
+		if c.TrustedRules && c.governsWorkspace(ch.Path) && c.attributesChanged(blobs, ch) {
+			// A .gitattributes above the workspace applies in it too.
+			_, what := ClassifyPath(ch.Path)
+			rep.Changes++
+			c.add(rep, Finding{Commit: commit, Path: ch.Path, Status: string(ch.Status), Kind: KindGovernance, Detail: governanceProblem(what)}, false)
+			return
+		}
 		rep.Outside++
 		return
 	}
 	rel = c.Below + rel
 	rep.Changes++
 	f := Finding{Commit: commit, Path: rel, Status: string(ch.Status)}
+	if c.TrustedRules {
+		if g, notice, ok := c.governance(blobs, commit, rel, ch); ok {
+			c.add(rep, g, notice)
+			return
+		}
+	}
 	switch {
 	case c.Ignore.Match(rel, false):
 		rep.Exempt++

@@ -32,7 +32,7 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ig, _ := policy.ParseIgnore(".intentignore", []byte("build/\n"))
+	ig := loadIgnore(t, "build/\n")
 	repo, err := gitexec.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +256,10 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestCheckCommitSkipsAMergeAndNamesTheCommit(t *testing.T) {
+// TestCheckNewPassesACleanMergeAndNamesTheCommit: a merge that only joins
+// two histories holds nothing new; a commit that changes an unrecorded
+// path is named in its finding; an option in place of an id is refused.
+func TestCheckNewPassesACleanMergeAndNamesTheCommit(t *testing.T) {
 	f := newFixture(t)
 	gittest.Git(t, f.dir, "checkout", "-q", "-b", "side")
 	bad := gittest.Commit(t, f.dir, "unrecorded", map[string]string{"go.mod": "module y\n"})
@@ -265,14 +268,17 @@ func TestCheckCommitSkipsAMergeAndNamesTheCommit(t *testing.T) {
 	gittest.Git(t, f.dir, "merge", "-q", "--no-edit", "side")
 	merge := gittest.Git(t, f.dir, "rev-parse", "HEAD")
 	ctx := context.Background()
-	if got, err := f.c.CheckCommit(ctx, merge); err != nil || len(got) != 0 {
-		t.Fatalf("merge commit: %v %+v", err, got)
+	if rep, err := f.c.CheckNew(ctx, []string{merge}); err != nil || len(rep.Problems) != 0 || !rep.OK() {
+		t.Fatalf("merge commit: %v %+v", err, rep)
 	}
-	got, err := f.c.CheckCommit(ctx, bad)
-	if err != nil || len(got) != 1 || got[0].Commit != bad || got[0].Path != "go.mod" || got[0].Kind != KindUntraced {
-		t.Fatalf("unrecorded commit: %v %+v", err, got)
+	rep, err := f.c.CheckNew(ctx, []string{bad})
+	if err != nil {
+		t.Fatalf("unrecorded commit: %v", err)
 	}
-	if _, err := f.c.CheckCommit(ctx, "--output=/tmp/x"); err == nil {
+	if got := rep.Problems; len(got) != 1 || got[0].Commit != bad || got[0].Path != "go.mod" || got[0].Kind != KindUntraced || rep.OK() {
+		t.Fatalf("unrecorded commit: %+v", rep)
+	}
+	if _, err := f.c.CheckNew(ctx, []string{"--output=/tmp/x"}); err == nil {
 		t.Fatal("an option passed as a commit was accepted")
 	}
 }
@@ -344,4 +350,18 @@ func TestCheckRefusesAnAmbiguousName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loadIgnore loads text as a source's .intentignore, as the CLI does.
+func loadIgnore(t testing.TB, text string) *policy.Ignore {
+	t.Helper()
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, ".intentignore"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ig, _, err := policy.LoadIgnore(src)
+	if err != nil {
+		t.Fatalf("loading .intentignore %q: %v", text, err)
+	}
+	return ig
 }

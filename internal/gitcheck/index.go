@@ -1,8 +1,8 @@
 // Package gitcheck decides whether commits are accounted for by the
 // ledger: every path a commit changes must have been written through the
 // mount, under an intent whose scope covers it, with the content the
-// commit holds. It is the engine of `intentfs check`, and of any later
-// check of one new commit ("would this commit pass?", CheckCommit).
+// commit holds. It is the engine of `intentfs check`, and of the commit
+// gate's check of the commits a branch moves to (CheckNew).
 package gitcheck
 
 import (

@@ -268,15 +268,6 @@ func asOwner(cmd *exec.Cmd, err error) error {
 	return fmt.Errorf("running git as the repository's owner (uid %d), who must be able to reach %s: %w", cmd.SysProcAttr.Credential.Uid, cmd.Dir, err)
 }
 
-// ExitCode returns the exit status of a failed git command, or -1.
-func ExitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	return -1
-}
-
 // Line runs git and returns its stdout trimmed of the final newline.
 func (r *Repo) Line(ctx context.Context, args ...string) (string, error) {
 	out, err := r.Output(ctx, args...)

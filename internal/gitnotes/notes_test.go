@@ -83,7 +83,14 @@ func (c *clone) check() *gitcheck.Report {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	ig, _ := policy.ParseIgnore(".intentignore", []byte(".orchestration/\n"))
+	igDir := c.t.TempDir()
+	if err := os.WriteFile(filepath.Join(igDir, ".intentignore"), []byte(".orchestration/\n"), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	ig, _, err := policy.LoadIgnore(igDir)
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	ch := &gitcheck.Checker{Repo: c.repo, Index: ix, Intents: intents, Ignore: ig}
 	rep, err := ch.Check(context.Background(), []string{"HEAD"})
 	if err != nil {

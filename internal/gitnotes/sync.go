@@ -89,99 +89,152 @@ func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string
 	if err != nil {
 		return nil, err
 	}
-	// moveCursor leaves cur at the first of pending not attached.
-	moveCursor := func(attached int) error {
-		cur.pos = end
-		if attached < len(pending) {
-			cur.pos = pending[attached].pos
-		}
-		cur.noted = res.AlreadyNoted + attached
-		t, err := refTip(ctx, repo, Ref)
-		cur.notesTip = t
-		return err
-	}
 	if len(pending) == 0 {
-		return res, moveCursor(0)
+		return res, cur.moveTo(ctx, repo, pending, end, 0, res.AlreadyNoted)
 	}
-	ix := gitcheck.NewIndex()
-	// A commit's own commit record (made when the gate let the branch
-	// move to it) belongs in its note, with the changes it holds.
-	commitRecord := map[string]int{}
+	if _, err := repo.Output(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
+		res.Pending = len(pending)
+		return res, cur.moveTo(ctx, repo, pending, end, 0, res.AlreadyNoted) // no commit yet
+	}
+	plan, attached, err := planAttachments(ctx, repo, prefix, pending)
+	if err != nil {
+		return nil, err
+	}
+	if err := attachPlan(ctx, repo, pending, plan, keep, res); err != nil {
+		return nil, err
+	}
+	res.Pending = len(pending) - attached
+	return res, cur.moveTo(ctx, repo, pending, end, attached, res.AlreadyNoted)
+}
+
+// moveTo leaves cur at the first of pending not attached (at end, the
+// ledger's end, when all were), with the notes ref as it is now.
+func (cur *Cursor) moveTo(ctx context.Context, repo *gitexec.Repo, pending []pendingLine, end ledger.Position, attached, alreadyNoted int) error {
+	cur.pos = end
+	if attached < len(pending) {
+		cur.pos = pending[attached].pos
+	}
+	cur.noted = alreadyNoted + attached
+	t, err := refTip(ctx, repo, Ref)
+	cur.notesTip = t
+	return err
+}
+
+// attachment gives the commit the pending records [start, end).
+type attachment struct {
+	commit     string
+	start, end int
+}
+
+// attachPlanner walks the commits reachable from HEAD, newest first, and
+// gives each the pending records up to the last one it accounts for.
+type attachPlanner struct {
+	prefix string
+	blobs  *gitexec.Blobs
+	ix     *gitcheck.Index
+	// commitRecord maps a commit made in the mount to the index of its
+	// own commit record (made when the gate let the branch move to it),
+	// which belongs in its note, with the changes it holds.
+	commitRecord map[string]int
+	// next is the first pending record no commit has taken yet.
+	next int
+	plan []attachment
+}
+
+// planAttachments plans which commit each pending record goes to; it
+// returns the plan and how many records, a prefix of pending, it attaches.
+func planAttachments(ctx context.Context, repo *gitexec.Repo, prefix string, pending []pendingLine) ([]attachment, int, error) {
+	pl := &attachPlanner{prefix: prefix, ix: gitcheck.NewIndex(), commitRecord: map[string]int{}}
 	for i, p := range pending {
-		ix.Add(p.rec)
+		pl.ix.Add(p.rec)
 		if g := p.rec.Gov(); g.Event == ledger.EventCommit && g.Commit != "" {
-			commitRecord[g.Commit] = i
+			pl.commitRecord[g.Commit] = i
 		}
 	}
 	opts := []string{}
 	if t, err := time.Parse(time.RFC3339Nano, pending[0].rec.Timestamp); err == nil {
 		opts = append(opts, "--since="+t.Add(-sinceSlack).UTC().Format(time.RFC3339))
 	}
-	if _, err := repo.Output(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
-		res.Pending = len(pending)
-		return res, moveCursor(0) // no commit yet
-	}
 	blobs, err := repo.Blobs(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer blobs.Close()
-	cursor := 0
-	type attach struct {
-		commit     string
-		start, end int
+	pl.blobs = blobs
+	if err := repo.Commits(ctx, gitexec.Query{Opts: opts, Revs: []string{"HEAD"}}, pl.commit); err != nil {
+		return nil, 0, fmt.Errorf("reading commits: %w", err)
 	}
-	var plan []attach
-	err = repo.Commits(ctx, gitexec.Query{Opts: opts, Revs: []string{"HEAD"}}, func(c *gitexec.Commit) error {
-		if i, ok := commitRecord[c.ID]; ok {
-			// A commit made in the mount holds what was written before
-			// its commit record: a later write of the same content (git
-			// restoring the file after a stash) is not part of it, and
-			// would carry the next commits' records off with it.
-			if i >= cursor {
-				plan = append(plan, attach{c.ID, cursor, i + 1})
-				cursor = i + 1
-			}
-			return nil
-		}
-		last := -1
-		for _, ch := range c.Changes {
-			rel, ok := strings.CutPrefix(ch.Path, prefix)
-			if !ok {
-				continue
-			}
-			var entries []gitcheck.Entry
-			switch {
-			case ch.Status == 'D':
-				entries = ix.Deleted(rel)
-			case ch.NewMode == "120000":
-				h, err := blobs.Hash(ch.NewBlob)
-				if err != nil {
-					return err
-				}
-				entries = ix.Symlinks(rel, h)
-			case ch.Status == 'M' && ch.OldBlob == ch.NewBlob:
-				entries = ix.Modes(rel)
-			case ch.NewMode != "160000":
-				h, err := blobs.Hash(ch.NewBlob)
-				if err != nil {
-					return err
-				}
-				entries = ix.Written(rel, h)
-			}
-			for _, e := range entries {
-				last = max(last, e.Seq)
-			}
-		}
-		if last >= cursor {
-			plan = append(plan, attach{c.ID, cursor, last + 1})
-			cursor = last + 1
-		}
+	return pl.plan, pl.next, nil
+}
+
+// commit takes the pending records c accounts for.
+func (pl *attachPlanner) commit(c *gitexec.Commit) error {
+	if i, ok := pl.commitRecord[c.ID]; ok {
+		// A commit made in the mount holds what was written before its
+		// commit record: a later write of the same content (git restoring
+		// the file after a stash) is not part of it, and would carry the
+		// next commits' records off with it.
+		pl.take(c.ID, i)
 		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading commits: %w", err)
 	}
+	last := -1
+	for _, ch := range c.Changes {
+		seq, err := pl.lastRecordOf(ch)
+		if err != nil {
+			return err
+		}
+		last = max(last, seq)
+	}
+	pl.take(c.ID, last)
+	return nil
+}
+
+// take gives commit the records from next up to last, if it reaches past
+// what earlier commits took.
+func (pl *attachPlanner) take(commit string, last int) {
+	if last >= pl.next {
+		pl.plan = append(pl.plan, attachment{commit, pl.next, last + 1})
+		pl.next = last + 1
+	}
+}
+
+// lastRecordOf returns the index of the last pending record that made ch
+// (its path with the committed content, mode or link, or its deletion),
+// or -1.
+func (pl *attachPlanner) lastRecordOf(ch gitexec.Change) (int, error) {
+	rel, ok := strings.CutPrefix(ch.Path, pl.prefix)
+	if !ok {
+		return -1, nil
+	}
+	var entries []gitcheck.Entry
+	switch {
+	case ch.Status == 'D':
+		entries = pl.ix.Deleted(rel)
+	case ch.NewMode == "120000":
+		h, err := pl.blobs.Hash(ch.NewBlob)
+		if err != nil {
+			return -1, err
+		}
+		entries = pl.ix.Symlinks(rel, h)
+	case ch.Status == 'M' && ch.OldBlob == ch.NewBlob:
+		entries = pl.ix.Modes(rel)
+	case ch.NewMode != "160000":
+		h, err := pl.blobs.Hash(ch.NewBlob)
+		if err != nil {
+			return -1, err
+		}
+		entries = pl.ix.Written(rel, h)
+	}
+	last := -1
+	for _, e := range entries {
+		last = max(last, e.Seq)
+	}
+	return last, nil
+}
+
+// attachPlan writes the plan's records into the commits' notes, each in
+// its public form with what keep names, and counts them in res.
+func attachPlan(ctx context.Context, repo *gitexec.Repo, pending []pendingLine, plan []attachment, keep ledger.Keep, res *SyncResult) error {
 	notes := map[string][][]byte{}
 	var order []string
 	for _, a := range plan {
@@ -191,18 +244,14 @@ func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string
 		for _, p := range pending[a.start:a.end] {
 			line, err := noteLine(p, keep)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			notes[a.commit] = append(notes[a.commit], line)
 		}
 		res.Commits[a.commit] += a.end - a.start
 		res.Attached += a.end - a.start
 	}
-	if err := appendNotes(ctx, repo, order, notes); err != nil {
-		return nil, err
-	}
-	res.Pending = len(pending) - cursor
-	return res, moveCursor(cursor)
+	return appendNotes(ctx, repo, order, notes)
 }
 
 // noteLine is the line a note carries for a ledger line.

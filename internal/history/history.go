@@ -16,6 +16,7 @@ import (
 
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/safeio"
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -86,7 +87,7 @@ func (s *Source) RecordDiff(r *ledger.Record) (string, error) {
 	if g.Event == ledger.EventRename && g.PreHash == nil {
 		return fmt.Sprintf("rename %s → %s (content unchanged)\n", from, to), nil
 	}
-	return udiff.Unified("a/"+from, "b/"+to, pre, post), nil
+	return udiff.Unified("a/"+textsafe.Escape(from), "b/"+textsafe.Escape(to), pre, post), nil
 }
 
 // FileDiff is the unified diff of one file.
@@ -154,7 +155,7 @@ func (s *Source) NetFileDiffs(recs []*ledger.Record) ([]FileDiff, error) {
 		if err != nil {
 			return nil, err
 		}
-		if d := udiff.Unified("a/"+p, "b/"+p, pre, post); d != "" {
+		if d := udiff.Unified("a/"+textsafe.Escape(p), "b/"+textsafe.Escape(p), pre, post); d != "" {
 			out = append(out, FileDiff{Path: p, Diff: d})
 		}
 	}
@@ -184,19 +185,44 @@ type BlameLine struct {
 // as it was before the ledger, or edits made outside the mount) have no
 // record.
 func (s *Source) Blame(rel string) ([]BlameLine, error) {
-	// The records of this file's history, newest first, following renames.
-	var chain []*ledger.Record
+	chain, byID, err := s.fileChain(rel)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := safeio.ReadPrefix(s.Dir, rel, 1<<31-1)
+	if err != nil {
+		return nil, err
+	}
+	b := &blame{s: s, byID: byID, pending: map[string]*ledger.Record{}, seen: map[string][]ownedLine{}}
+	for i := len(chain) - 1; i >= 0; i-- {
+		r := chain[i]
+		if i == len(chain)-1 {
+			b.startAt(r)
+		} else {
+			b.catchUp(r)
+		}
+		b.apply(r)
+	}
+	// Changes made behind the ledger's back belong to no record.
+	b.lines = reattribute(b.lines, b.content, string(cur), b.byHunk, newOwnedLine)
+	return blameLines(b.lines), nil
+}
+
+// fileChain returns the content records of rel's history, newest first,
+// following plain moves back to the names it had, and every content
+// record by id (for a restore that names one).
+func (s *Source) fileChain(rel string) (chain []*ledger.Record, byID map[string]*ledger.Record, err error) {
 	var all []*ledger.Record
-	err := s.query(ledger.Filter{}, func(r *ledger.Record) error {
+	err = s.query(ledger.Filter{}, func(r *ledger.Record) error {
 		if isContent(r) {
 			all = append(all, r)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	byID := map[string]*ledger.Record{}
+	byID = map[string]*ledger.Record{}
 	for _, r := range all {
 		byID[r.ID] = r
 	}
@@ -217,93 +243,124 @@ func (s *Source) Blame(rel string) ([]BlameLine, error) {
 			name = g.FromPath
 		}
 	}
-	cur, err := safeio.ReadPrefix(s.Dir, rel, 1<<31-1)
-	if err != nil {
-		return nil, err
-	}
-	// Replay oldest first, carrying an owner per line.
-	type owned struct {
-		text string
-		rec  *ledger.Record
-	}
-	var lines []owned
-	content := ""
-	// Records whose new version is gone (overwritten outside the mount):
-	// their lines can still be recognised by the content hash of each
-	// changed hunk the record carries.
-	pending := map[string]*ledger.Record{}
+	return chain, byID, nil
+}
+
+// ownedLine is a line of a file's version and the record that wrote it
+// (nil: nobody's).
+type ownedLine struct {
+	text string
+	rec  *ledger.Record
+}
+
+func newOwnedLine(text string, rec *ledger.Record) ownedLine { return ownedLine{text, rec} }
+
+// blame replays a file's records oldest first, carrying an owner per line.
+type blame struct {
+	s    *Source
+	byID map[string]*ledger.Record
+	// lines and content are the version replayed so far.
+	lines   []ownedLine
+	content string
+	// pending holds records whose new version is gone (overwritten
+	// outside the mount), by the content hash of each one-line hunk they
+	// carry: their lines can still be recognised.
+	pending map[string]*ledger.Record
 	// seen keeps the owners of each version replayed, by content hash,
 	// for a restore of it.
-	seen := map[string][]owned{}
-	byHunk := func(line string) *ledger.Record { return pending[lineHash(line)] }
-	for i := len(chain) - 1; i >= 0; i-- {
-		r := chain[i]
-		g := r.Gov()
-		if i == len(chain)-1 && g.PreHash != nil && g.Event != ledger.EventRename {
-			// The version before the ledger's first change is nobody's.
-			if pre, err := s.version(r.Path(), *g.PreHash); err == nil {
-				content = pre
-				for _, l := range splitLines(pre) {
-					lines = append(lines, owned{text: l})
-				}
-				seen[*g.PreHash] = slices.Clone(lines)
-			}
-		}
-		// An edit made outside the mount between two records shows as a
-		// gap between one record's post and the next one's pre.
-		if g.PreHash != nil && i != len(chain)-1 {
-			if pre, err := s.version(r.Path(), *g.PreHash); err == nil && pre != content {
-				lines = reattribute(lines, content, pre, byHunk, func(t string, rec *ledger.Record) owned { return owned{t, rec} })
-				content = pre
-				clear(pending)
-			}
-		}
-		post, err := s.version(r.Path(), ledger.Str(g.PostHash))
-		if err != nil || g.PostHash == nil {
-			for _, f := range r.Files {
-				for _, c := range f.Conversations {
-					for _, rg := range c.Ranges {
-						if rg.StartLine == rg.EndLine {
-							pending[rg.ContentHash] = r
-						}
-					}
-				}
-			}
-			continue
-		}
-		switch {
-		case g.Event == ledger.EventAccept:
-			// A person took the file as it is: lines a record still
-			// explains keep it, the rest are the person's.
-			lines = reattribute(lines, content, post, func(l string) *ledger.Record {
-				if by := byHunk(l); by != nil {
-					return by
-				}
-				return r
-			}, func(t string, rec *ledger.Record) owned { return owned{t, rec} })
-			clear(pending)
-		case g.RestoredFrom == "":
-			lines = reattribute(lines, content, post, func(string) *ledger.Record { return r }, func(t string, rec *ledger.Record) owned { return owned{t, rec} })
-		case seen[*g.PostHash] != nil:
-			// git restored a version replayed before: its lines keep the
-			// owners they had then.
-			lines = slices.Clone(seen[*g.PostHash])
-		case byID[strings.TrimPrefix(g.RestoredFrom, "record ")] != nil:
-			// git restored a version a record made, before this file's
-			// history as followed here (deleted in between): its lines
-			// are that record's.
-			from := byID[strings.TrimPrefix(g.RestoredFrom, "record ")]
-			lines = reattribute(lines, content, post, func(string) *ledger.Record { return from }, func(t string, rec *ledger.Record) owned { return owned{t, rec} })
-		default:
-			// git restored content from history the ledger did not see
-			// written: its new lines are nobody's ("before intentfs").
-			lines = reattribute(lines, content, post, func(string) *ledger.Record { return nil }, func(t string, rec *ledger.Record) owned { return owned{t, rec} })
-		}
-		content = post
-		seen[*g.PostHash] = slices.Clone(lines)
+	seen map[string][]ownedLine
+}
+
+func (b *blame) byHunk(line string) *ledger.Record { return b.pending[lineHash(line)] }
+
+// startAt begins the replay with the version before the ledger's first
+// change r, which is nobody's.
+func (b *blame) startAt(r *ledger.Record) {
+	g := r.Gov()
+	if g.PreHash == nil || g.Event == ledger.EventRename {
+		return
 	}
-	// Changes made behind the ledger's back belong to no record.
-	lines = reattribute(lines, content, string(cur), byHunk, func(t string, rec *ledger.Record) owned { return owned{t, rec} })
+	pre, err := b.s.version(r.Path(), *g.PreHash)
+	if err != nil {
+		return
+	}
+	b.content = pre
+	for _, l := range splitLines(pre) {
+		b.lines = append(b.lines, ownedLine{text: l})
+	}
+	b.seen[*g.PreHash] = slices.Clone(b.lines)
+}
+
+// catchUp takes in an edit made outside the mount between the previous
+// record and r, which shows as a gap between that one's post and r's pre.
+func (b *blame) catchUp(r *ledger.Record) {
+	g := r.Gov()
+	if g.PreHash == nil {
+		return
+	}
+	if pre, err := b.s.version(r.Path(), *g.PreHash); err == nil && pre != b.content {
+		b.lines = reattribute(b.lines, b.content, pre, b.byHunk, newOwnedLine)
+		b.content = pre
+		clear(b.pending)
+	}
+}
+
+// apply replays r: its new lines are its own, unless git restored the
+// content, when they belong to whoever wrote that version.
+func (b *blame) apply(r *ledger.Record) {
+	g := r.Gov()
+	post, err := b.s.version(r.Path(), ledger.Str(g.PostHash))
+	if err != nil || g.PostHash == nil {
+		b.remember(r)
+		return
+	}
+	switch from := b.byID[strings.TrimPrefix(g.RestoredFrom, "record ")]; {
+	case g.Event == ledger.EventAccept:
+		// A person took the file as it is: lines a record still
+		// explains keep it, the rest are the person's.
+		b.lines = reattribute(b.lines, b.content, post, func(l string) *ledger.Record {
+			if by := b.byHunk(l); by != nil {
+				return by
+			}
+			return r
+		}, newOwnedLine)
+		clear(b.pending)
+	case g.RestoredFrom == "":
+		b.lines = reattribute(b.lines, b.content, post, func(string) *ledger.Record { return r }, newOwnedLine)
+	case b.seen[*g.PostHash] != nil:
+		// git restored a version replayed before: its lines keep the
+		// owners they had then.
+		b.lines = slices.Clone(b.seen[*g.PostHash])
+	case from != nil:
+		// git restored a version a record made, before this file's
+		// history as followed here (deleted in between): its lines are
+		// that record's.
+		b.lines = reattribute(b.lines, b.content, post, func(string) *ledger.Record { return from }, newOwnedLine)
+	default:
+		// git restored content from history the ledger did not see
+		// written: its new lines are nobody's ("before intentfs").
+		b.lines = reattribute(b.lines, b.content, post, func(string) *ledger.Record { return nil }, newOwnedLine)
+	}
+	b.content = post
+	b.seen[*g.PostHash] = slices.Clone(b.lines)
+}
+
+// remember keeps r, whose new version is gone, by the hashes of its
+// one-line hunks.
+func (b *blame) remember(r *ledger.Record) {
+	for _, f := range r.Files {
+		for _, c := range f.Conversations {
+			for _, rg := range c.Ranges {
+				if rg.StartLine == rg.EndLine {
+					b.pending[rg.ContentHash] = r
+				}
+			}
+		}
+	}
+}
+
+// blameLines turns owned lines into what Blame reports.
+func blameLines(lines []ownedLine) []BlameLine {
 	out := make([]BlameLine, len(lines))
 	for i, l := range lines {
 		b := BlameLine{Line: i + 1, Text: l.text}
@@ -320,7 +377,7 @@ func (s *Source) Blame(rel string) ([]BlameLine, error) {
 		}
 		out[i] = b
 	}
-	return out, nil
+	return out
 }
 
 // reattribute maps owners across an edit from old to new: unchanged lines

@@ -102,13 +102,9 @@ func (p *planner) get(rel string) *entry {
 	return e
 }
 
-// Build plans the revert of recs (oldest first, as in the ledger): the
-// steps run newest first. A file written under a temporary name and
-// renamed into place is one step, its net change.
-func Build(source string, store *objects.Store, recs []*ledger.Record) *Plan {
-	return buildUnits(source, store, groupUnits(recs))
-}
-
+// buildUnits plans the revert of units (oldest first, as in the ledger):
+// the steps run newest first. A file written under a temporary name and
+// renamed into place is one unit, its net change.
 func buildUnits(source string, store *objects.Store, units []unit) *Plan {
 	pl := &planner{source: source, store: store, tree: map[string]*entry{}}
 	plan := &Plan{}

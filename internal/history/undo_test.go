@@ -9,10 +9,10 @@ import (
 	"github.com/intentfs/intentfs/ledger"
 )
 
-// TestBuildPlansTheInverse: each recorded change plans its inverse, newest
-// first, against the tree as the steps before it leave it, and a file that
+// TestRunPlansTheInverse: each recorded change of an intent plans its
+// inverse, newest first, against the tree as the steps before it leave it, and a file that
 // is no longer as the ledger left it is a conflict, named.
-func TestBuildPlansTheInverse(t *testing.T) {
+func TestRunPlansTheInverse(t *testing.T) {
 	const one, two = "one\n", "two\n"
 	// step is what a planned step must be; contents stand for their
 	// hashes, and conflict is part of the step's conflict ("" for none).
@@ -124,12 +124,20 @@ func TestBuildPlansTheInverse(t *testing.T) {
 			for _, content := range tt.kept {
 				f.keep(content)
 			}
-			recs := make([]*ledger.Record, len(tt.changes))
+			changes := make([]ledger.Change, len(tt.changes))
 			for i, c := range tt.changes {
 				c.PreHash, c.PostHash, c.Intent = hashOf(t, c.PreHash), hashOf(t, c.PostHash), "INT-001"
-				recs[i] = ledger.NewRecord(c, "test")
+				changes[i] = c
 			}
-			plan := Build(f.src, f.store, recs)
+			recs := f.record(changes...)
+			// A dry run with Force plans every step, conflicts included,
+			// and applies none.
+			plan, applied, err := Run(f.src, f.source().Ledger, f.store, Request{Intent: "INT-001", DryRun: true, Force: true}, func(ledger.Change) {
+				t.Error("a dry run recorded a step")
+			})
+			if err != nil || applied != 0 {
+				t.Fatalf("dry run: %d applied, %v", applied, err)
+			}
 			if len(plan.Steps) != len(tt.want) {
 				t.Fatalf("%d steps, want %d: %+v", len(plan.Steps), len(tt.want), plan.Steps)
 			}

@@ -1,6 +1,6 @@
 // Package intentcontext builds the context an agent loads when it selects an
-// intent: the <intent_context> XML block of the seed design, curated from
-// the policy, the ledger, the intent map and the related specs, and kept
+// intent: an <intent_context> XML block, a form agents' prompts can quote
+// whole and models keep apart from the rest, curated from the policy, the ledger, the intent map and the related specs, and kept
 // within a byte budget.
 package intentcontext
 
@@ -165,8 +165,8 @@ func (c *intentContext) mergeMapFiles(files []string) {
 	}
 }
 
-// fit renders the context, dropping material in the seeds' order until it
-// fits: oldest recent changes first, then spec excerpts, then the oldest
+// fit renders the context, dropping what an agent needs least first until
+// it fits: oldest recent changes first, then spec excerpts, then the oldest
 // related files; as a last resort, long texts are cut and trailing list
 // items dropped, so even a hostile policy yields a well-formed block.
 func (c *intentContext) fit(budget int) []byte {

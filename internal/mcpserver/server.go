@@ -12,10 +12,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/agentapi"
+	"github.com/intentfs/intentfs/internal/session"
 )
 
 // GuideURI is the agent guide resource.
@@ -34,23 +36,26 @@ func New(m agentapi.Mount, version string) *mcp.Server {
 		h.listIntents)
 	mcp.AddTool(s, &mcp.Tool{Name: "select_intent", Annotations: &mcp.ToolAnnotations{IdempotentHint: true},
 		Description: "Makes an intent the active one, so changes inside its owned_scope are allowed; a PENDING intent is started. " +
-			"The selection applies to the whole mount -- every process working in it, not only this session -- exactly as writing the id to .intentfs/active does (per-session selection does not exist yet). " +
-			`Give "none" to deselect. BLOCKED, COMPLETE and ARCHIVED intents cannot be selected.`},
+			"It does what writing the id to .intentfs/active does: inside an agent session (intentfs run) it selects the intent of that session only, and other sessions keep theirs; " +
+			"outside a session it selects the intent of the whole mount, for every process working in it outside a session. The answer says which happened. " +
+			`Give "none" to deselect. BLOCKED, COMPLETE and ARCHIVED intents cannot be selected, nor an intent another session holds; a session pinned to its intent by a human cannot select another.`},
 		h.selectIntent)
 	mcp.AddTool(s, &mcp.Tool{Name: "get_context", Annotations: readOnly,
 		Description: "Returns the <intent_context> block of the active intent: scope, constraints, acceptance criteria, the files it touched, its recent changes and related specs."},
 		h.getContext)
 	mcp.AddTool(s, &mcp.Tool{Name: "check_path", Annotations: readOnly,
 		Description: "Asks, without changing or recording anything, whether changing a path would be allowed now, and if not why and which intent covers it. " +
-			"path is relative to the workspace root (the mount) or absolute inside it; op is the change (default: create if the file does not exist, else open_write)."},
+			"path is relative to the workspace root (the mount) or absolute inside it; op is the change (default: create if the file does not exist, else open_write). " +
+			"code FILE_PERMISSIONS means the file's own owner, mode or ACL refuses your uid (the kernel's refusal, not intentfs's policy: no intent or scope request changes it; policy_code says what the policy would decide); any other refusal code is the policy's."},
 		h.checkPath)
 	mcp.AddTool(s, &mcp.Tool{Name: "explain_denials", Annotations: readOnly,
-		Description: "Explains the most recent refused changes (\"Permission denied\" / EACCES): operation, path, code, reason and what to do about each."},
+		Description: "Explains the most recent changes intentfs's policy refused (\"Permission denied\" / EACCES): operation, path, code, reason and what to do about each. " +
+			"A \"Permission denied\" that is not listed here came from the file's own owner, mode or ACL: check_path on that file says FILE_PERMISSIONS and who owns it."},
 		h.explainDenials)
 	mcp.AddTool(s, &mcp.Tool{Name: "record_lesson",
 		Description: "Records a lesson learned under the active intent, for the next agent: it is kept in .orchestration/CLAUDE.md and shown in the workspace's CLAUDE.md / AGENTS.md. One or two sentences; at most 4 KiB."},
 		h.recordLesson)
-	mcp.AddTool(s, &mcp.Tool{Name: "request_scope",
+	mcp.AddTool(s, &mcp.Tool{Name: "request_scope", InputSchema: scopeSchema(),
 		Description: "Asks the human supervising you to add paths (globs relative to the workspace root, such as docs/** or src/cache.go) to the active intent's owned_scope, saying why. " +
 			"Nothing changes until they approve it (intentfs approve ID); call pending to see whether it was decided. At most 16 paths; why at most 1 KiB, one line."},
 		h.requestScope)
@@ -118,10 +123,26 @@ func (h handlers) selectIntent(ctx context.Context, _ *mcp.CallToolRequest, in S
 	if err := h.m.Select(id); err != nil {
 		return nil, nil, err
 	}
-	if id == "" {
-		return text("No intent is active on " + h.m.Root() + ": every governed change is refused until one is selected."), nil, nil
+	// The mount answers .intentfs/status with the reader's session, so
+	// the status read after the selection says whose intent changed.
+	var sess *session.Info
+	if st, err := h.m.Status(); err == nil {
+		sess = st.Session
 	}
-	return text(fmt.Sprintf("%s is now the active intent of the mount %s (for every process working in it). Call get_context to load its scope and constraints.", id, h.m.Root())), nil, nil
+	if sess != nil {
+		who := "your session " + sess.ID
+		if sess.Name != "" {
+			who += " (" + sess.Name + ")"
+		}
+		if id == "" {
+			return text("No intent is active in " + who + ": every governed change you make is refused until one is selected. Other sessions and processes keep their intents."), nil, nil
+		}
+		return text(fmt.Sprintf("%s is now the active intent of %s; other sessions and processes keep theirs. Call get_context to load its scope and constraints.", id, who)), nil, nil
+	}
+	if id == "" {
+		return text("No intent is active on the mount " + h.m.Root() + ": every governed change made outside a session is refused until one is selected."), nil, nil
+	}
+	return text(fmt.Sprintf("%s is now the active intent of the mount %s for every process working in it outside a session (sessions started with intentfs run keep their own). Call get_context to load its scope and constraints.", id, h.m.Root())), nil, nil
 }
 
 func (h handlers) getContext(ctx context.Context, _ *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, any, error) {
@@ -197,6 +218,21 @@ func (h handlers) recordLesson(ctx context.Context, _ *mcp.CallToolRequest, in L
 type ScopeArgs struct {
 	Paths []string `json:"paths" jsonschema:"the globs to add to the owned_scope, relative to the workspace root"`
 	Why   string   `json:"why" jsonschema:"why you need them, in one line"`
+}
+
+// scopeSchema is request_scope's input schema. The inferred one types
+// paths as ["null","array"] (a Go slice may be nil), which clients that
+// build an argument from a property's single declared type (the MCP
+// Inspector CLI) cannot fill: paths is required and is a list.
+func scopeSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[ScopeArgs](nil)
+	if err != nil {
+		panic(fmt.Sprintf("request_scope schema: %v", err)) // a static type: fails on every start, in every test
+	}
+	if p := s.Properties["paths"]; p != nil {
+		p.Types, p.Type = nil, "array"
+	}
+	return s
 }
 
 func (h handlers) requestScope(ctx context.Context, _ *mcp.CallToolRequest, in ScopeArgs) (*mcp.CallToolResult, any, error) {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/session"
 )
 
 // fakeMount is a mount with INT-001 (src/**) active and INT-002 (docs/**).
@@ -39,7 +41,9 @@ func (f *fakeMount) Status() (*control.Status, error) {
 }
 func (f *fakeMount) Check(rel, op string) (*control.CheckResult, error) {
 	r := &control.CheckResult{Path: rel, Op: op, ActiveIntent: f.active, CoveredBy: []control.IntentRef{}}
-	if strings.HasPrefix(rel, "src/") {
+	if strings.HasPrefix(rel, "src/root") {
+		r.Code, r.Reason, r.PolicyCode = control.CodeFilePermissions, rel+" belongs to root:root 0644; uid 1000 may not write it", "ALLOWED"
+	} else if strings.HasPrefix(rel, "src/") {
 		r.Allowed, r.Code = true, "ALLOWED"
 	} else {
 		r.Code, r.Reason = "OUT_OF_SCOPE", rel+" is outside the owned_scope of INT-001 (src/**)"
@@ -95,8 +99,8 @@ func TestToolsAndGuide(t *testing.T) {
 	var names []string
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
-		if tl.Name == "select_intent" && !strings.Contains(tl.Description, "whole mount") {
-			t.Errorf("select_intent does not say it selects for the whole mount: %s", tl.Description)
+		if tl.Name == "select_intent" && (strings.Contains(tl.Description, "does not exist") || !strings.Contains(tl.Description, "session")) {
+			t.Errorf("select_intent does not say how a session's selection differs from the mount's: %s", tl.Description)
 		}
 	}
 	slices.Sort(names)
@@ -112,10 +116,11 @@ func TestToolsAndGuide(t *testing.T) {
 		{tool: "list_intents", want: "INT-001"},
 		{tool: "check_path", args: map[string]any{"path": "src/a.go"}, want: "Allowed: create src/a.go"},
 		{tool: "check_path", args: map[string]any{"path": "/ws/docs/a.md", "op": "open_write"}, want: "echo INT-002 > /ws/.intentfs/active"},
+		{tool: "check_path", args: map[string]any{"path": "src/root.go"}, want: "permissions refuse this change, not intentfs's policy (create src/root.go, FILE_PERMISSIONS): src/root.go belongs to root:root 0644"},
 		{tool: "check_path", args: map[string]any{"path": "/elsewhere/a"}, isError: true, want: "not inside the workspace"},
 		{tool: "check_path", args: map[string]any{}, isError: true, want: "path"},
 		{tool: "select_intent", args: map[string]any{"id": "INT-404"}, isError: true, want: "unknown intent"},
-		{tool: "select_intent", args: map[string]any{"id": "INT-002"}, want: "INT-002 is now the active intent"},
+		{tool: "select_intent", args: map[string]any{"id": "INT-002"}, want: "INT-002 is now the active intent of the mount /ws for every process working in it outside a session"},
 		{tool: "get_context", want: `id="INT-002"`},
 		{tool: "explain_denials", want: "docs/a.md is outside"},
 		{tool: "record_lesson", args: map[string]any{"text": "run make test"}, want: "Lesson recorded"},
@@ -152,5 +157,77 @@ func TestToolsAndGuide(t *testing.T) {
 	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: GuideURI})
 	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "Working in an intentfs workspace") {
 		t.Errorf("guide resource: %v %+v", err, rr)
+	}
+}
+
+// TestRequestScopePathsIsAnArray: clients that build arguments from the
+// schema's one declared type (the MCP Inspector CLI among them) cannot
+// send a list to a property typed ["null","array"].
+func TestRequestScopePathsIsAnArray(t *testing.T) {
+	cs := connect(t, &fakeMount{active: "INT-001"})
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if tl.Name != "request_scope" {
+			continue
+		}
+		b, err := json.Marshal(tl.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var schema struct {
+			Properties map[string]struct {
+				Type  any `json:"type"`
+				Items struct {
+					Type any `json:"type"`
+				} `json:"items"`
+			} `json:"properties"`
+			Required []string `json:"required"`
+		}
+		if err := json.Unmarshal(b, &schema); err != nil {
+			t.Fatal(err)
+		}
+		paths := schema.Properties["paths"]
+		if paths.Type != "array" || paths.Items.Type != "string" {
+			t.Errorf("request_scope paths schema: type %v items %v, want \"array\" of \"string\" (%s)", paths.Type, paths.Items.Type, b)
+		}
+		if !slices.Contains(schema.Required, "paths") || !slices.Contains(schema.Required, "why") {
+			t.Errorf("request_scope required %v, want paths and why", schema.Required)
+		}
+		return
+	}
+	t.Fatal("no request_scope tool")
+}
+
+// sessionMount is a fakeMount whose caller works in a session.
+type sessionMount struct{ fakeMount }
+
+func (s *sessionMount) Status() (*control.Status, error) {
+	return &control.Status{ActiveIntent: s.active, Session: &session.Info{ID: "s-1", Spec: session.Spec{Name: "claude"}}}, nil
+}
+
+func TestSelectIntentInASessionSaysOnlyTheSessionChanged(t *testing.T) {
+	sm := &sessionMount{fakeMount{active: "INT-001"}}
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := New(sm, "test").Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "select_intent", Arguments: map[string]any{"id": "INT-002"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := textOf(res)
+	if res.IsError || !strings.Contains(got, "INT-002 is now the active intent of your session s-1 (claude)") || strings.Contains(got, "every process") {
+		t.Errorf("select_intent in a session said %q", got)
 	}
 }

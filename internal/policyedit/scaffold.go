@@ -3,10 +3,15 @@ package policyedit
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -80,15 +85,29 @@ func Scaffold(source string) ([]string, error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(source, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", source, err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
+	// Written as the person running init (often root): into the real
+	// directory only, never through a committed symlink to elsewhere.
+	dirfd, err := safeio.OpenDir(dir)
+	if errors.Is(err, safeio.ErrSymlink) {
+		return nil, fmt.Errorf("%w; intentfs init writes only into a real %s/ directory: remove the link and run init again", err, policy.OrchestrationDir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", dir, err)
+	}
+	defer unix.Close(dirfd)
 	var written []string
 	for _, path := range []string{filepath.Join(source, policy.IntentsFile), filepath.Join(source, policy.OrchestrationDir, ".intentignore")} {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		fd, err := unix.Openat(dirfd, filepath.Base(path), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		if err != nil {
 			return written, fmt.Errorf("writing %s: %w", path, err)
 		}
+		f := os.NewFile(uintptr(fd), path)
 		_, err = f.WriteString(files[path])
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -99,4 +118,38 @@ func Scaffold(source string) ([]string, error) {
 		written = append(written, path)
 	}
 	return written, nil
+}
+
+// ScaffoldMissing writes those of Scaffold's files that are missing and
+// keeps the others as they are: a clone of a repository that committed
+// its policy gets its other files (the ignore file) without an error.
+// It returns what it wrote and what it kept.
+func ScaffoldMissing(source string) (written, kept []string, err error) {
+	files := []struct{ path, content string }{
+		{filepath.Join(source, policy.IntentsFile), fmt.Sprintf(exampleIntents, time.Now().UTC().Format(time.RFC3339))},
+		{filepath.Join(source, policy.OrchestrationDir, ".intentignore"), exampleIgnore},
+	}
+	dir := filepath.Join(source, policy.OrchestrationDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	for _, f := range files {
+		fd, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			kept = append(kept, f.path)
+			continue
+		}
+		if err != nil {
+			return written, kept, fmt.Errorf("writing %s: %w", f.path, err)
+		}
+		_, err = fd.WriteString(f.content)
+		if cerr := fd.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return written, kept, fmt.Errorf("writing %s: %w", f.path, err)
+		}
+		written = append(written, f.path)
+	}
+	return written, kept, nil
 }

@@ -16,7 +16,7 @@ import (
 // at the source's path, and reach the real source where it went. A
 // sticky directory (/tmp) is safe when neither it nor the entry in it
 // belongs to the user. An agent running as root is not checked: nothing
-// holds against it (see the README's security model).
+// holds against it (see docs/security.md).
 func CheckAncestors(source string, u User) error {
 	if u.Uid == 0 {
 		return nil

@@ -35,6 +35,11 @@ type Config struct {
 	// and /dev/shm (tmpfs's size=: bytes with k, m or g, or a percentage
 	// of memory); "" is DefaultScratchSize.
 	ScratchSize string `json:"scratch_size,omitempty"`
+	// KeepTmp leaves the host's /tmp visible in the session instead of a
+	// private one; BindTmp, if set, is a directory of the host bound at
+	// the session's /tmp instead. /var/tmp and /dev/shm stay private.
+	KeepTmp bool   `json:"keep_tmp,omitempty"`
+	BindTmp string `json:"bind_tmp,omitempty"`
 	// Env and Argv are the command's environment and arguments.
 	Env  []string `json:"env"`
 	Argv []string `json:"argv"`

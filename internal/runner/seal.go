@@ -90,7 +90,7 @@ func seal(cfg Config) error {
 			}
 		}
 	}
-	if err := privateScratch(cfg.Uid, cfg.Mountpoint, cfg.ScratchSize); err != nil {
+	if err := privateScratch(cfg); err != nil {
 		return err
 	}
 	return hideExposures(before, major, minor, srcInFS, &src)
@@ -135,7 +135,13 @@ func isFUSE(fstype string) bool {
 //
 // Each is bounded (size): tmpfs's own default, half of memory each, let
 // an agent take three halves of the machine's memory.
-func privateScratch(uid uint32, mountpoint, size string) error {
+//
+// cfg.KeepTmp leaves the host's /tmp as it is, and cfg.BindTmp binds a
+// directory of the host there, for agents whose tools keep caches in
+// /tmp; the covers already mounted (the source, intentfs's runtime
+// directories) are carried along, so nothing hidden shows through.
+func privateScratch(cfg Config) error {
+	uid, mountpoint, size := cfg.Uid, cfg.Mountpoint, cfg.ScratchSize
 	if size == "" {
 		size = DefaultScratchSize
 	}
@@ -156,7 +162,18 @@ func privateScratch(uid uint32, mountpoint, size string) error {
 			}
 			keep = fd
 		}
-		err := unix.Mount("intentfs-scratch", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+size)
+		if dir == "/tmp" && cfg.KeepTmp {
+			if keep >= 0 {
+				unix.Close(keep)
+			}
+			continue
+		}
+		var err error
+		if dir == "/tmp" && cfg.BindTmp != "" {
+			err = bindTmp(cfg.BindTmp, dir)
+		} else {
+			err = unix.Mount("intentfs-scratch", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+size)
+		}
 		if err == nil && keep >= 0 {
 			err = remount(keep, mountpoint)
 		}
@@ -176,6 +193,20 @@ func privateScratch(uid uint32, mountpoint, size string) error {
 		}
 	}
 	return nil
+}
+
+// bindTmp binds the host directory from at dir, with the mounts below
+// it (covers included), never following a link to find it.
+func bindTmp(from, dir string) error {
+	fd, err := unix.Open(from, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s for the session's /tmp: %w", from, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding %s at %s: %w", from, dir, err)
+	}
+	return unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NODEV, "")
 }
 
 // remount binds the mount held by fd at path, making the directories

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -19,11 +18,13 @@ type User struct {
 	Home     string
 }
 
-// ResolveUser picks the account an agent runs as: name (a user name or
-// numeric uid) if given; else the user who invoked sudo; else the owner of
-// the source directory. Root is refused unless it was named explicitly:
-// a root agent can undo every seal.
-func ResolveUser(name, source string) (User, error) {
+// ResolveUser picks the account what (an agent, acceptance checks) runs
+// as: name (a user name or numeric uid) if given; else the user who
+// invoked sudo; else the owner of the source directory. Root is refused
+// unless it was named explicitly: a root agent can undo every seal.
+// command is the command line the user typed ("intentfs run"), for the
+// refusal.
+func ResolveUser(name, source, what, command string) (User, error) {
 	explicit := name != ""
 	if !explicit {
 		name = os.Getenv("SUDO_USER")
@@ -40,7 +41,8 @@ func ResolveUser(name, source string) (User, error) {
 		return User{}, err
 	}
 	if u.Uid == 0 && !explicit {
-		return User{}, errors.New("the agent would run as root (the source is root's and intentfs run was not started through sudo); name an unprivileged user with --user, or --user root if you really mean it")
+		return User{}, fmt.Errorf("%s would run as root: no --user was given, %s was not started through sudo by another user, and the source %s belongs to root; "+
+			"name an unprivileged user with --user (%s --user agent ...), or --user root if you really mean it", what, command, source, command)
 	}
 	return u, nil
 }

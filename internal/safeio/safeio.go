@@ -6,6 +6,7 @@ package safeio
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -152,4 +153,26 @@ func WriteTemp(path string, data []byte, mode os.FileMode) (string, error) {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Name(), nil
+}
+
+// ErrSymlink is wrapped by OpenDir's error for a symlink in the
+// directory's place.
+var ErrSymlink = errors.New("it is a symlink, and intentfs never follows a symlink in a workspace (a clone can carry one that points anywhere)")
+
+// OpenDir opens the directory at path (O_PATH) without following a
+// symlink in its final component: the components above are the path a
+// person named, a directory inside the workspace is what a clone brings.
+// A symlink there gives an error wrapping ErrSymlink that names its
+// target.
+func OpenDir(path string) (int, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		return fd, nil
+	}
+	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP) {
+		if target, lerr := os.Readlink(path); lerr == nil {
+			return -1, fmt.Errorf("%s -> %s: %w", path, target, ErrSymlink)
+		}
+	}
+	return -1, &os.PathError{Op: "open", Path: path, Err: err}
 }

@@ -27,8 +27,9 @@ func VersionOf(st *unix.Stat_t) Version {
 const maxVersions = 1 << 16
 
 // Versions remembers which version of each file a session last read or
-// wrote: the seeds' optimistic locking, done at the filesystem. A write
-// to a file that changed since is stale.
+// wrote: optimistic locking done at the filesystem, so that two agents
+// need no lock protocol of their own. A write to a file that changed
+// since is stale.
 type Versions struct {
 	mu   sync.Mutex
 	seen map[string]Version

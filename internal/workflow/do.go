@@ -23,11 +23,6 @@ type Request struct {
 	Results []CheckResult `json:"results,omitempty"`
 }
 
-// Actions lists the lifecycle actions Do accepts; a new slice each call.
-func Actions() []string {
-	return []string{"new", "start", "block", "unblock", "complete", "archive", "scope"}
-}
-
 // Do carries out r.
 func (w *Workflow) Do(r Request, by *ledger.Process) error {
 	switch r.Action {
