@@ -6,6 +6,7 @@ package control
 import (
 	"time"
 
+	"github.com/intentfs/intentfs/internal/accept"
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
@@ -73,6 +74,9 @@ type Backend interface {
 	RequestScope(paths []string, why string, by *ledger.Process) (uint64, error)
 	// Watch subscribes to the mount's events; cancel ends it.
 	Watch() (sub *feed.Sub, cancel func(), err error)
+	// Accept records a human's acknowledgement of paths as they are now
+	// in the source; by is who accepts, refused inside a session.
+	Accept(r accept.Request, by *ledger.Process) ([]accept.Result, error)
 }
 
 // DecideRequest is a human's decision on a pending entry.
@@ -204,7 +208,7 @@ func (s Status) HeldBy(id string) []OpenWriter {
 // Request is one CLI command over the socket.
 type Request struct {
 	// Op is status, denials, select, unmount, intent, context, lesson,
-	// revert, check, approvals, decide or watch.
+	// revert, check, approvals, decide, accept or watch.
 	Op     string `json:"op"`
 	Intent string `json:"intent,omitempty"`
 	// IntentOp is the lifecycle command of Op "intent".
@@ -222,6 +226,8 @@ type Request struct {
 	Session *session.Spec `json:"session,omitempty"`
 	// Decide is the decision of Op "decide".
 	Decide *DecideRequest `json:"decide,omitempty"`
+	// Accept is what Op "accept" acknowledges.
+	Accept *accept.Request `json:"accept,omitempty"`
 }
 
 // Response answers a Request.
@@ -241,4 +247,6 @@ type Response struct {
 	// decisions) and Op "decide" (the decisions made).
 	Pending   []approvals.Pending  `json:"pending,omitempty"`
 	Decisions []approvals.Decision `json:"decisions,omitempty"`
+	// Accepted answers Op "accept": each path as recorded.
+	Accepted []accept.Result `json:"accepted,omitempty"`
 }

@@ -103,7 +103,13 @@ func verifyNotes(a *app, ws workspace) error {
 		}
 	} else {
 		for _, o := range rep.Origins {
-			fmt.Fprintf(a.stdout, "origin %s (%s): %d record(s), %s … %s\n", o.Chain, printable(o.Source), o.Records, o.First, o.Last)
+			// The notes carry a source directory only where its policy
+			// opts in (notes.include: [source]).
+			where := "source not published"
+			if o.Source != "" {
+				where = printable(o.Source)
+			}
+			fmt.Fprintf(a.stdout, "origin %s (%s): %d record(s), %s … %s\n", o.Chain, where, o.Records, o.First, o.Last)
 		}
 		for _, p := range rep.Problems {
 			fmt.Fprintf(a.stdout, "chain     %s\n", printable(p))

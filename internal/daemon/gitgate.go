@@ -133,7 +133,7 @@ func (d *Daemon) syncNotes() {
 		d.log.Warn("attaching notes", "err", err)
 		return
 	}
-	res, err := gitnotes.SyncFrom(ctx, repo, d.LedgerPath(), "", &d.notes.cursor)
+	res, err := gitnotes.SyncFrom(ctx, repo, d.LedgerPath(), "", ledger.KeepOf(d.engine.Snapshot().Intents.NotesInclude()), &d.notes.cursor)
 	if err != nil {
 		d.log.Warn("attaching notes failed; intentfs notes sync attaches them later", "err", err)
 		return

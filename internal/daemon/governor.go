@@ -70,7 +70,7 @@ func (d *Daemon) Record(c ledger.Change) {
 			}
 		}
 	}
-	if d.git != nil && c.PostHash != "" && c.RestoredFrom == "" {
+	if d.git != nil && c.PostHash != "" && c.RestoredFrom == "" && c.Event != ledger.EventAccept {
 		// Content git wrote that already existed is not authorship.
 		c.RestoredFrom = d.git.Restored(context.Background(), c.Path, c.PostHash, c.Process)
 	}
