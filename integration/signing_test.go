@@ -204,7 +204,7 @@ func TestSignedRecordsCountOnlyFromAllowedSigners(t *testing.T) {
 		t.Fatalf("no checkpoint of chain %s with two signatures in the notes: %+v", chain, cp)
 	}
 	g := cp.Gov()
-	msg := ledger.CheckpointMessage(g.Checkpoint.Chain, g.Checkpoint.Head, cp.Timestamp)
+	msg := ledger.CheckpointMessage(g.Checkpoint, cp.Timestamp)
 	sigFile := filepath.Join(t.TempDir(), "checkpoint.sig")
 	writeFile(t, sigFile, g.Checkpoint.Signatures[0].Signature)
 	v := exec.Command("ssh-keygen", "-Y", "verify", "-f", signers, "-I", "human@example.com", "-n", ledger.CheckpointNamespace, "-s", sigFile)

@@ -11,11 +11,15 @@ import (
 const CheckpointNamespace = "intentfs-ledger@intentfs"
 
 // Checkpoint, on a checkpoint record, signs the chain up to the line
-// before it. Head is that line's hash (the record's own prev): a
-// checkpoint covers exactly the records its prev links reach back to.
+// before it. Head is that line's hash (the record's own prev) and
+// PublicHead the hash of its public form (the record's own prev_public):
+// the local ledger links its lines by the first, the git notes, which
+// carry public forms (PublicForm), by the second, so a checkpoint covers
+// exactly the records its links reach back to in either.
 type Checkpoint struct {
 	Chain      string                `json:"chain"`
 	Head       string                `json:"head"`
+	PublicHead string                `json:"public_head"`
 	Signatures []CheckpointSignature `json:"signatures"`
 }
 
@@ -30,11 +34,12 @@ type CheckpointSignature struct {
 }
 
 // CheckpointMessage is the message a checkpoint's keys sign: the chain
-// (the origin, named by its header's id), the head hash it covers and the
+// (the origin, named by its header's id), the head hashes it covers (of
+// the line before it, and of that line's public form) and the
 // checkpoint's time, one per line. It is what `ssh-keygen -Y verify -n
 // intentfs-ledger@intentfs` reads on stdin to check a checkpoint by hand.
-func CheckpointMessage(chain, head, timestamp string) []byte {
-	return fmt.Appendf(nil, "intentfs ledger checkpoint v1\nchain %s\nhead %s\ntime %s\n", chain, head, timestamp)
+func CheckpointMessage(cp *Checkpoint, timestamp string) []byte {
+	return fmt.Appendf(nil, "intentfs ledger checkpoint v1\nchain %s\nhead %s\npublic_head %s\ntime %s\n", cp.Chain, cp.Head, cp.PublicHead, timestamp)
 }
 
 // CheckpointSigner signs a checkpoint message with every key of a mount.
@@ -45,9 +50,9 @@ type CheckpointSigner func(msg []byte) ([]CheckpointSignature, error)
 // line before it is known.
 func NewCheckpoint(toolVersion string, sign CheckpointSigner) *Record {
 	r := NewRecord(Change{Event: EventCheckpoint, Time: time.Now()}, toolVersion)
-	r.seal = func(prev, chain string) {
-		cp := &Checkpoint{Chain: chain, Head: prev, Signatures: []CheckpointSignature{}}
-		sigs, err := sign(CheckpointMessage(chain, prev, r.Timestamp))
+	r.seal = func(prev, prevPublic, chain string) {
+		cp := &Checkpoint{Chain: chain, Head: prev, PublicHead: prevPublic, Signatures: []CheckpointSignature{}}
+		sigs, err := sign(CheckpointMessage(cp, r.Timestamp))
 		if err != nil {
 			// Recorded unsigned, with the reason: a checkpoint no key
 			// signed covers nothing, and says why.

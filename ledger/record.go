@@ -139,7 +139,7 @@ type Record struct {
 	// seal, if set, completes the record once its place in the chain is
 	// known: the hash of the line before it and the chain's id (a
 	// checkpoint signs them).
-	seal func(prev, chain string)
+	seal func(prev, prevPublic, chain string)
 }
 
 // VCS names the revision the workspace was at.

@@ -240,7 +240,7 @@ func (w *Writer) encode(r *Record) ([]byte, error) {
 	}
 	r.Gov().Prev, r.Gov().PrevPublic = w.prev, w.prevPublic
 	if r.seal != nil {
-		r.seal(w.prev, w.chain)
+		r.seal(w.prev, w.prevPublic, w.chain)
 		r.seal = nil
 	}
 	line, err := json.Marshal(r)

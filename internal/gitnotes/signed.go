@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	"github.com/intentfs/intentfs/internal/ledgersign"
-	"github.com/intentfs/intentfs/ledger"
 )
 
 // SignedOrigin is what the signatures of one origin's chain cover.
@@ -44,13 +43,8 @@ func OriginOf(set *Set) map[int]string { return wholeChains(set) }
 func VerifySignatures(set *Set, trust *ledgersign.Trust) *Signatures {
 	out := &Signatures{Covered: map[int]*ledgersign.Signature{}, Origins: []SignedOrigin{}}
 	whole := wholeChains(set)
-	hashes := make([]string, len(set.Lines))
-	next := map[string][]int{}
-	for i, l := range set.Lines {
-		hashes[i] = ledger.LineHash(l.Raw)
-		next[l.Record.Gov().Prev] = append(next[l.Record.Gov().Prev], i)
-	}
-	roots := append([]int(nil), next[ledger.Genesis]...)
+	ix := indexChains(set)
+	roots := append([]int(nil), ix.roots()...)
 	sort.Slice(roots, func(a, b int) bool {
 		return set.Lines[roots[a]].Record.Timestamp < set.Lines[roots[b]].Record.Timestamp
 	})
@@ -63,7 +57,7 @@ func VerifySignatures(set *Set, trust *ledgersign.Trust) *Signatures {
 		for i := root; !seen[i]; {
 			seen[i] = true
 			order = append(order, i)
-			succ := next[hashes[i]]
+			succ := ix.successors(i)
 			if len(succ) == 0 {
 				break
 			}
@@ -71,7 +65,7 @@ func VerifySignatures(set *Set, trust *ledgersign.Trust) *Signatures {
 		}
 		links := make([]ledgersign.Link, len(order))
 		for k, i := range order {
-			links[k] = ledgersign.Link{Hash: hashes[i], Record: set.Lines[i].Record}
+			links[k] = ledgersign.Link{Hash: ix.raw[i], PublicHash: ix.pub[i], Record: set.Lines[i].Record}
 		}
 		cov := trust.Cover(links)
 		g := set.Lines[root].Record.Gov()

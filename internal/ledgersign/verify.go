@@ -43,8 +43,12 @@ func (t *Trust) Verify(r *ledger.Record, chain string) (Signature, error) {
 	switch {
 	case g.Event != ledger.EventCheckpoint || cp == nil:
 		return Signature{}, errors.New("not a checkpoint")
-	case cp.Head != g.Prev:
+	case g.Prev == "" && g.PrevPublic == "":
+		return Signature{}, fmt.Errorf("checkpoint %s names no line before it", r.ID)
+	case g.Prev != "" && cp.Head != g.Prev:
 		return Signature{}, fmt.Errorf("checkpoint %s claims head %s but follows %s", r.ID, ledger.ShortHash(cp.Head), ledger.ShortHash(g.Prev))
+	case g.PrevPublic != "" && cp.PublicHead != g.PrevPublic:
+		return Signature{}, fmt.Errorf("checkpoint %s claims public head %s but follows %s", r.ID, ledger.ShortHash(cp.PublicHead), ledger.ShortHash(g.PrevPublic))
 	case cp.Chain != chain:
 		return Signature{}, fmt.Errorf("checkpoint %s names chain %q but is in chain %q", r.ID, cp.Chain, chain)
 	case len(cp.Signatures) == 0:
@@ -54,7 +58,7 @@ func (t *Trust) Verify(r *ledger.Record, chain string) (Signature, error) {
 	if err != nil {
 		return Signature{}, fmt.Errorf("checkpoint %s: its time %q: %w", r.ID, r.Timestamp, err)
 	}
-	msg := ledger.CheckpointMessage(cp.Chain, cp.Head, r.Timestamp)
+	msg := ledger.CheckpointMessage(cp, r.Timestamp)
 	var errs []error
 	for _, s := range cp.Signatures {
 		pub, err := sshsig.Verify([]byte(s.Signature), msg, ledger.CheckpointNamespace)
@@ -76,10 +80,24 @@ func (t *Trust) Verify(r *ledger.Record, chain string) (Signature, error) {
 }
 
 // Link is one line of a chain, in chain order: its hash (ledger.LineHash
-// of its exact bytes) and its record.
+// of its exact bytes), the hash of its public form (ledger.PublicHash;
+// empty where no line links by it) and its record.
 type Link struct {
-	Hash   string
-	Record *ledger.Record
+	Hash       string
+	PublicHash string
+	Record     *ledger.Record
+}
+
+// follows reports whether l names p as the line before it: by prev, the
+// hash of p's exact bytes, in a ledger and in records from before public
+// forms; by prev_public, the hash of p's public form, in the git notes,
+// whose lines are public forms without prev.
+func (l Link) follows(p Link) bool {
+	g := l.Record.Gov()
+	if g.Prev != "" {
+		return g.Prev == p.Hash
+	}
+	return g.PrevPublic != "" && (g.PrevPublic == p.PublicHash || g.PrevPublic == p.Hash)
 }
 
 // Coverage says which lines of a chain a valid checkpoint covers.
@@ -140,7 +158,7 @@ func (t *Trust) Cover(links []Link) *Coverage {
 				c.Invalid = append(c.Invalid, err.Error())
 			}
 		}
-		if i > 0 && r.Gov().Prev != links[i-1].Hash {
+		if i > 0 && !links[i].follows(links[i-1]) {
 			by = nil
 		}
 	}
