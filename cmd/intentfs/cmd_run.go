@@ -39,7 +39,11 @@ it shared: true. Every record the session makes carries its id, user, and
 USER defaults to the user who ran sudo, else the owner of the source; root
 only with an explicit --user root. run needs root to make the namespaces.
 The session's /tmp, /var/tmp and /dev/shm are its own, empty and bounded
-(--tmp-size each, default 10% of memory).
+(--tmp-size each, default 10% of memory). The work trees of the
+repository's linked worktrees (git worktree list) are hidden like the
+source. A source whose .git is a file (a linked worktree, a submodule's
+checkout) is refused: its git directory lies outside the mount; give each
+agent a clone of its own instead (docs/worktrees.md).
 
 The exit status is CMD's (125: the session could not be started).
 
@@ -90,6 +94,11 @@ func runRun(a *app, args []string) error {
 		fmt.Fprintf(a.stderr, "intentfs run: %v\n", err)
 		return exitCode(exitRunFailed)
 	}
+	repoCovers, err := runner.RepositoryCovers(e.Source, e.Mountpoint, u)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "intentfs run: %v\n", err)
+		return exitCode(exitRunFailed)
+	}
 	dir := e.Mountpoint
 	if cwd, err := os.Getwd(); err == nil && (cwd == e.Mountpoint || strings.HasPrefix(cwd, e.Mountpoint+"/")) {
 		dir = cwd
@@ -107,7 +116,7 @@ func runRun(a *app, args []string) error {
 	spec := session.Spec{Name: flagString(a, "name"), User: u.Name, Uid: u.Uid, Gid: u.Gid, Intent: intent,
 		Pinned: intent != "", Model: flagString(a, "model"), Conversation: flagString(a, "conversation"), Check: check}
 	code, err := runner.Launch(runner.Options{
-		Config: runner.Config{Mountpoint: e.Mountpoint, Dir: dir, Source: e.Source, Hide: hiddenRuntimeDirs(e),
+		Config: runner.Config{Mountpoint: e.Mountpoint, Dir: dir, Source: e.Source, Hide: append(hiddenRuntimeDirs(e), repoCovers...),
 			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(os.Environ(), u, dir, e.Mountpoint), Argv: args,
 			Umask: runner.SessionUmask(runner.CurrentUmask()), ScratchSize: flagString(a, "tmp-size")},
 		Register: registerWith(e, spec),

@@ -1,0 +1,236 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/gitlayout"
+	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+const worktreePolicy = `active_intents:
+  - id: INT-001
+    name: source work
+    status: IN_PROGRESS
+    owned_scope: ["src/**"]
+  - id: INT-002
+    name: everything
+    status: IN_PROGRESS
+    owned_scope: ["**"]
+`
+
+// repoWithWorktree makes, below base, a repository "repo" (the policy and
+// a README committed) with a linked worktree "wt1" on branch wt1, all
+// owned by the agent's uid as a checkout of the agent's user would be
+// (base itself stays root's, as intentfs run requires of the directories
+// above a source).
+func repoWithWorktree(t *testing.T, base string) (repo, wt string) {
+	t.Helper()
+	repo, wt = filepath.Join(base, "repo"), filepath.Join(base, "wt1")
+	writeFile(t, filepath.Join(repo, policy.IntentsFile), worktreePolicy)
+	writeFile(t, filepath.Join(repo, "README.md"), "human readme\n")
+	writeFile(t, filepath.Join(repo, "src", "a.go"), "package a\n")
+	if err := os.Mkdir(wt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Dir(base), base} {
+		if strings.HasPrefix(d, os.TempDir()+"/") {
+			if err := os.Chmod(d, 0o755); err != nil { // the agent must reach the test's directories
+				t.Fatal(err)
+			}
+		}
+	}
+	chownTree(t, repo)
+	chownTree(t, wt)
+	gitAs(t, repo, "git init -q -b main . && git add -A && git commit -qm base && git worktree add -q -b wt1 ../wt1")
+	return repo, wt
+}
+
+// TestWorktreeMountRefused: a linked worktree's (or a submodule
+// checkout's) .git is a file naming a git directory outside the source;
+// git in a mount of it would commit there past the gate and the notes.
+// The mount is refused with the reason and the setup that works, wherever
+// the repository lies (under /tmp too, which a session's private /tmp
+// would hide).
+func TestWorktreeMountRefused(t *testing.T) {
+	requireFUSE(t)
+	cases := []struct {
+		name string
+		base func(t *testing.T) string
+		// source picks the directory to mount.
+		source func(t *testing.T, repo, wt string) string
+		want   string
+	}{
+		{"worktree", func(t *testing.T) string { return filepath.Dir(sourceOutsideTmp(t)) },
+			func(_ *testing.T, _, wt string) string { return wt }, "is a linked worktree"},
+		{"worktree of a repository under /tmp", func(t *testing.T) string { return t.TempDir() },
+			func(_ *testing.T, _, wt string) string { return wt }, "is a linked worktree"},
+		{"submodule checkout", func(t *testing.T) string { return filepath.Dir(sourceOutsideTmp(t)) },
+			func(t *testing.T, repo, _ string) string {
+				sub := filepath.Join(repo, "sub")
+				writeFile(t, filepath.Join(sub, policy.IntentsFile), worktreePolicy)
+				if err := os.MkdirAll(filepath.Join(repo, ".git", "modules", "sub"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, filepath.Join(sub, ".git"), "gitdir: ../.git/modules/sub\n")
+				chownTree(t, sub)
+				return sub
+			}, "(a worktree's or a submodule's)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			repo, wt := repoWithWorktree(t, tc.base(t))
+			src := tc.source(t, repo, wt)
+			mnt := t.TempDir()
+			d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Version: "test",
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: t.TempDir()}, Transport: testTransport()})
+			if err == nil {
+				_ = d.Unmount()
+				d.Close()
+				t.Fatalf("the mount of %s was served: git in it writes %s/.git directly", src, repo)
+			}
+			if !errors.Is(err, gitlayout.ErrNotOwnGitDir) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), gitlayout.Guide) {
+				t.Fatalf("refused, but not for the reason: %v", err)
+			}
+			t.Logf("refused: %v", err)
+		})
+	}
+
+	// The command a user types says the same.
+	c := newCLI(t)
+	_, wt := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))
+	out, code := c.run("mount", wt, t.TempDir())
+	if code == 0 {
+		c.run("unmount", "--all")
+		t.Fatalf("intentfs mount of a worktree succeeded:\n%s", out)
+	}
+	for _, want := range []string{"is a linked worktree", "git clone --no-hardlinks", gitlayout.Guide} {
+		if !strings.Contains(out, want) {
+			t.Errorf("intentfs mount's refusal lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// mountRepoForSessions mounts a repository outside /tmp that has a
+// linked worktree beside it, all owned by the agent's uid (as the README
+// advises for a checkout): the shape in which a session could reach the
+// other work tree, and the repository's hooks and config, by their paths.
+func mountRepoForSessions(t *testing.T) (e *env, wt string) {
+	t.Helper()
+	requireFUSE(t)
+	repo, wt := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))
+	reg := t.TempDir()
+	d := startDaemonIn(t, repo, t.TempDir(), "", reg)
+	return &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d, reg: reg}, wt
+}
+
+// TestSessionHidesOtherWorkTrees: in a sealed session of a repository's
+// mount, the repository's linked worktrees elsewhere are hidden like the
+// source: the agent cannot write another agent's tree, nor its .git file.
+func TestSessionHidesOtherWorkTrees(t *testing.T) {
+	e, wt := mountRepoForSessions(t)
+	script := fmt.Sprintf(`SRC=%[1]s WT=%[2]s
+echo "#!/bin/sh" > "$SRC/.git/hooks/post-checkout" && echo HOOK-WRITTEN
+echo "# x" >> "$SRC/.git/config" && echo CONFIG-WRITTEN
+echo EVIL > "$SRC/README.md" && echo MAIN-TREE-WRITTEN
+echo EVIL > "$WT/README.md" && echo OTHER-TREE-WRITTEN
+echo "gitdir: /nowhere" > "$WT/.git" && echo OTHER-GITFILE-WRITTEN
+ls "$WT" >/dev/null 2>&1 && echo OTHER-TREE-LISTED
+echo end`, e.src, wt)
+	out, code := e.runSession("--intent", "INT-001", "--", "sh", "-c", script)
+	t.Logf("exit %d\n%s", code, out)
+	if !strings.Contains(out, "end") {
+		t.Fatalf("the session did not run its script (exit %d):\n%s", code, out)
+	}
+	for _, w := range []string{"HOOK-WRITTEN", "CONFIG-WRITTEN", "MAIN-TREE-WRITTEN", "OTHER-TREE-WRITTEN", "OTHER-GITFILE-WRITTEN", "OTHER-TREE-LISTED"} {
+		if strings.Contains(out, w) {
+			t.Errorf("the session could: %s", w)
+		}
+	}
+	if c, err := os.ReadFile(filepath.Join(wt, "README.md")); err != nil || string(c) != "human readme\n" {
+		t.Errorf("the other work tree's README.md is %q (%v)", c, err)
+	}
+}
+
+// TestSessionRefusedWhenGitIsLinked: a source whose .git became a file
+// after it was mounted (a worktree's pointer) gets no sealed session: its
+// git directory, with the repository's hooks and config, lies outside
+// every cover. The session is refused with the reason, and nothing it
+// would have written is.
+func TestSessionRefusedWhenGitIsLinked(t *testing.T) {
+	e := mountForSessions(t, "")
+	repo, _ := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))
+	writeFile(t, filepath.Join(e.src, ".git"), "gitdir: "+filepath.Join(repo, ".git", "worktrees", "wt1")+"\n")
+	script := fmt.Sprintf(`echo "#!/bin/sh" > %[1]s/.git/hooks/post-checkout && echo HOOK-WRITTEN
+echo "# x" >> %[1]s/.git/config && echo CONFIG-WRITTEN
+echo EVIL > %[1]s/README.md && echo MAIN-TREE-WRITTEN`, repo)
+	out, code := e.runSession("--intent", "INT-001", "--", "sh", "-c", script)
+	t.Logf("exit %d\n%s", code, out)
+	if code != 125 || !strings.Contains(out, "is a linked worktree") || !strings.Contains(out, gitlayout.Guide) {
+		t.Errorf("the session was not refused with the reason (exit %d):\n%s", code, out)
+	}
+	for _, w := range []string{"HOOK-WRITTEN", "CONFIG-WRITTEN", "MAIN-TREE-WRITTEN"} {
+		if strings.Contains(out, w) {
+			t.Errorf("the session could: %s", w)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(repo, ".git", "hooks", "post-checkout")); err == nil {
+		t.Errorf("a hook was written in the repository")
+	}
+}
+
+// TestGitWorktreeAddInMountRefused: git worktree add in a mount would
+// make a work tree outside the mount whose commits go through the
+// mount's .git with no write of theirs recorded; the worktree's gitdir
+// record is refused, and no worktree is left that git would use.
+func TestGitWorktreeAddInMountRefused(t *testing.T) {
+	requireFUSE(t)
+	repo, _ := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))
+	outside := t.TempDir()
+	chownTree(t, outside)
+	os.Chmod(filepath.Dir(outside), 0o755) // the agent must reach the mount, also made there
+	d := startDaemon(t, repo, t.TempDir(), "INT-002")
+	e := &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d}
+	mnt := e.mnt
+	for _, target := range []string{filepath.Join(outside, "side"), "inner"} {
+		cmd := commandIn(mnt, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "sh", "-c", "git worktree add -q -b side-$(basename $0) $0", target)
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+		out, err := cmd.CombinedOutput()
+		t.Logf("git worktree add %s: %v\n%s", target, err, out)
+		if err == nil {
+			t.Errorf("git worktree add %s succeeded in the mount", target)
+		}
+	}
+	names, _ := os.ReadDir(filepath.Join(repo, ".git", "worktrees"))
+	for _, n := range names {
+		if n.Name() == "wt1" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(repo, ".git", "worktrees", n.Name(), "gitdir")); err == nil {
+			t.Errorf("a worktree %s was recorded in the repository", n.Name())
+		}
+	}
+	// The agent can read why.
+	var reasons []string
+	for _, r := range e.records() {
+		if g := r.Gov(); g.Event == ledger.EventDenied && strings.HasPrefix(r.Path(), ".git/worktrees/") {
+			reasons = append(reasons, g.Reason)
+		}
+	}
+	if len(reasons) == 0 || !strings.Contains(reasons[0], "git worktree add is refused in a mount") {
+		t.Errorf("the refusal's recorded reasons: %q", reasons)
+	}
+	trees := gitAs(t, repo, "git worktree list --porcelain")
+	if strings.Contains(trees, "side") || strings.Contains(trees, "inner") {
+		t.Errorf("git lists a worktree made through the mount:\n%s", trees)
+	}
+}
