@@ -234,3 +234,114 @@ func TestGitWorktreeAddInMountRefused(t *testing.T) {
 		t.Errorf("git lists a worktree made through the mount:\n%s", trees)
 	}
 }
+
+// TestTwoAgentsOneRepositoryClonePerAgent is the setup docs/worktrees.md
+// gives for many agents on one repository: the human's repository, a
+// clone per agent owned by the agent's uid, each mounted, each agent in a
+// sealed session with its own intent. In parallel, each commits in its
+// scope (judged by its own gate, recorded and noted), has a plumbing
+// commit of content outside its scope refused, and cannot write the other
+// agent's clone or the human's repository (hooks, config, work tree).
+func TestTwoAgentsOneRepositoryClonePerAgent(t *testing.T) {
+	requireFUSE(t)
+	c := newCLI(t)
+	base := filepath.Dir(sourceOutsideTmp(t))
+	repo := filepath.Join(base, "repo")
+	clones := []string{filepath.Join(base, "agent1"), filepath.Join(base, "agent2")}
+	writeFile(t, filepath.Join(repo, policy.IntentsFile), worktreePolicy+`  - id: INT-003
+    name: the guide
+    status: IN_PROGRESS
+    owned_scope: ["docs/**"]
+`)
+	writeFile(t, filepath.Join(repo, ".orchestration", ".gitignore"), "/*\n!/active_intents.yaml\n!/.gitignore\n")
+	writeFile(t, filepath.Join(repo, "README.md"), "human readme\n")
+	writeFile(t, filepath.Join(repo, "src", "a.go"), "package a\n")
+	writeFile(t, filepath.Join(repo, "docs", "guide.md"), "guide\n")
+	for _, d := range clones {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chownTree(t, base)
+	if err := os.Lchown(base, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	gitAs(t, repo, "git init -q -b main . && git add -A && git commit -qm base")
+	baseCommit := gitAs(t, repo, "git rev-parse HEAD")
+	for i, d := range clones {
+		gitAs(t, d, fmt.Sprintf("git clone -q --no-hardlinks %s . && git switch -q -c agent%d", repo, i+1))
+	}
+	// The human's repository is the human's: no agent may write it. (The
+	// test runs with umask 0: git made it world-writable.)
+	if out, err := execCommand("sh", "-c", `chown -R 0:0 "$0" && chmod -R go-w "$0"`, repo).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v\n%s", err, out)
+	}
+	reg := t.TempDir()
+	envs := make([]*env, len(clones))
+	for i, d := range clones {
+		dm := startDaemonIn(t, d, t.TempDir(), "", reg)
+		envs[i] = &env{t: t, src: dm.Source(), mnt: dm.Mountpoint(), d: dm, reg: reg}
+	}
+
+	gitEnv := "export HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@example.com GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com; "
+	type agent struct {
+		intent, file string
+		out          string
+		code         int
+	}
+	agents := []*agent{{intent: "INT-001", file: "src/a.go"}, {intent: "INT-003", file: "docs/guide.md"}}
+	done := make(chan struct{}, len(agents))
+	for i, a := range agents {
+		other := clones[1-i]
+		script := gitEnv + fmt.Sprintf(`REPO=%[1]s OTHER=%[2]s
+echo "#!/bin/sh" > "$REPO/.git/hooks/post-checkout" && echo HOOK-WRITTEN
+echo "# x" >> "$REPO/.git/config" && echo CONFIG-WRITTEN
+echo EVIL > "$REPO/README.md" && echo MAIN-TREE-WRITTEN
+echo EVIL > "$OTHER/README.md" && echo OTHER-CLONE-WRITTEN
+echo "# x" >> "$OTHER/.git/config" && echo OTHER-CLONE-CONF-WRITTEN
+blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit -qm sneaky && echo SNEAKY-COMMITTED
+git reset -q HEAD -- README.md
+echo "// agent work" >> %[3]s && git add %[3]s && git commit -qm "agent work" && echo COMMITTED
+echo end`, repo, other, a.file)
+		go func() {
+			a.out, a.code = envs[i].runSession("--intent", a.intent, "--", "sh", "-c", script)
+			done <- struct{}{}
+		}()
+	}
+	for range agents {
+		<-done
+	}
+	for i, a := range agents {
+		t.Logf("agent %d (exit %d):\n%s", i+1, a.code, a.out)
+		if !strings.Contains(a.out, "COMMITTED\nend") {
+			t.Errorf("agent %d did not commit its work", i+1)
+		}
+		for _, w := range []string{"HOOK-WRITTEN", "CONFIG-WRITTEN", "MAIN-TREE-WRITTEN", "OTHER-CLONE-WRITTEN", "OTHER-CLONE-CONF-WRITTEN", "SNEAKY-COMMITTED"} {
+			if strings.Contains(a.out, w) {
+				t.Errorf("agent %d could: %s", i+1, w)
+			}
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	for i, a := range agents {
+		e := envs[i]
+		head := gitAs(t, e.src, "git rev-parse HEAD")
+		r := e.waitRecord("agent's commit record", func(r *ledger.Record) bool { return r.Gov().Event == ledger.EventCommit && r.Gov().Commit == head })
+		if g := r.Gov(); ledger.Str(g.IntentID) != a.intent || g.Session == nil {
+			t.Errorf("agent %d's commit record: intent %q, session %+v", i+1, ledger.Str(g.IntentID), g.Session)
+		}
+		waitFor(t, func() bool { _, err := gitTry(e.src, "git notes --ref=intentfs show "+head); return err == nil }, "the note of agent's commit")
+		out := c.must("check", "--source", e.src, baseCommit+"..HEAD")
+		if !strings.HasPrefix(out, "OK") {
+			t.Errorf("intentfs check of agent %d's branch:\n%s", i+1, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "README.md")); string(b) != "human readme\n" {
+		t.Errorf("the human's README.md is %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, ".git", "hooks", "post-checkout")); err == nil {
+		t.Errorf("a hook was written in the human's repository")
+	}
+}

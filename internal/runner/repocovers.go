@@ -49,3 +49,26 @@ func RepositoryCovers(source, mountpoint string, u User) ([]string, error) {
 	}
 	return covers, nil
 }
+
+// OtherSourceCovers returns, of the sources of the other intentfs mounts
+// (others, as the root registry lists them), those a session of the mount
+// of source at mountpoint must not reach: each is another agent's
+// workspace, perhaps owned by the same uid, where a write would go
+// unrecorded. A source that holds the mountpoint cannot be hidden from a
+// session working there: refused.
+func OtherSourceCovers(others []string, source, mountpoint string) ([]string, error) {
+	var covers []string
+	for _, dir := range others {
+		switch {
+		case !filepath.IsAbs(dir) || filepath.Clean(dir) != dir:
+			return nil, fmt.Errorf("another mount's source %q is not an absolute clean path", textsafe.Escape(dir))
+		case within(dir, source):
+			continue // hidden with the source
+		case within(mountpoint, dir):
+			return nil, fmt.Errorf("the mount %s lies in %s, the source of another intentfs mount, which a session must not reach: "+
+				"mount the source somewhere outside every mounted source", textsafe.Escape(mountpoint), textsafe.Escape(dir))
+		}
+		covers = append(covers, dir)
+	}
+	return covers, nil
+}

@@ -104,3 +104,33 @@ func TestRepositoryCovers(t *testing.T) {
 		}
 	})
 }
+
+func TestOtherSourceCovers(t *testing.T) {
+	tests := []struct {
+		name    string
+		others  []string
+		want    []string
+		wantErr string
+	}{
+		{"none", nil, nil, ""},
+		{"other agents' clones", []string{"/srv/agent2", "/srv/agent3"}, []string{"/srv/agent2", "/srv/agent3"}, ""},
+		{"inside the own source", []string{"/srv/agent1/vendor/lib"}, nil, ""},
+		{"the own source", []string{"/srv/agent1"}, nil, ""},
+		{"holds the mount", []string{"/mnt"}, nil, "the source of another intentfs mount"},
+		{"the root", []string{"/"}, nil, "the source of another intentfs mount"},
+		{"relative", []string{"srv/x"}, nil, "not an absolute clean path"},
+		{"unclean", []string{"/srv/../etc"}, nil, "not an absolute clean path"},
+	}
+	for _, tt := range tests {
+		got, err := OtherSourceCovers(tt.others, "/srv/agent1", "/mnt/agent1")
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: OtherSourceCovers = %q, %v; want an error with %q", tt.name, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: OtherSourceCovers = %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}
