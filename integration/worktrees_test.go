@@ -338,6 +338,31 @@ echo end`, repo, other, a.file)
 			t.Errorf("intentfs check of agent %d's branch:\n%s", i+1, out)
 		}
 	}
+	// The human brings both branches and their notes into the repository
+	// as docs/worktrees.md says, with the human's own git (which honours
+	// a safe.directory for the agents' clones), and checks each branch
+	// there, where there is no ledger: the notes account for the commits.
+	global := filepath.Join(t.TempDir(), "gitconfig")
+	writeFile(t, global, fmt.Sprintf("[safe]\n\tdirectory = %s/.git\n\tdirectory = %s/.git\n", clones[0], clones[1]))
+	for i, d := range clones {
+		name := fmt.Sprintf("agent%d", i+1)
+		script := fmt.Sprintf(`git remote add %[1]s %[2]s && git fetch -q %[1]s %[1]s:%[1]s '+refs/notes/intentfs:refs/notes/remotes/%[1]s/intentfs' &&
+git notes --ref=intentfs merge -q -s cat_sort_uniq refs/notes/remotes/%[1]s/intentfs`, name, d)
+		cmd := execCommand("sh", "-c", script)
+		cmd.Dir = repo
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + global,
+			"GIT_AUTHOR_NAME=human", "GIT_AUTHOR_EMAIL=human@example.com", "GIT_COMMITTER_NAME=human", "GIT_COMMITTER_EMAIL=human@example.com"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("bringing %s's work back: %v\n%s", name, err, out)
+		}
+	}
+	for i := range clones {
+		out := c.must("check", "--source", repo, fmt.Sprintf("main..agent%d", i+1))
+		t.Logf("intentfs check main..agent%d in the human's repository:\n%s", i+1, out)
+		if !strings.HasPrefix(out, "OK") {
+			t.Errorf("intentfs check of agent %d's branch in the human's repository:\n%s", i+1, out)
+		}
+	}
 	if b, _ := os.ReadFile(filepath.Join(repo, "README.md")); string(b) != "human readme\n" {
 		t.Errorf("the human's README.md is %q", b)
 	}
