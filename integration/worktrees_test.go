@@ -56,7 +56,8 @@ func repoWithWorktree(t *testing.T, base string) (repo, wt string) {
 }
 
 // TestWorktreeMountRefused: a linked worktree's (or a submodule
-// checkout's) .git is a file naming a git directory outside the source;
+// checkout's) .git is a file naming a git directory outside the source (a
+// .git directory with a commondir file leads outside as well);
 // git in a mount of it would commit there past the gate and the notes.
 // The mount is refused with the reason and the setup that works, wherever
 // the repository lies (under /tmp too, which a session's private /tmp
@@ -85,6 +86,15 @@ func TestWorktreeMountRefused(t *testing.T) {
 				chownTree(t, sub)
 				return sub
 			}, "(a worktree's or a submodule's)"},
+		{"a .git directory with a commondir", func(t *testing.T) string { return filepath.Dir(sourceOutsideTmp(t)) },
+			func(t *testing.T, repo, _ string) string {
+				src := filepath.Join(filepath.Dir(repo), "src")
+				writeFile(t, filepath.Join(src, policy.IntentsFile), worktreePolicy)
+				writeFile(t, filepath.Join(src, ".git", "HEAD"), "ref: refs/heads/main\n")
+				writeFile(t, filepath.Join(src, ".git", "commondir"), "../../repo/.git\n")
+				chownTree(t, src)
+				return src
+			}, "whose commondir file sends git to the repository"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,7 +42,8 @@ var ErrNotOwnGitDir = errors.New("the source's .git is not a directory of its ow
 // to, as far as that could be read.
 type Linked struct {
 	Source string
-	// Type is the .git entry's type: "file", "symlink" or another.
+	// Type is the .git entry's type: "file", "symlink", "directory" (one
+	// holding a commondir file) or another.
 	Type string
 	// GitDir is the git directory a .git file names, or a symlink's
 	// target ("" where unreadable); CommonDir is the repository's common
@@ -63,6 +64,10 @@ func (l *Linked) Error() string {
 		what = fmt.Sprintf("has a .git file naming the git directory %s (a worktree's or a submodule's)", textsafe.Escape(l.GitDir))
 	case l.Type == "file":
 		what = "has a .git file (a worktree's or a submodule's) that does not name a readable git directory"
+	case l.Type == "directory" && l.CommonDir != "":
+		what = fmt.Sprintf("has a .git directory whose commondir file sends git to the repository %s", textsafe.Escape(l.CommonDir))
+	case l.Type == "directory":
+		what = "has a .git directory with a commondir file (unreadable: a symlink, not a regular file, or too large), which sends git to another repository"
 	case l.Type == "symlink":
 		what = fmt.Sprintf("has a .git that is a symlink to %s", textsafe.Escape(l.GitDir))
 	default:
@@ -96,7 +101,7 @@ func (l *Linked) mainRepo() string {
 }
 
 // CheckOwnGitDir returns nil where source has no .git or a .git directory
-// of its own, and otherwise a *Linked error (matching ErrNotOwnGitDir)
+// of its own (no commondir in it), and otherwise a *Linked error (matching ErrNotOwnGitDir)
 // that says where the .git leads and how to set the workspace up.
 func CheckOwnGitDir(source string) error {
 	st, err := os.Lstat(filepath.Join(source, ".git"))
@@ -106,7 +111,7 @@ func CheckOwnGitDir(source string) error {
 	case err != nil:
 		return fmt.Errorf("reading %s: %w", filepath.Join(source, ".git"), err)
 	case st.IsDir():
-		return nil
+		return checkCommonDir(source)
 	}
 	l := &Linked{Source: source, Type: typeName(st.Mode())}
 	switch l.Type {
@@ -116,6 +121,26 @@ func CheckOwnGitDir(source string) error {
 		if target, err := os.Readlink(filepath.Join(source, ".git")); err == nil {
 			l.GitDir = target
 		}
+	}
+	return l
+}
+
+// checkCommonDir refuses a .git directory that holds a commondir file:
+// git then takes the objects, refs, config and hooks from the directory
+// it names, as a linked worktree's git directory does.
+func checkCommonDir(source string) error {
+	b, err := safeio.ReadFile(source, ".git/commondir", maxPathFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		// Present but unreadable (a symlink, a FIFO, too large): git
+		// might still follow it.
+		return &Linked{Source: source, Type: "directory", GitDir: filepath.Join(source, ".git")}
+	}
+	l := &Linked{Source: source, Type: "directory", GitDir: filepath.Join(source, ".git")}
+	if c := firstLine(b); c != "" {
+		l.CommonDir = resolve(l.GitDir, c)
 	}
 	return l
 }

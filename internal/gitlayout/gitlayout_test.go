@@ -47,6 +47,17 @@ func TestCheckOwnGitDir(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []string{"symlink to BASE/elsewhere"}},
+		{".git directory with a commondir", func(t *testing.T, base, src string) {
+			write(t, filepath.Join(src, ".git", "HEAD"), "ref: refs/heads/main\n")
+			write(t, filepath.Join(src, ".git", "commondir"), "../../repo/.git\n")
+		}, []string{"has a .git directory whose commondir file sends git to the repository BASE/repo/.git", "git clone --no-hardlinks BASE/repo "}},
+		{".git directory with a symlinked commondir", func(t *testing.T, base, src string) {
+			write(t, filepath.Join(base, "c"), "/elsewhere\n")
+			write(t, filepath.Join(src, ".git", "HEAD"), "ref: refs/heads/main\n")
+			if err := os.Symlink(filepath.Join(base, "c"), filepath.Join(src, ".git", "commondir")); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"has a .git directory with a commondir file (unreadable"}},
 		{"fifo", func(t *testing.T, _, src string) {
 			if err := syscall.Mkfifo(filepath.Join(src, ".git"), 0o644); err != nil {
 				t.Fatal(err)
