@@ -205,15 +205,21 @@ func resolve(dir, p string) string {
 	return filepath.Join(dir, p)
 }
 
-// WorkTrees returns the work trees of the repository's linked worktrees
-// (each recorded in gitDir/worktrees/NAME/gitdir as the path of its .git
-// file), absolute and clean, in no particular order. A worktree whose
+// WorkTrees returns the work trees of the linked worktrees of the
+// repository at source (each recorded in .git/worktrees/NAME/gitdir as
+// the path of its .git file), absolute and clean, in no particular order.
+// Nothing on the way is followed through a symlink. A worktree whose
 // record cannot be read is left out: git itself treats it as gone (git
 // worktree prune removes it). More than MaxWorkTrees is an error.
-func WorkTrees(gitDir string) ([]string, error) {
-	dir := filepath.Join(gitDir, "worktrees")
-	// Never through a symlink: the directory's owner may be the agent.
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+func WorkTrees(source string) ([]string, error) {
+	const admin = ".git/worktrees"
+	dir := filepath.Join(source, admin)
+	rootFd, err := unix.Open(source, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading the linked worktrees in %s: %w", dir, err)
+	}
+	defer unix.Close(rootFd)
+	fd, err := safeio.OpenBeneath(rootFd, admin, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
@@ -231,8 +237,8 @@ func WorkTrees(gitDir string) ([]string, error) {
 	}
 	var trees []string
 	for _, name := range names {
-		admin := filepath.Join("worktrees", name)
-		b, err := safeio.ReadFile(gitDir, filepath.Join(admin, "gitdir"), maxPathFile)
+		rec := filepath.Join(admin, name)
+		b, err := safeio.ReadFile(source, filepath.Join(rec, "gitdir"), maxPathFile)
 		if err != nil {
 			continue
 		}
@@ -241,8 +247,8 @@ func WorkTrees(gitDir string) ([]string, error) {
 			continue
 		}
 		// A relative record (worktree.useRelativePaths) is relative to
-		// the worktree's administrative directory.
-		trees = append(trees, filepath.Dir(resolve(filepath.Join(gitDir, admin), p)))
+		// the worktree's directory in .git/worktrees.
+		trees = append(trees, filepath.Dir(resolve(filepath.Join(source, rec), p)))
 	}
 	return trees, nil
 }

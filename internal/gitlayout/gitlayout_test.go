@@ -120,8 +120,12 @@ func TestParseGitFile(t *testing.T) {
 
 func TestWorkTrees(t *testing.T) {
 	base := t.TempDir()
-	gitDir := filepath.Join(base, "repo", ".git")
-	if got, err := WorkTrees(gitDir); err != nil || got != nil {
+	repo := filepath.Join(base, "repo")
+	gitDir := filepath.Join(repo, ".git")
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := WorkTrees(repo); err != nil || got != nil {
 		t.Fatalf("no worktrees: %v, %v", got, err)
 	}
 	admin := filepath.Join(gitDir, "worktrees")
@@ -138,7 +142,7 @@ func TestWorkTrees(t *testing.T) {
 	if err := os.Symlink(filepath.Join(base, "secret"), filepath.Join(admin, "link", "gitdir")); err != nil {
 		t.Fatal(err)
 	}
-	got, err := WorkTrees(gitDir)
+	got, err := WorkTrees(repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,15 +152,24 @@ func TestWorkTrees(t *testing.T) {
 		t.Fatalf("WorkTrees = %q, want %q", got, want)
 	}
 
-	// A symlinked worktrees directory is refused, not followed.
-	other := filepath.Join(base, "other", ".git")
-	if err := os.MkdirAll(other, 0o755); err != nil {
+	// A symlinked worktrees directory, or .git, is refused, not followed.
+	other := filepath.Join(base, "other")
+	if err := os.MkdirAll(filepath.Join(other, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(admin, filepath.Join(other, "worktrees")); err != nil {
+	if err := os.Symlink(admin, filepath.Join(other, ".git", "worktrees")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WorkTrees(other); err == nil {
-		t.Fatal("WorkTrees followed a symlinked worktrees directory")
+	linked := filepath.Join(base, "linked")
+	if err := os.Mkdir(linked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(gitDir, filepath.Join(linked, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{other, linked} {
+		if got, err := WorkTrees(src); err == nil {
+			t.Errorf("WorkTrees(%s) followed a symlink: %q", src, got)
+		}
 	}
 }

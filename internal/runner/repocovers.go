@@ -26,7 +26,7 @@ func RepositoryCovers(source, mountpoint string, u User) ([]string, error) {
 	if err := gitlayout.CheckOwnGitDir(source); err != nil {
 		return nil, err
 	}
-	trees, err := gitlayout.WorkTrees(filepath.Join(source, ".git"))
+	trees, err := gitlayout.WorkTrees(source)
 	if err != nil {
 		return nil, fmt.Errorf("finding the repository's other work trees, which a session must not reach: %w", err)
 	}
