@@ -34,8 +34,11 @@ checked against the active intent and recorded in
 SOURCE/.orchestration/agent_trace.jsonl. The command returns once the mount
 is ready and the daemon keeps serving in the background (its log is shown).
 It refuses to start without a valid policy, if SOURCE is already mounted,
-if MOUNTPOINT is already an intentfs mount, or if MOUNTPOINT is not empty
-(the mount would hide its files; --nonempty mounts over them anyway). If the
+if MOUNTPOINT is already an intentfs mount, if MOUNTPOINT is not empty
+(the mount would hide its files; --nonempty mounts over them anyway), or if
+SOURCE's .git is not a directory of its own (a linked worktree or a
+submodule's checkout, whose git directory lies outside the mount: give
+each agent a clone instead, see docs/worktrees.md). If the
 mount fails, the cause is printed and the daemon's log kept; the log of a
 mount that ends in a clean unmount is removed.
 

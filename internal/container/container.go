@@ -243,6 +243,13 @@ func launch(o Options, d *daemon.Daemon, u runner.User, reg registry.Registry, u
 	// /run/intentfs holds the control socket and the registry; /run/user
 	// nothing of the agent's. The source is hidden by the seal itself.
 	hide := []string{reg.Dir, "/run/intentfs"}
+	// The repository's linked worktrees elsewhere (another agent's, a
+	// human's) are hidden like the source.
+	covers, err := runner.RepositoryCovers(d.Source(), mp, u)
+	if err != nil {
+		return ExitCannotRun, err
+	}
+	hide = append(hide, covers...)
 	code, err := runner.Launch(runner.Options{
 		Config: runner.Config{Mountpoint: mp, Dir: mp, Source: d.Source(), Hide: hide,
 			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(agentEnv(o.Env), u, mp, mp), Argv: argv,

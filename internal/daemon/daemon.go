@@ -24,6 +24,7 @@ import (
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/gitgate"
+	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/procinfo"
 	"github.com/intentfs/intentfs/internal/registry"
@@ -168,6 +169,12 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	if cfg.Mountpoint, err = canonicalDir(cfg.Mountpoint, "mountpoint"); err != nil {
+		return nil, err
+	}
+	// The mount governs git through the source's own .git directory: a
+	// .git file or symlink would lead git in the mount to a repository it
+	// writes directly, past the commit gate and the notes.
+	if err := gitlayout.CheckOwnGitDir(cfg.Source); err != nil {
 		return nil, err
 	}
 	if cfg.Mountpoint == cfg.Source || isBelow(cfg.Mountpoint, cfg.Source) {
