@@ -128,7 +128,7 @@ func (h *Hook) pre(in *HookInput) (*HookOutput, error) {
 		}
 		if !res.Allowed {
 			return &HookOutput{HookSpecific{HookEventName: "PreToolUse", PermissionDecision: "deny",
-				PermissionDecisionReason: DenyMessage(t.Mountpoint, res)}}, nil
+				PermissionDecisionReason: HookDenyReason(t.Mountpoint, res)}}, nil
 		}
 	}
 	return nil, nil

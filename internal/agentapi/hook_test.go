@@ -77,7 +77,7 @@ func TestHookPreToolUse(t *testing.T) {
 		{name: "notebook", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"NotebookEdit","tool_input":{"notebook_path":"docs/n.ipynb"}}`,
 			deny: true, asked: "open_write docs/n.ipynb"},
 		{name: "codex apply_patch, second file refused", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"apply_patch","tool_input":{"command":"*** Begin Patch\n*** Update File: src/old.go\n@@\n+x\n*** Delete File: docs/gone.md\n*** End Patch\n"}}`,
-			deny: true, want: []string{"unlink docs/gone.md"}, asked: "unlink docs/gone.md"},
+			deny: true, want: []string{"deleting docs/gone.md is refused"}, asked: "unlink docs/gone.md"},
 		{name: "outside any mount", input: `{"hook_event_name":"PreToolUse","cwd":"/","tool_name":"Write","tool_input":{"file_path":"/elsewhere/x"}}`},
 		{name: "the control directory is not judged", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Write","tool_input":{"file_path":".intentfs/active"}}`},
 		{name: "a read is not judged", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Read","tool_input":{"file_path":"docs/a.md"}}`},
@@ -231,5 +231,26 @@ func TestAdvice(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestHookDenyReasonReadsAsPolicy(t *testing.T) {
+	for _, c := range []struct {
+		op, path, want string
+	}{
+		{"open_write", "README.md", "writing README.md is refused (OUT_OF_SCOPE). README.md is outside the scope. "},
+		{"create", "docs/a.md", "creating docs/a.md is refused (OUT_OF_SCOPE). "},
+		{"unlink", "old.txt", "deleting old.txt is refused (OUT_OF_SCOPE). "},
+		{"mkdir", "d", "creating the directory d is refused (OUT_OF_SCOPE). "},
+		{"something_new", "x", "changing x is refused (OUT_OF_SCOPE). "},
+	} {
+		r := &control.CheckResult{Op: c.op, Path: c.path, Code: "OUT_OF_SCOPE", Reason: c.path + " is outside the scope.", ActiveIntent: "INT-001"}
+		got := HookDenyReason("/ws", r)
+		if !strings.HasPrefix(got, policyDenialPrefix+c.want) {
+			t.Errorf("%s %s: %q\nwant it to begin %q", c.op, c.path, got, policyDenialPrefix+c.want)
+		}
+		if !strings.HasSuffix(got, Advice("/ws", r)) {
+			t.Errorf("%s %s: %q lacks the advice", c.op, c.path, got)
+		}
 	}
 }

@@ -1,0 +1,214 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/integration/agentclients"
+	"github.com/intentfs/intentfs/integration/agentsim"
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// realClient returns the pinned agent CLI (claude or codex) where uid
+// 1000 can run it, fetching it into the cache on first use. It skips
+// when the client cannot be fetched (no npm, no registry), unless
+// INTENTFS_REQUIRE_FUSE=1, where it fails: CI runs the real clients.
+func realClient(t *testing.T, name string) string {
+	t.Helper()
+	c, err := agentclients.Pinned(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := c.Fetch()
+	if err != nil {
+		if os.Getenv("INTENTFS_REQUIRE_FUSE") == "1" {
+			t.Fatalf("the real %s %s is required (INTENTFS_REQUIRE_FUSE=1) but cannot be fetched: %v", name, c.Version, err)
+		}
+		t.Skipf("skipping: the real %s %s cannot be fetched: %v (see docs/real-agents.md)", name, c.Version, err)
+	}
+	// The cache may sit in root's home, out of the agent user's reach: a
+	// hard link in a directory it can reach shares the binary's bytes.
+	dst := filepath.Join(agentDir(t, false), name)
+	if err := os.Link(path, dst); err != nil {
+		b, rerr := os.ReadFile(path)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// agentHome is a HOME for one agent run, owned by the agent user.
+func agentHome(t *testing.T) string {
+	t.Helper()
+	return agentDir(t, true)
+}
+
+// claudeResult is the part of `claude -p --output-format json` a test reads.
+type claudeResult struct {
+	Result            string `json:"result"`
+	IsError           bool   `json:"is_error"`
+	NumTurns          int    `json:"num_turns"`
+	PermissionDenials []struct {
+		ToolName  string          `json:"tool_name"`
+		ToolInput json.RawMessage `json:"tool_input"`
+	} `json:"permission_denials"`
+}
+
+// runClaude runs Claude Code once, non-interactively, as the agent user in
+// dir, against the scripted model, and returns its result.
+func runClaude(t *testing.T, claude, dir string, model *agentsim.Anthropic, prompt string, extra ...string) claudeResult {
+	t.Helper()
+	home := agentHome(t)
+	args := append([]string{"--reuid=1000", "--regid=1000", "--clear-groups", "env", "-i",
+		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, "USER=agent", "SHELL=/bin/bash",
+		"ANTHROPIC_BASE_URL=" + model.URL(), "ANTHROPIC_API_KEY=dummy",
+		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
+		claude, "-p", "--permission-mode", "acceptEdits", "--output-format", "json"}, extra...)
+	args = append(args, prompt)
+	cmd := commandIn(dir, "timeout", append([]string{"120", "setpriv"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	t.Logf("claude ran %v", time.Since(start).Round(time.Millisecond))
+	var res claudeResult
+	if jerr := json.Unmarshal(out, &res); jerr != nil {
+		t.Fatalf("claude: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	return res
+}
+
+// installClaudeHooks runs `intentfs hook install claude` in the mount, as
+// a user does, with the hook command at bin.
+func installClaudeHooks(t *testing.T, bin, ws string) string {
+	t.Helper()
+	out, err := commandIn(ws, bin, "hook", "install", "claude", "--command", bin+" hook claude").CombinedOutput()
+	if err != nil {
+		t.Fatalf("hook install claude: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// agentRepo is a policy repository whose files the agent user owns, as
+// on a developer's machine, holding seed.
+func agentRepo(t *testing.T, policyYAML string, seed map[string]string) (c *cli, repo, ws string) {
+	t.Helper()
+	c, repo, ws = newPolicyRepo(t, policyYAML)
+	for p, content := range seed {
+		writeFile(t, filepath.Join(repo, p), content)
+	}
+	if out, err := exec.Command("chown", "-R", "1000:1000", repo).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	if err := os.Chmod(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return c, repo, ws
+}
+
+// policyDenial is the start of what intentfs's PreToolUse hook tells
+// Claude Code when the mount would refuse a write; Claude Code puts its
+// "PreToolUse:TOOL hook error: " label before it.
+const policyDenial = "Permission denied by intentfs policy (a decision, not a failure of the hook): "
+
+// wantResult fails the test unless result i is from tool and its text is
+// want exactly.
+func wantResult(t *testing.T, results []agentsim.ToolResult, i int, tool string, isError bool, want string) {
+	t.Helper()
+	if i >= len(results) {
+		t.Errorf("result %d (%s): the model got only %d results", i, tool, len(results))
+		return
+	}
+	r := results[i]
+	if r.Tool != tool || r.IsError != isError || r.Text != want {
+		t.Errorf("result %d: the model received\n  %s (error=%v): %q\nwant\n  %s (error=%v): %q", i, r.Tool, r.IsError, r.Text, tool, isError, want)
+	}
+}
+
+// TestRealClaudeCodeHooks runs the real Claude Code, with intentfs's
+// hooks installed, in a mount whose active intent owns src/**: refused
+// writes never reach the file system and the model is told why, as a
+// permission decision; an in-scope write lands and is recorded; a shell
+// command that runs into the mount's refusal is explained afterwards.
+func TestRealClaudeCodeHooks(t *testing.T) {
+	c, repo, ws := agentRepo(t, agentPolicy, map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})
+	claude := realClient(t, "claude")
+	cliMount(t, c, repo, ws, "--intent", "INT-001")
+	bin := agentBinary(t)
+	installClaudeHooks(t, bin, ws)
+
+	model := agentsim.NewAnthropic(
+		agentsim.Call("Write", map[string]any{"file_path": ws + "/README.md", "content": "# rewritten\n"}),
+		agentsim.Call("Read", map[string]any{"file_path": ws + "/README.md"}),
+		agentsim.Call("Edit", map[string]any{"file_path": ws + "/README.md", "old_string": "old line", "new_string": "new line"}),
+		agentsim.Call("MultiEdit", map[string]any{"file_path": ws + "/README.md", "edits": []map[string]any{{"old_string": "old line", "new_string": "new line"}}}),
+		agentsim.Call("Write", map[string]any{"file_path": ws + "/docs/guide.md", "content": "# guide\n"}),
+		agentsim.Call("Write", map[string]any{"file_path": ws + "/src/new.go", "content": "package src\n"}),
+		agentsim.Call("Bash", map[string]any{"command": "rm README.md", "description": "remove the readme"}),
+		agentsim.Say("finished"),
+	)
+	defer model.Close()
+	res := runClaude(t, claude, ws, model, "update the readme")
+	results := model.ToolResults()
+	t.Logf("the model received:\n%s", agentsim.Transcript(results))
+	if res.IsError || res.Result != "finished" {
+		t.Errorf("claude's result: %+v", res)
+	}
+
+	outOfScope := "writing README.md is refused (OUT_OF_SCOPE). README.md is outside the owned_scope of INT-001 (src/**). " +
+		"No intent covers README.md. Stay inside the owned_scope of INT-001, or ask the human to widen it (intentfs intent scope INT-001 --add 'GLOB') " +
+		"or to create an intent for this work. Do not work around it: other paths, links and renames are checked too."
+	wantResult(t, results, 0, "Write", true, "PreToolUse:Write hook error: "+policyDenial+outOfScope)
+	wantResult(t, results, 2, "Edit", true, "PreToolUse:Edit hook error: "+policyDenial+outOfScope)
+	// MultiEdit is no longer a tool of its own in Claude Code 2.1: the
+	// call is refused as an unknown tool, before any hook.
+	if len(results) > 3 && strings.Contains(results[3].Text, "hook") {
+		t.Errorf("MultiEdit: %q", results[3].Text)
+	}
+	wantResult(t, results, 4, "Write", true, "PreToolUse:Write hook error: "+policyDenial+
+		"creating docs/guide.md is refused (OUT_OF_SCOPE). docs/guide.md is outside the owned_scope of INT-001 (src/**). "+
+		"Select the intent that covers docs/guide.md: INT-002 \"Documentation\" (IN_PROGRESS). Run `echo INT-002 > "+ws+"/.intentfs/active` "+
+		"(or the MCP tool select_intent), then load its context (cat "+ws+"/.intentfs/context). Switch only if that work is what you were asked to do.")
+	wantResult(t, results, 5, "Write", false, "File created successfully at: "+ws+"/src/new.go (file state is current in your context — no need to Read it back)")
+	wantResult(t, results, 6, "Bash", true, "Exit code 1\nrm: cannot remove 'README.md': Permission denied")
+	if len(results) > 6 {
+		want := "PostToolUseFailure:Bash hook additional context: intentfs refused 1 change(s) in " + ws + " (EACCES is a policy decision, not a bug):\n" +
+			"- unlink README.md (OUT_OF_SCOPE): README.md is outside the owned_scope of INT-001 (src/**)\n" +
+			"  What to do: No intent covers README.md."
+		if !strings.HasPrefix(results[6].Context, want) {
+			t.Errorf("after the refused rm the model was told\n%q\nwant it to begin\n%q", results[6].Context, want)
+		}
+	}
+	if len(res.PermissionDenials) != 3 {
+		t.Errorf("claude lists %d permission denials, want the 3 the hook made: %+v", len(res.PermissionDenials), res.PermissionDenials)
+	}
+
+	// The file system: the refused changes did not happen.
+	if b, _ := os.ReadFile(filepath.Join(repo, "README.md")); string(b) != "# readme\nold line\n" {
+		t.Errorf("README.md is now %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, "docs")); err == nil {
+		t.Error("docs/ was created")
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "src", "new.go")); string(b) != "package src\n" {
+		t.Errorf("src/new.go is %q", b)
+	}
+	// The ledger: the in-scope write by the agent user, the rm refused.
+	ledgerRecord(t, repo, "the agent's write of src/new.go", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return g.Event != ledger.EventDenied && len(r.Files) > 0 && r.Files[len(r.Files)-1].Path == "src/new.go" && g.Process != nil && g.Process.Uid == 1000
+	})
+	ledgerRecord(t, repo, "the refused rm", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return g.Event == ledger.EventDenied && len(r.Files) > 0 && r.Files[0].Path == "README.md"
+	})
+}
