@@ -73,7 +73,7 @@ func runClaude(t *testing.T, claude, dir string, model *agentsim.Anthropic, prom
 		"ANTHROPIC_BASE_URL=" + model.URL(), "ANTHROPIC_API_KEY=dummy",
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
 		claude, "-p", "--permission-mode", "acceptEdits", "--output-format", "json"}, extra...)
-	args = append(args, prompt)
+	args = append(args, "--", prompt)
 	cmd := commandIn(dir, "timeout", append([]string{"120", "setpriv"}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -210,5 +210,79 @@ func TestRealClaudeCodeHooks(t *testing.T) {
 	ledgerRecord(t, repo, "the refused rm", func(r *ledger.Record) bool {
 		g := r.Gov()
 		return g.Event == ledger.EventDenied && len(r.Files) > 0 && r.Files[0].Path == "README.md"
+	})
+}
+
+// TestRealClaudeCodeUsesTheMCPServer runs the real Claude Code with
+// intentfs's MCP server declared in the workspace's .mcp.json, and the
+// model calling its tools as a model does: the answers it gets are the
+// server's, and what the tools do reaches the mount.
+func TestRealClaudeCodeUsesTheMCPServer(t *testing.T) {
+	bin := agentBinary(t)
+	mcpJSON, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"intentfs": map[string]any{"command": bin, "args": []string{"mcp"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, repo, ws := agentRepo(t, agentPolicy, map[string]string{".mcp.json": string(mcpJSON), "src/old.go": "package old\n"})
+	claude := realClient(t, "claude")
+	cliMount(t, c, repo, ws, "--intent", "INT-001")
+
+	model := agentsim.NewAnthropic(
+		agentsim.Call("mcp__intentfs__list_intents", map[string]any{}),
+		agentsim.Call("mcp__intentfs__check_path", map[string]any{"path": "docs/guide.md"}),
+		agentsim.Call("mcp__intentfs__request_scope", map[string]any{"paths": []string{"docs/**", "README.md"}, "why": "the API change needs its guide"}),
+		agentsim.Call("mcp__intentfs__select_intent", map[string]any{"id": "INT-002"}),
+		agentsim.Call("Write", map[string]any{"file_path": ws + "/docs/guide.md", "content": "# guide\n"}),
+		agentsim.Say("finished"),
+	)
+	defer model.Close()
+	res := runClaude(t, claude, ws, model, "document the API",
+		"--settings", `{"enableAllProjectMcpServers":true}`, "--allowedTools", "mcp__intentfs")
+	results := model.ToolResults()
+	t.Logf("the model received:\n%s", agentsim.Transcript(results))
+	if res.IsError || res.Result != "finished" {
+		t.Errorf("claude's result: %+v", res)
+	}
+
+	wantResult(t, results, 0, "mcp__intentfs__list_intents", false,
+		"* INT-001    IN_PROGRESS API work  scope: src/**\n  INT-002    IN_PROGRESS Documentation  scope: docs/**\n")
+	// Claude Code hands the model check_path's structured answer.
+	if len(results) > 1 {
+		var ans struct {
+			Allowed   bool
+			Code      string
+			Path      string
+			Advice    string
+			CoveredBy []struct{ ID string } `json:"covered_by"`
+		}
+		if err := json.Unmarshal([]byte(results[1].Text), &ans); err != nil || ans.Allowed || ans.Code != "OUT_OF_SCOPE" || ans.Path != "docs/guide.md" ||
+			len(ans.CoveredBy) != 1 || ans.CoveredBy[0].ID != "INT-002" || !strings.HasPrefix(ans.Advice, "Select the intent that covers docs/guide.md: INT-002") {
+			t.Errorf("check_path: the model received %q (%v)", results[1].Text, err)
+		}
+	}
+	wantResult(t, results, 2, "mcp__intentfs__request_scope", false,
+		"Scope request filed for docs/**, README.md. A human decides it; until then changes outside the scope are still refused. Call pending to follow it.")
+	wantResult(t, results, 3, "mcp__intentfs__select_intent", false,
+		"INT-002 is now the active intent of the mount "+ws+" (for every process working in it). Call get_context to load its scope and constraints.")
+	wantResult(t, results, 4, "Write", false, "File created successfully at: "+ws+"/docs/guide.md (file state is current in your context — no need to Read it back)")
+
+	// The mount: the request waits for the human with both globs, the
+	// intent the model selected is active, and the write under it landed.
+	if p := c.pendingOf(ws); len(p) != 1 || strings.Join(p[0].Paths, " ") != "docs/** README.md" || p[0].Why != "the API change needs its guide" {
+		t.Errorf("pending: %+v", p)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, ".intentfs", "active")); strings.TrimSpace(string(b)) != "INT-002" {
+		t.Errorf("active intent %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "docs", "guide.md")); string(b) != "# guide\n" {
+		t.Errorf("docs/guide.md is %q", b)
+	}
+	ledgerRecord(t, repo, "the select made through the MCP server", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return g.Event == ledger.EventSelect && ledger.Str(g.IntentID) == "INT-002" && g.Process != nil && g.Process.Uid == 1000
+	})
+	ledgerRecord(t, repo, "the write under INT-002", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return g.Event != ledger.EventDenied && ledger.Str(g.IntentID) == "INT-002" && len(r.Files) > 0 && r.Files[len(r.Files)-1].Path == "docs/guide.md"
 	})
 }
