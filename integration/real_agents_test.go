@@ -286,3 +286,109 @@ func TestRealClaudeCodeUsesTheMCPServer(t *testing.T) {
 		return g.Event != ledger.EventDenied && ledger.Str(g.IntentID) == "INT-002" && len(r.Files) > 0 && r.Files[len(r.Files)-1].Path == "docs/guide.md"
 	})
 }
+
+// codexModel is a model Codex knows the tools of: it offers apply_patch
+// (a free-form tool) and exec_command to it.
+const codexModel = "gpt-5.5"
+
+// runCodex runs `codex exec` once as the agent user in dir against the
+// scripted model, with intentfs's hooks enabled, and returns its JSON
+// event stream.
+func runCodex(t *testing.T, codex, dir string, model *agentsim.OpenAI, prompt string) string {
+	t.Helper()
+	home := agentHome(t)
+	config := `model = "` + codexModel + `"
+model_provider = "scripted"
+check_for_update_on_startup = false
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "` + model.URL() + `/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_API_KEY"
+
+[features]
+hooks = true
+
+[projects."` + dir + `"]
+trust_level = "trusted"
+`
+	writeFile(t, filepath.Join(home, "config.toml"), config)
+	if err := os.Chown(filepath.Join(home, "config.toml"), 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	cmd := commandIn(dir, "timeout", "120", "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "env", "-i",
+		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME="+home, "CODEX_HOME="+home, "TMPDIR="+home, "USER=agent", "SHELL=/bin/bash",
+		"SCRIPTED_API_KEY=dummy", "RUST_LOG=error",
+		codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust", "--json", "--", prompt)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	t.Logf("codex ran %v", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("codex: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	return string(out)
+}
+
+// installCodexHooks runs `intentfs hook install codex` in the mount.
+func installCodexHooks(t *testing.T, bin, ws string) {
+	t.Helper()
+	out, err := commandIn(ws, bin, "hook", "install", "codex", "--command", bin+" hook codex").CombinedOutput()
+	if err != nil {
+		t.Fatalf("hook install codex: %v\n%s", err, out)
+	}
+}
+
+// TestRealCodexHooks runs the real Codex, with intentfs's hooks, in a
+// mount whose active intent owns src/**: apply_patch in scope lands,
+// apply_patch out of scope is refused before it runs, and the model is
+// told why.
+func TestRealCodexHooks(t *testing.T) {
+	c, repo, ws := agentRepo(t, agentPolicy, map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})
+	codex := realClient(t, "codex")
+	cliMount(t, c, repo, ws, "--intent", "INT-001")
+	bin := agentBinary(t)
+	installCodexHooks(t, bin, ws)
+
+	const updateReadme = "*** Begin Patch\n*** Update File: README.md\n@@\n-old line\n+new line\n*** End Patch\n"
+	model := agentsim.NewOpenAI(
+		agentsim.Call("apply_patch", updateReadme),
+		agentsim.Call("apply_patch", "*** Begin Patch\n*** Add File: src/new.go\n+package src\n*** End Patch\n"),
+		agentsim.Call("exec_command", map[string]any{"cmd": "rm README.md"}),
+		agentsim.Say("finished"),
+	)
+	defer model.Close()
+	events := runCodex(t, codex, ws, model, "update the readme")
+	results := model.ToolResults()
+	t.Logf("codex events:\n%s\nthe model received:\n%s", events, agentsim.Transcript(results))
+
+	wantResult(t, results, 0, "apply_patch", false, "Command blocked by PreToolUse hook: "+policyDenial+
+		"writing README.md is refused (OUT_OF_SCOPE). README.md is outside the owned_scope of INT-001 (src/**). "+
+		"No intent covers README.md. Stay inside the owned_scope of INT-001, or ask the human to widen it (intentfs intent scope INT-001 --add 'GLOB') "+
+		"or to create an intent for this work. Do not work around it: other paths, links and renames are checked too. Command: "+updateReadme)
+	wantResult(t, results, 1, "apply_patch", false, "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA src/new.go\n")
+	if len(results) > 2 {
+		r := results[2]
+		want := "intentfs refused 1 change(s) in " + ws + " (EACCES is a policy decision, not a bug):\n- unlink README.md (OUT_OF_SCOPE): README.md is outside the owned_scope of INT-001 (src/**)\n  What to do: No intent covers README.md."
+		if r.Tool != "exec_command" || !strings.HasSuffix(r.Text, "rm: cannot remove 'README.md': Permission denied\n") || !strings.HasPrefix(r.Context, want) {
+			t.Errorf("after the refused rm the model received %q, then %q; want the refusal explained: %q", r.Text, r.Context, want)
+		}
+	}
+
+	if b, _ := os.ReadFile(filepath.Join(repo, "README.md")); string(b) != "# readme\nold line\n" {
+		t.Errorf("README.md is now %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "src", "new.go")); string(b) != "package src\n" {
+		t.Errorf("src/new.go is %q", b)
+	}
+	ledgerRecord(t, repo, "codex's write of src/new.go", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return g.Event != ledger.EventDenied && len(r.Files) > 0 && r.Files[len(r.Files)-1].Path == "src/new.go" && g.Process != nil && g.Process.Uid == 1000
+	})
+	ledgerRecord(t, repo, "the refused rm", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return g.Event == ledger.EventDenied && len(r.Files) > 0 && r.Files[0].Path == "README.md"
+	})
+}

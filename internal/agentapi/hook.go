@@ -45,6 +45,8 @@ type HookSpecific struct {
 
 // Hook answers hook events for the mounts it can locate.
 type Hook struct {
+	// Agent is the agent whose events these are: "claude" or "codex".
+	Agent   string
 	Locator Locator
 	// Open reaches a mount (nil: FileMount).
 	Open func(mountpoint string) Mount
@@ -127,8 +129,13 @@ func (h *Hook) pre(in *HookInput) (*HookOutput, error) {
 			return nil, fmt.Errorf("asking the mount %s about %s: %w", t.Mountpoint, t.Rel, err)
 		}
 		if !res.Allowed {
+			reason := HookDenyReason(t.Mountpoint, res)
+			if h.Agent == "codex" {
+				// Codex shows "...: REASON. Command: PATCH".
+				reason = strings.TrimSuffix(reason, ".")
+			}
 			return &HookOutput{HookSpecific{HookEventName: "PreToolUse", PermissionDecision: "deny",
-				PermissionDecisionReason: HookDenyReason(t.Mountpoint, res)}}, nil
+				PermissionDecisionReason: reason}}, nil
 		}
 	}
 	return nil, nil
