@@ -154,6 +154,7 @@ func TestRealClaudeCodeHooks(t *testing.T) {
 		agentsim.Call("Write", map[string]any{"file_path": ws + "/docs/guide.md", "content": "# guide\n"}),
 		agentsim.Call("Write", map[string]any{"file_path": ws + "/src/new.go", "content": "package src\n"}),
 		agentsim.Call("Bash", map[string]any{"command": "rm README.md", "description": "remove the readme"}),
+		agentsim.Call("Bash", map[string]any{"command": "sed -i 's/old/new/' README.md", "description": "edit the readme"}),
 		agentsim.Say("finished"),
 	)
 	defer model.Close()
@@ -186,6 +187,19 @@ func TestRealClaudeCodeHooks(t *testing.T) {
 			"  What to do: No intent covers README.md."
 		if !strings.HasPrefix(results[6].Context, want) {
 			t.Errorf("after the refused rm the model was told\n%q\nwant it to begin\n%q", results[6].Context, want)
+		}
+	}
+	// sed -i writes a new file beside README.md to rename over it: the
+	// refusal is of that file, and the model is told which file it meant.
+	if len(results) > 7 {
+		r := results[7]
+		tmp, _, _ := strings.Cut(strings.TrimPrefix(r.Text, "Exit code 4\nsed: couldn't open temporary file ./"), ":")
+		want := "PostToolUseFailure:Bash hook additional context: intentfs refused 1 change(s) in " + ws + " (EACCES is a policy decision, not a bug):\n" +
+			"- create " + tmp + " (OUT_OF_SCOPE): " + tmp + " is outside the owned_scope of INT-001 (src/**)\n" +
+			"  " + tmp + " is a new file the command made beside README.md, to put in its place (as sed -i and editors do): the change is to README.md.\n" +
+			"  What to do: No intent covers README.md. Stay inside the owned_scope of INT-001"
+		if r.Tool != "Bash" || !strings.HasPrefix(r.Context, want) {
+			t.Errorf("after the refused sed -i the model received %q, then\n%q\nwant it to begin\n%q", r.Text, r.Context, want)
 		}
 	}
 	if len(res.PermissionDenials) != 3 {

@@ -1,8 +1,10 @@
 package agentapi
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -251,6 +253,57 @@ func TestHookDenyReasonReadsAsPolicy(t *testing.T) {
 		}
 		if !strings.HasSuffix(got, Advice("/ws", r)) {
 			t.Errorf("%s %s: %q lacks the advice", c.op, c.path, got)
+		}
+	}
+}
+
+func TestReplacedFileIsTheOneNamedBesideIt(t *testing.T) {
+	for _, c := range []struct {
+		op, path string
+		named    []string
+		want     string
+	}{
+		{"create", "sedAb12Cd", []string{"README.md"}, "README.md"},
+		{"create", "docs/.x.swp", []string{"docs/a.md", "src/b.go"}, "docs/a.md"},
+		{"create", "sedAb12Cd", []string{"README.md", "NOTES.md"}, ""}, // two candidates: no guess
+		{"create", "new.txt", []string{"new.txt", "README.md"}, ""},    // the command named it
+		{"unlink", "README.md", []string{"README.md"}, ""},
+		{"create", "src/tmp1", []string{"README.md"}, ""}, // another directory
+		{"create", "tmp1", nil, ""},
+	} {
+		got := replacedFile(control.Denial{Op: c.op, Path: c.path}, c.named)
+		if got != c.want {
+			t.Errorf("%s %s with %v named: %q, want %q", c.op, c.path, c.named, got, c.want)
+		}
+	}
+}
+
+func TestNamedFilesAreTheCommandsExistingFiles(t *testing.T) {
+	mp := t.TempDir()
+	for _, f := range []string{"README.md", "src/a.go"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(mp, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mp, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("README.md", filepath.Join(mp, "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cwd, input string
+		want       []string
+	}{
+		{mp, `{"command":"sed -i 's/a/b/' README.md"}`, []string{"README.md"}},
+		{mp + "/src", `{"command":"sed -i -e s/x/y/ a.go ../README.md;cat missing.go"}`, []string{"src/a.go", "README.md"}},
+		{mp, `{"cmd":"mv \"src/a.go\" /etc/passwd link.md src"}`, []string{"src/a.go"}}, // outside the mount, a symlink, a directory: not files here
+		{mp, `{"file_path":"README.md"}`, nil},
+		{"", `{"command":"rm README.md"}`, nil},
+	} {
+		got := namedFiles(mp, &HookInput{Cwd: c.cwd, ToolInput: json.RawMessage(c.input)})
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s in %s: %v, want %v", c.input, c.cwd, got, c.want)
 		}
 	}
 }
