@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,10 +16,16 @@ import (
 )
 
 // realClient returns the pinned agent CLI (claude or codex) where uid
-// 1000 can run it, fetching it into the cache on first use. It skips
-// when the client cannot be fetched (no npm, no registry), unless
-// INTENTFS_REQUIRE_FUSE=1, where it fails: CI runs the real clients.
+// 1000 can run it, fetching it into the cache on first use.
 func realClient(t *testing.T, name string) string {
+	t.Helper()
+	return realClientIn(t, name, agentDir(t, false))
+}
+
+// realClientIn is realClient with the binary in dir. It skips when the
+// client cannot be fetched (no npm, no registry), unless
+// INTENTFS_REQUIRE_FUSE=1, where it fails: CI runs the real clients.
+func realClientIn(t *testing.T, name, dir string) string {
 	t.Helper()
 	c, err := agentclients.Pinned(name)
 	if err != nil {
@@ -33,17 +40,23 @@ func realClient(t *testing.T, name string) string {
 	}
 	// The cache may sit in root's home, out of the agent user's reach: a
 	// hard link in a directory it can reach shares the binary's bytes.
-	dst := filepath.Join(agentDir(t, false), name)
+	dst := filepath.Join(dir, name)
 	if err := os.Link(path, dst); err != nil {
-		b, rerr := os.ReadFile(path)
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		if err := os.WriteFile(dst, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		copyFile(t, path, dst)
 	}
 	return dst
+}
+
+// copyFile copies an executable.
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // agentHome is a HOME for one agent run, owned by the agent user.
@@ -63,18 +76,30 @@ type claudeResult struct {
 	} `json:"permission_denials"`
 }
 
-// runClaude runs Claude Code once, non-interactively, as the agent user in
-// dir, against the scripted model, and returns its result.
-func runClaude(t *testing.T, claude, dir string, model *agentsim.Anthropic, prompt string, extra ...string) claudeResult {
-	t.Helper()
-	home := agentHome(t)
-	args := append([]string{"--reuid=1000", "--regid=1000", "--clear-groups", "env", "-i",
+// claudeCommand is the command line that runs Claude Code once,
+// non-interactively, against the scripted model, with a clean
+// environment and HOME at home.
+func claudeCommand(claude, home string, model *agentsim.Anthropic, prompt string, extra ...string) []string {
+	args := []string{"env", "-i",
 		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, "USER=agent", "SHELL=/bin/bash",
 		"ANTHROPIC_BASE_URL=" + model.URL(), "ANTHROPIC_API_KEY=dummy",
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
-		claude, "-p", "--permission-mode", "acceptEdits", "--output-format", "json"}, extra...)
-	args = append(args, "--", prompt)
-	cmd := commandIn(dir, "timeout", append([]string{"120", "setpriv"}, args...)...)
+		claude, "-p", "--permission-mode", "acceptEdits", "--output-format", "json"}
+	args = append(args, extra...)
+	return append(args, "--", prompt)
+}
+
+// runClaude runs Claude Code once as the agent user in dir against the
+// scripted model, and returns its result.
+func runClaude(t *testing.T, claude, dir string, model *agentsim.Anthropic, prompt string, extra ...string) claudeResult {
+	t.Helper()
+	argv := append([]string{"120", "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups"}, claudeCommand(claude, agentHome(t), model, prompt, extra...)...)
+	return claudeOutput(t, commandIn(dir, "timeout", argv...))
+}
+
+// claudeOutput runs a command that runs Claude Code and reads its result.
+func claudeOutput(t *testing.T, cmd *exec.Cmd) claudeResult {
+	t.Helper()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	start := time.Now()
@@ -405,4 +430,65 @@ func TestRealCodexHooks(t *testing.T) {
 		g := r.Gov()
 		return g.Event == ledger.EventDenied && len(r.Files) > 0 && r.Files[0].Path == "README.md"
 	})
+}
+
+// TestRealClaudeCodeInASession runs the real Claude Code as the command
+// of a sealed session (intentfs run) pinned to INT-001, with the hooks
+// installed: the hook reaches the mount from inside the session, and the
+// model is told what to do in words that work there (the session cannot
+// switch intents: it asks for the scope through .intentfs/request).
+func TestRealClaudeCodeInASession(t *testing.T) {
+	requireFUSE(t)
+	seed := map[string]string{"README.md": "# readme\n", "src/old.go": "package old\n"}
+	e := mountAt(t, sourceOutsideTmp(t), agentPolicy, "", seed, func(src string) {
+		if out, err := exec.Command("chown", "-R", "1000:1000", src).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v\n%s", err, out)
+		}
+	})
+	// The session has a /tmp of its own: the tools and the agent's HOME
+	// live elsewhere.
+	tools, err := os.MkdirTemp("/var/lib", "intentfs-agent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tools) })
+	home := filepath.Join(tools, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(os.Chmod(tools, 0o755), os.Chown(home, 1000, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	claude := realClientIn(t, "claude", tools)
+	bin := filepath.Join(tools, "intentfs")
+	copyFile(t, intentfsBinary(t), bin)
+	installClaudeHooks(t, bin, e.mnt)
+
+	model := agentsim.NewAnthropic(
+		agentsim.Call("Write", map[string]any{"file_path": e.mnt + "/README.md", "content": "# rewritten\n"}),
+		agentsim.Call("Write", map[string]any{"file_path": e.mnt + "/src/new.go", "content": "package src\n"}),
+		agentsim.Say("finished"),
+	)
+	defer model.Close()
+	cmd := e.session(append([]string{"--intent", "INT-001", "--"}, claudeCommand(claude, home, model, "update the readme")...)...)
+	res := claudeOutput(t, cmd)
+	results := model.ToolResults()
+	t.Logf("the model received:\n%s", agentsim.Transcript(results))
+	if res.IsError || res.Result != "finished" {
+		t.Errorf("claude's result: %+v", res)
+	}
+	wantResult(t, results, 0, "Write", true, "PreToolUse:Write hook error: "+policyDenial+
+		"writing README.md is refused (OUT_OF_SCOPE). README.md is outside the owned_scope of INT-001 (src/**). "+
+		"This session is pinned to INT-001 by the human, and no intent covers README.md. Leave the change to the human, or ask for the scope: "+
+		"printf 'paths: README.md\\nwhy: REASON\\n' > "+e.mnt+"/.intentfs/request (or the MCP tool request_scope).")
+	wantResult(t, results, 1, "Write", false, "File created successfully at: "+e.mnt+"/src/new.go (file state is current in your context — no need to Read it back)")
+	if b, _ := os.ReadFile(filepath.Join(e.src, "README.md")); string(b) != "# readme\n" {
+		t.Errorf("README.md is now %q", b)
+	}
+	rec := e.waitRecord("the session's write of src/new.go", func(r *ledger.Record) bool {
+		return r.Gov().Event != ledger.EventDenied && len(r.Files) > 0 && r.Files[len(r.Files)-1].Path == "src/new.go"
+	})
+	if g := rec.Gov(); g.Process == nil || g.Process.Uid != 1000 || ledger.Str(g.IntentID) != "INT-001" || g.Session == nil {
+		t.Errorf("the write is recorded as %+v", g)
+	}
 }
