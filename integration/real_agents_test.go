@@ -330,12 +330,20 @@ func TestRealClaudeCodeUsesTheMCPServer(t *testing.T) {
 // (a free-form tool) and exec_command to it.
 const codexModel = "gpt-5.5"
 
-// runCodex runs `codex exec` once as the agent user in dir against the
-// scripted model, with intentfs's hooks enabled, and returns its JSON
-// event stream.
-func runCodex(t *testing.T, codex, dir string, model *agentsim.OpenAI, prompt string) string {
+// codexCommand is the command line that runs `codex exec` once against
+// the scripted model, with a clean environment, HOME and CODEX_HOME at
+// home, and intentfs's hooks enabled (writeCodexConfig).
+func codexCommand(codex, home, prompt string) []string {
+	return []string{"env", "-i",
+		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "CODEX_HOME=" + home, "TMPDIR=" + home, "USER=agent", "SHELL=/bin/bash",
+		"SCRIPTED_API_KEY=dummy", "RUST_LOG=error",
+		codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust", "--json", "--", prompt}
+}
+
+// writeCodexConfig writes home/config.toml: the scripted model as the
+// provider, hooks on, dir trusted.
+func writeCodexConfig(t *testing.T, home, dir string, model *agentsim.OpenAI) {
 	t.Helper()
-	home := agentHome(t)
 	config := `model = "` + codexModel + `"
 model_provider = "scripted"
 check_for_update_on_startup = false
@@ -356,10 +364,21 @@ trust_level = "trusted"
 	if err := os.Chown(filepath.Join(home, "config.toml"), 1000, 1000); err != nil {
 		t.Fatal(err)
 	}
-	cmd := commandIn(dir, "timeout", "120", "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "env", "-i",
-		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME="+home, "CODEX_HOME="+home, "TMPDIR="+home, "USER=agent", "SHELL=/bin/bash",
-		"SCRIPTED_API_KEY=dummy", "RUST_LOG=error",
-		codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust", "--json", "--", prompt)
+}
+
+// runCodex runs `codex exec` once as the agent user in dir against the
+// scripted model and returns its JSON event stream.
+func runCodex(t *testing.T, codex, dir string, model *agentsim.OpenAI, prompt string) string {
+	t.Helper()
+	home := agentHome(t)
+	writeCodexConfig(t, home, dir, model)
+	argv := append([]string{"120", "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups"}, codexCommand(codex, home, prompt)...)
+	return codexOutput(t, commandIn(dir, "timeout", argv...))
+}
+
+// codexOutput runs a command that runs Codex and returns its output.
+func codexOutput(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	start := time.Now()
@@ -432,36 +451,43 @@ func TestRealCodexHooks(t *testing.T) {
 	})
 }
 
-// TestRealClaudeCodeInASession runs the real Claude Code as the command
-// of a sealed session (intentfs run) pinned to INT-001, with the hooks
-// installed: the hook reaches the mount from inside the session, and the
-// model is told what to do in words that work there (the session cannot
-// switch intents: it asks for the scope through .intentfs/request).
-func TestRealClaudeCodeInASession(t *testing.T) {
+// sessionSetup mounts a source outside /tmp, owned by the agent user and
+// holding agentPolicy and seed, for sessions (intentfs run); tools is a
+// directory outside /tmp (a session has a /tmp of its own) holding the
+// intentfs binary, and home is the agent's HOME there.
+func sessionSetup(t *testing.T, seed map[string]string) (e *env, tools, home string) {
+	t.Helper()
 	requireFUSE(t)
-	seed := map[string]string{"README.md": "# readme\n", "src/old.go": "package old\n"}
-	e := mountAt(t, sourceOutsideTmp(t), agentPolicy, "", seed, func(src string) {
+	e = mountAt(t, sourceOutsideTmp(t), agentPolicy, "", seed, func(src string) {
 		if out, err := exec.Command("chown", "-R", "1000:1000", src).CombinedOutput(); err != nil {
 			t.Fatalf("chown: %v\n%s", err, out)
 		}
 	})
-	// The session has a /tmp of its own: the tools and the agent's HOME
-	// live elsewhere.
 	tools, err := os.MkdirTemp("/var/lib", "intentfs-agent-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(tools) })
-	home := filepath.Join(tools, "home")
+	home = filepath.Join(tools, "home")
 	if err := os.Mkdir(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := errors.Join(os.Chmod(tools, 0o755), os.Chown(home, 1000, 1000)); err != nil {
 		t.Fatal(err)
 	}
+	copyFile(t, intentfsBinary(t), filepath.Join(tools, "intentfs"))
+	return e, tools, home
+}
+
+// TestRealClaudeCodeInASession runs the real Claude Code as the command
+// of a sealed session (intentfs run) pinned to INT-001, with the hooks
+// installed: the hook reaches the mount from inside the session, and the
+// model is told what to do in words that work there (the session cannot
+// switch intents: it asks for the scope through .intentfs/request).
+func TestRealClaudeCodeInASession(t *testing.T) {
+	e, tools, home := sessionSetup(t, map[string]string{"README.md": "# readme\n", "src/old.go": "package old\n"})
 	claude := realClientIn(t, "claude", tools)
 	bin := filepath.Join(tools, "intentfs")
-	copyFile(t, intentfsBinary(t), bin)
 	installClaudeHooks(t, bin, e.mnt)
 
 	model := agentsim.NewAnthropic(
@@ -483,6 +509,45 @@ func TestRealClaudeCodeInASession(t *testing.T) {
 		"printf 'paths: README.md\\nwhy: REASON\\n' > "+e.mnt+"/.intentfs/request (or the MCP tool request_scope).")
 	wantResult(t, results, 1, "Write", false, "File created successfully at: "+e.mnt+"/src/new.go (file state is current in your context — no need to Read it back)")
 	if b, _ := os.ReadFile(filepath.Join(e.src, "README.md")); string(b) != "# readme\n" {
+		t.Errorf("README.md is now %q", b)
+	}
+	rec := e.waitRecord("the session's write of src/new.go", func(r *ledger.Record) bool {
+		return r.Gov().Event != ledger.EventDenied && len(r.Files) > 0 && r.Files[len(r.Files)-1].Path == "src/new.go"
+	})
+	if g := rec.Gov(); g.Process == nil || g.Process.Uid != 1000 || ledger.Str(g.IntentID) != "INT-001" || g.Session == nil {
+		t.Errorf("the write is recorded as %+v", g)
+	}
+}
+
+// TestRealCodexInASession runs the real Codex as the command of a sealed
+// session pinned to INT-001, with intentfs's hooks: apply_patch out of
+// scope is refused before it runs, with advice that works in the
+// session; apply_patch in scope lands, recorded under the session.
+func TestRealCodexInASession(t *testing.T) {
+	e, tools, home := sessionSetup(t, map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})
+	codex := realClientIn(t, "codex", tools)
+	bin := filepath.Join(tools, "intentfs")
+	installCodexHooks(t, bin, e.mnt)
+
+	const updateReadme = "*** Begin Patch\n*** Update File: README.md\n@@\n-old line\n+new line\n*** End Patch\n"
+	model := agentsim.NewOpenAI(
+		agentsim.Call("apply_patch", updateReadme),
+		agentsim.Call("apply_patch", "*** Begin Patch\n*** Add File: src/new.go\n+package src\n*** End Patch\n"),
+		agentsim.Say("finished"),
+	)
+	defer model.Close()
+	writeCodexConfig(t, home, e.mnt, model)
+	cmd := e.session(append([]string{"--intent", "INT-001", "--"}, codexCommand(codex, home, "update the readme")...)...)
+	events := codexOutput(t, cmd)
+	results := model.ToolResults()
+	t.Logf("codex events:\n%s\nthe model received:\n%s", events, agentsim.Transcript(results))
+
+	wantResult(t, results, 0, "apply_patch", false, "Command blocked by PreToolUse hook: "+policyDenial+
+		"writing README.md is refused (OUT_OF_SCOPE). README.md is outside the owned_scope of INT-001 (src/**). "+
+		"This session is pinned to INT-001 by the human, and no intent covers README.md. Leave the change to the human, or ask for the scope: "+
+		"printf 'paths: README.md\\nwhy: REASON\\n' > "+e.mnt+"/.intentfs/request (or the MCP tool request_scope). Command: "+updateReadme)
+	wantResult(t, results, 1, "apply_patch", false, "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA src/new.go\n")
+	if b, _ := os.ReadFile(filepath.Join(e.src, "README.md")); string(b) != "# readme\nold line\n" {
 		t.Errorf("README.md is now %q", b)
 	}
 	rec := e.waitRecord("the session's write of src/new.go", func(r *ledger.Record) bool {
