@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentfs/intentfs/integration/agentclients"
-	"github.com/intentfs/intentfs/integration/agentsim"
+	"github.com/intentfs/intentfs/internal/agentclients"
+	"github.com/intentfs/intentfs/internal/agentsim"
 	"github.com/intentfs/intentfs/ledger"
 )
 

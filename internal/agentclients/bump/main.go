@@ -1,10 +1,10 @@
 // Command bump pins the newest Claude Code and Codex from the npm
-// registry in integration/agentclients/versions.txt.
+// registry in internal/agentclients/versions.txt.
 //
 // Usage, from the repository root:
 //
-//	go run ./integration/agentclients/bump            # both to their latest versions
-//	go run ./integration/agentclients/bump claude=2.1.332 codex=0.169.0
+//	go run ./internal/agentclients/bump            # both to their latest versions
+//	go run ./internal/agentclients/bump claude=2.1.332 codex=0.169.0
 //
 // Then run the real-agent tests (see docs/real-agents.md): they fetch the
 // new versions into the cache on first use.
@@ -17,11 +17,11 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/intentfs/intentfs/integration/agentclients"
+	"github.com/intentfs/intentfs/internal/agentclients"
 )
 
 // versionsPath is versions.txt relative to the repository root.
-const versionsPath = "integration/agentclients/versions.txt"
+const versionsPath = "internal/agentclients/versions.txt"
 
 // npmName is the package whose "latest" tag gives a client's version.
 func npmName(client string) string {

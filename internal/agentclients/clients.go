@@ -44,7 +44,7 @@ func Pinned(name string) (Client, error) {
 	}
 	v, ok := vs[name]
 	if !ok {
-		return Client{}, fmt.Errorf("integration/agentclients/versions.txt pins no %q", name)
+		return Client{}, fmt.Errorf("internal/agentclients/versions.txt pins no %q", name)
 	}
 	return Client{Name: name, Version: v}, nil
 }
