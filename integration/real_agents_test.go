@@ -557,3 +557,24 @@ func TestRealCodexInASession(t *testing.T) {
 		t.Errorf("the write is recorded as %+v", g)
 	}
 }
+
+// TestDemoWithARealClaudeCode: `intentfs demo --agent claude` finds the
+// cached Claude Code, runs it against the scripted model in the demo's
+// mount, and shows the refusal as the model received it.
+func TestDemoWithARealClaudeCode(t *testing.T) {
+	requireFUSE(t)
+	realClient(t, "claude") // fills the cache the demo looks in
+	c := newCLI(t)
+	out := c.must("demo", "--agent", "claude")
+	for _, want := range []string{
+		"4. Claude Code adds the greeting:",
+		"The model calls Write README.md; Claude Code tells it:\n   PreToolUse:Write hook error: Permission denied by intentfs policy (a\n   decision, not a failure of the hook): writing README.md is refused",
+		"The model calls Write src/greeting.txt; Claude Code tells it:\n   File created successfully at:",
+		`Claude Code's result: "The greeting is in src/greeting.txt; the README is left to the docs team.", 1 permission denial(s)`,
+		"$ cat README.md src/greeting.txt\n   # demo service\n   hello, world\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, out)
+		}
+	}
+}
