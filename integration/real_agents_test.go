@@ -169,7 +169,12 @@ func TestRealClaudeCodeHooks(t *testing.T) {
 	claude := realClient(t, "claude")
 	cliMount(t, c, repo, ws, "--intent", "INT-001")
 	bin := agentBinary(t)
-	installClaudeHooks(t, bin, ws)
+	// The file is written in the source, around the mount: the user is
+	// told what verify will say about it, and how to avoid that.
+	if out := installClaudeHooks(t, bin, ws); !strings.Contains(out, "intentfs verify reports this change made outside the mount until it is accepted; "+
+		"to keep the hooks out of the workspace, install them with --settings ~/.claude/settings.json instead") {
+		t.Errorf("hook install said:\n%s", out)
+	}
 
 	model := agentsim.NewAnthropic(
 		agentsim.Call("Write", map[string]any{"file_path": ws + "/README.md", "content": "# rewritten\n"}),

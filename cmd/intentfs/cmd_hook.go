@@ -154,6 +154,12 @@ Examples:
 				return err
 			}
 			fmt.Fprintf(a.stdout, "installed intentfs's %s hooks in %s (command: %s)\n", agentTitle(agent), path, command)
+			if note != "" {
+				// Written around the mount, the file is a change the
+				// ledger does not name.
+				fmt.Fprintf(a.stdout, "intentfs verify reports this change made outside the mount until it is accepted; to keep the hooks out of the workspace, install them with --settings ~/%s instead\n",
+					filepath.Join(filepath.Base(filepath.Dir(path)), filepath.Base(path)))
+			}
 			if agent == "codex" {
 				fmt.Fprintln(a.stdout, "Codex runs hooks only with this in ~/.codex/config.toml:\n  [features]\n  hooks = true\nand once you trust them: review them with /hooks in Codex.")
 			}
