@@ -73,7 +73,7 @@ Example (by hand):
 			if err != nil {
 				return err
 			}
-			h := &agentapi.Hook{Cursors: agentapi.DefaultCursorStore()}
+			h := &agentapi.Hook{Agent: agent, Cursors: agentapi.DefaultCursorStore()}
 			out, err := h.Run(in)
 			if err != nil || out == nil {
 				return err
@@ -105,8 +105,10 @@ accept), so intentfs verify does not report it.
   claude: .claude/settings.json -- PreToolUse on Write|Edit|MultiEdit|NotebookEdit,
           PostToolUse and PostToolUseFailure on every tool.
   codex:  .codex/hooks.json -- PreToolUse on apply_patch, PostToolUse on every
-          tool. Codex runs hooks only with "codex_hooks = true" under
-          [features] in ~/.codex/config.toml.
+          tool. Codex runs hooks only with "hooks = true" under
+          [features] in ~/.codex/config.toml ("codex_hooks" before Codex
+          0.169), and only once they are trusted: review them with /hooks
+          in Codex, or run "codex exec --dangerously-bypass-hook-trust".
 
 Examples:
   intentfs hook install claude
@@ -159,7 +161,7 @@ Examples:
 			fmt.Fprintf(a.stdout, "installed intentfs's %s hooks in %s (command: %s)\n", agentTitle(agent), path, command)
 			acceptInstalled(a, path, "intentfs hook install "+agent)
 			if agent == "codex" {
-				fmt.Fprintln(a.stdout, "Codex runs hooks only with this in ~/.codex/config.toml:\n  [features]\n  codex_hooks = true")
+				fmt.Fprintln(a.stdout, "Codex runs hooks only with this in ~/.codex/config.toml:\n  [features]\n  hooks = true\nand once you trust them: review them with /hooks in Codex.")
 			}
 			return nil
 		},
