@@ -114,9 +114,11 @@ func claudeOutput(t *testing.T, cmd *exec.Cmd) claudeResult {
 
 // installClaudeHooks runs `intentfs hook install claude` in the mount, as
 // a user does, with the hook command at bin.
-func installClaudeHooks(t *testing.T, bin, ws string) string {
+func installClaudeHooks(t *testing.T, bin, ws string, env ...string) string {
 	t.Helper()
-	out, err := commandIn(ws, bin, "hook", "install", "claude", "--command", bin+" hook claude").CombinedOutput()
+	cmd := commandIn(ws, bin, "hook", "install", "claude", "--command", bin+" hook claude")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("hook install claude: %v\n%s", err, out)
 	}
@@ -169,10 +171,9 @@ func TestRealClaudeCodeHooks(t *testing.T) {
 	claude := realClient(t, "claude")
 	cliMount(t, c, repo, ws, "--intent", "INT-001")
 	bin := agentBinary(t)
-	// The file is written in the source, around the mount: the user is
-	// told what verify will say about it, and how to avoid that.
-	if out := installClaudeHooks(t, bin, ws); !strings.Contains(out, "intentfs verify reports this change made outside the mount until it is accepted; "+
-		"to keep the hooks out of the workspace, install them with --settings ~/.claude/settings.json instead") {
+	// The file is written in the source, around the mount, and recorded
+	// through the mount's daemon as the human's, so verify stays clean.
+	if out := installClaudeHooks(t, bin, ws, "INTENTFS_RUNTIME_DIR="+c.runtime); !strings.Contains(out, "recorded .claude/settings.json in the ledger") {
 		t.Errorf("hook install said:\n%s", out)
 	}
 
@@ -212,7 +213,7 @@ func TestRealClaudeCodeHooks(t *testing.T) {
 	wantResult(t, results, 5, "Write", false, "File created successfully at: "+ws+"/src/new.go (file state is current in your context — no need to Read it back)")
 	wantResult(t, results, 6, "Bash", true, "Exit code 1\nrm: cannot remove 'README.md': Permission denied")
 	if len(results) > 6 {
-		want := "PostToolUseFailure:Bash hook additional context: intentfs refused 1 change(s) in " + ws + " (EACCES is a policy decision, not a bug):\n" +
+		want := "PostToolUseFailure:Bash hook additional context: intentfs refused 1 change(s) in " + ws + " (each listed EACCES is a policy decision, not a bug; a \"Permission denied\" not listed here came from the file's own owner, mode or ACL: ask " + ws + "/.intentfs/check):\n" +
 			"- unlink README.md (OUT_OF_SCOPE): README.md is outside the owned_scope of INT-001 (src/**)\n" +
 			"  What to do: No intent covers README.md."
 		if !strings.HasPrefix(results[6].Context, want) {
@@ -224,7 +225,7 @@ func TestRealClaudeCodeHooks(t *testing.T) {
 	if len(results) > 7 {
 		r := results[7]
 		tmp, _, _ := strings.Cut(strings.TrimPrefix(r.Text, "Exit code 4\nsed: couldn't open temporary file ./"), ":")
-		want := "PostToolUseFailure:Bash hook additional context: intentfs refused 1 change(s) in " + ws + " (EACCES is a policy decision, not a bug):\n" +
+		want := "PostToolUseFailure:Bash hook additional context: intentfs refused 1 change(s) in " + ws + " (each listed EACCES is a policy decision, not a bug; a \"Permission denied\" not listed here came from the file's own owner, mode or ACL: ask " + ws + "/.intentfs/check):\n" +
 			"- create " + tmp + " (OUT_OF_SCOPE): " + tmp + " is outside the owned_scope of INT-001 (src/**)\n" +
 			"  " + tmp + " is a new file the command made beside README.md, to put in its place (as sed -i and editors do): the change is to README.md.\n" +
 			"  What to do: No intent covers README.md. Stay inside the owned_scope of INT-001"
@@ -434,7 +435,7 @@ func TestRealCodexHooks(t *testing.T) {
 	wantResult(t, results, 1, "apply_patch", false, "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA src/new.go\n")
 	if len(results) > 2 {
 		r := results[2]
-		want := "intentfs refused 1 change(s) in " + ws + " (EACCES is a policy decision, not a bug):\n- unlink README.md (OUT_OF_SCOPE): README.md is outside the owned_scope of INT-001 (src/**)\n  What to do: No intent covers README.md."
+		want := "intentfs refused 1 change(s) in " + ws + " (each listed EACCES is a policy decision, not a bug; a \"Permission denied\" not listed here came from the file's own owner, mode or ACL: ask " + ws + "/.intentfs/check):\n- unlink README.md (OUT_OF_SCOPE): README.md is outside the owned_scope of INT-001 (src/**)\n  What to do: No intent covers README.md."
 		if r.Tool != "exec_command" || !strings.HasSuffix(r.Text, "rm: cannot remove 'README.md': Permission denied\n") || !strings.HasPrefix(r.Context, want) {
 			t.Errorf("after the refused rm the model received %q, then %q; want the refusal explained: %q", r.Text, r.Context, want)
 		}
