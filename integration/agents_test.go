@@ -165,8 +165,9 @@ func TestClaudeHookAsTheAgentUser(t *testing.T) {
 	// Both calls share a TMPDIR, where the hook remembers what it told.
 	tmp := agentDir(t, true)
 	runPost := func() string {
-		c := exec.Command("setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "env", "TMPDIR="+tmp, bin, "hook", "claude")
-		c.Dir, c.Stdin = e.mnt, strings.NewReader(post)
+		// commandIn, not cmd.Dir: the mount is served by this process.
+		c := commandIn(e.mnt, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "env", "TMPDIR="+tmp, bin, "hook", "claude")
+		c.Stdin = strings.NewReader(post)
 		var stderr bytes.Buffer
 		c.Stderr = &stderr
 		o, err := c.Output()

@@ -92,8 +92,7 @@ exit 7`
 	}
 	// The agent's files get the umask the entrypoint was started with
 	// (022 where that was 0), not the daemon's 0.
-	umask := syscall.Umask(0o022)
-	syscall.Umask(umask)
+	umask := processUmask(t)
 	if umask == 0 {
 		umask = 0o022
 	}
@@ -210,6 +209,26 @@ func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
 	if out, err := exec.Command(bin, "verify", "--source", src).CombinedOutput(); err != nil {
 		t.Errorf("intentfs verify: %v\n%s", err, out)
 	}
+}
+
+// processUmask reads this process's umask from /proc: the other way,
+// umask(2), sets it for a moment, and the umask is process-wide, shared
+// with the daemons of tests running in parallel.
+func processUmask(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Umask:"); ok {
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+				return int(m)
+			}
+		}
+	}
+	t.Fatal("/proc/self/status has no Umask line")
+	return 0
 }
 
 // containerWorkspace makes what `intentfs container` needs: a source

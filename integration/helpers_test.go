@@ -288,8 +288,9 @@ func errorsAs(err error, target any) bool { return errors.As(err, target) }
 func syscallUnmount(dir string) { _ = syscall.Unmount(dir, syscall.MNT_DETACH) }
 
 // waitTimeout bounds every wait of these tests: long enough for a loaded
-// machine, and reached only when a test fails.
-const waitTimeout = 10 * time.Second
+// machine running tests in parallel, where one poll can queue behind
+// several tests' processes, and reached only when a test fails.
+const waitTimeout = 30 * time.Second
 
 // waitFor polls cond until it holds and fails the test if it does not
 // within waitTimeout; what, if given, says what was awaited.
