@@ -28,6 +28,7 @@ var seedTree = map[string]string{
 // outside INT-001's scope; each must fail with EACCES, be recorded as a
 // denial, and leave the source as it was.
 func TestDeniedChangesLeaveSourceUnchanged(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-001", seedTree)
 	tarball := filepath.Join(t.TempDir(), "it.tar") // a path of this test's own: others run at the same time
 	tests := []struct {
@@ -129,6 +130,7 @@ func equalTrees(a, b map[string]string) bool {
 }
 
 func TestDeniedWithoutUsableIntent(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		intent string
@@ -163,6 +165,7 @@ func TestDeniedWithoutUsableIntent(t *testing.T) {
 // TestAllowedChangesAreRecorded drives tools inside the scope and checks
 // each ledger record against the real content of the source.
 func TestAllowedChangesAreRecorded(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-001", seedTree)
 	oldExisting := e.sha("src/existing.go")
 
