@@ -40,6 +40,7 @@ func craftElsewhere(t *testing.T, e *env, origin, name, script string) (dir, out
 // stock git commands). Fix: check merges in `intentfs check` as CheckNew
 // does (the changes a merge makes that come from none of its parents).
 func TestGateAttackEvilMergeFetchedIsNeverChecked(t *testing.T) {
+	t.Parallel()
 	c, e, origin, base := gateRepo(t)
 	evil, m := craftElsewhere(t, e, origin, "evil",
 		"e=$(git commit-tree -p HEAD -m empty HEAD^{tree}) && echo pwned > README.md && git add README.md && git commit-tree -p HEAD -p $e -m 'merge' $(git write-tree)")
@@ -85,6 +86,7 @@ func TestGateAttackEvilMergeFetchedIsNeverChecked(t *testing.T) {
 // or the mount's recorded start tip), and fail rather than say OK on an
 // empty default range.
 func TestGateAttackDefaultRangeFromAgentRemoteRef(t *testing.T) {
+	t.Parallel()
 	c, e, origin, _ := gateRepo(t)
 	evil, x := craftElsewhere(t, e, origin, "evil2",
 		"echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
@@ -146,6 +148,7 @@ func mainHolds(t *testing.T, src, commit string) bool {
 // what was judged, so the kept handle writes to a file that is no longer
 // the ref.
 func TestGateAttackRefWrittenThroughFdKeptOpenAcrossRename(t *testing.T) {
+	t.Parallel()
 	c, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.mnt)
 	script := `perl -e 'use Fcntl; my ($old, $new) = @ARGV;
@@ -201,6 +204,7 @@ sysseek($fh, 0, 0); syswrite($fh, "$new\n") or die "second write: $!"; close($fh
 // matter then), or make objects/info/commit-graph* read-only through the
 // mount like alternates.
 func TestGateAttackCommitGraphHidesTree(t *testing.T) {
+	t.Parallel()
 	c, e, _, base := gateRepo(t)
 	x := craftInMount(t, e.mnt)
 	tbad := gitAs(t, e.mnt, "git cat-file -p "+x+" | sed -n 's/^tree //p'")
@@ -260,6 +264,7 @@ open(my $o, ">:raw", "$g.new") or die $!; print $o $d; close $o or die $!; renam
 // (`git show-ref` on the new file) rather than parsing; and judge the
 // unlink of a loose branch (the packed value it reveals).
 func TestGateAttackPackedRefsDuplicateEntry(t *testing.T) {
+	t.Parallel()
 	_, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.mnt)
 	out, err := gitTry(e.mnt, "printf '# pack-refs with: peeled fully-peeled sorted \\n%s refs/heads/main\\n%s refs/heads/zzz\\n%s refs/heads/main\\n' "+
@@ -297,6 +302,7 @@ func TestGateAttackPackedRefsDuplicateEntry(t *testing.T) {
 // ledger lacks account for anything; make refs/notes/intentfs writable
 // only by the daemon in the mount.
 func TestGateAttackForgedLocalNoteAccountsForLocalCheck(t *testing.T) {
+	t.Parallel()
 	c, e, origin, base := gateRepo(t)
 	evil, x := craftElsewhere(t, e, origin, "evil3", "echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
 	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && "+
@@ -338,6 +344,7 @@ func TestGateAttackForgedLocalNoteAccountsForLocalCheck(t *testing.T) {
 // is refused; treat the source side of a rename of a ref directory like
 // the destination.
 func TestGateAttackRefsHeadsReplacedBySymlink(t *testing.T) {
+	t.Parallel()
 	_, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.mnt)
 	out, err := gitTry(e.mnt, "mkdir src/.r && cp .git/refs/heads/* src/.r/ && echo "+crafted+" > src/.r/main && "+
@@ -373,6 +380,7 @@ func TestGateAttackRefsHeadsReplacedBySymlink(t *testing.T) {
 // on an ambiguous name, or refuse refs outside refs/heads, refs/tags,
 // refs/remotes, refs/notes and refs/stash through the mount.
 func TestGateAttackShadowRefRedirectsCheck(t *testing.T) {
+	t.Parallel()
 	c, e, _, base := gateRepo(t)
 	gitAs(t, e.mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
 	g := gitAs(t, e.mnt, "git rev-parse HEAD")
@@ -413,6 +421,7 @@ func TestGateAttackShadowRefRedirectsCheck(t *testing.T) {
 // through a fetch from a configured remote URL (not a path the agent
 // controls), and never FETCH_HEAD of a local path.
 func TestGateAttackAgentCodeLaunderedAsRestore(t *testing.T) {
+	t.Parallel()
 	// Open, and in the README's "Not yet": which commits count as someone
 	// else's work needs a source the agent cannot write (the declared
 	// upstream covers only its tip). The write still must be in scope and
@@ -460,6 +469,7 @@ func TestGateAttackAgentCodeLaunderedAsRestore(t *testing.T) {
 // --ignore-missing (or filter them with cat-file --batch-check first) and
 // drop the ones that are gone.
 func TestGateAttackPrunedStartTipWedgesEveryCommit(t *testing.T) {
+	t.Parallel()
 	_, e, _, _ := gateRepo(t)
 	out, err := gitTry(e.mnt, "git hash-object -w --stdin </dev/null && git branch -q -D other && git update-ref -d refs/remotes/origin/other && "+
 		"git reflog expire --expire=now --all && git gc -q --prune=now")
@@ -497,6 +507,7 @@ func TestGateAttackPrunedStartTipWedgesEveryCommit(t *testing.T) {
 // objects/pack/ (any *.idx/*.pack/*.rev/*.mtimes name) as the mount's,
 // or refuse pack names git itself would not write.
 func TestGateAttackPackNotNamedPackIsNotSeen(t *testing.T) {
+	t.Parallel()
 	_, e, _, base := gateRepo(t)
 	x := gitAs(t, e.mnt, `mkdir src/.o && export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix && `+
 		`git read-tree HEAD && blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && `+
@@ -527,6 +538,7 @@ func TestGateAttackPackNotNamedPackIsNotSeen(t *testing.T) {
 // Severity: HIGH. Fix: both fixes above (check merges in intentfs check;
 // see every pack written in the mount).
 func TestGateAttackEndToEndInsideMount(t *testing.T) {
+	t.Parallel()
 	c, e, _, base := gateRepo(t)
 	m := gitAs(t, e.mnt, `mkdir src/.o && export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix && `+
 		`git read-tree HEAD && e=$(git commit-tree -p HEAD -m empty HEAD^{tree}) && blob=$(echo pwned | git hash-object -w --stdin) && `+

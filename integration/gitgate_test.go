@@ -62,6 +62,7 @@ func gateRepo(t *testing.T) (c *cli, e *env, origin, base string) {
 // an ordinary commit passes, is checked clean and gets a commit record and
 // a note that amend keeps.
 func TestCommitGate(t *testing.T) {
+	t.Parallel()
 	c, e, _, base := gateRepo(t)
 	src, mnt := e.src, e.mnt
 	head := func() string { return gitAs(t, src, "git rev-parse HEAD") }
@@ -169,6 +170,7 @@ func TestCommitGate(t *testing.T) {
 // TestGitRestoresAreNotAuthorship: switching to another branch and back,
 // and merging upstream work, is not refused and not blamed on the agent.
 func TestGitRestoresAreNotAuthorship(t *testing.T) {
+	t.Parallel()
 	c, e, origin, _ := gateRepo(t)
 	src, mnt := e.src, e.mnt
 	gitAs(t, mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
