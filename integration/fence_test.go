@@ -152,8 +152,10 @@ func TestFenceIoctl(t *testing.T) {
 		t.Errorf("lsattr through the mount: %v %s", err, out)
 	}
 
+	// O_CLOEXEC on every raw open: a child another test forks meanwhile
+	// would otherwise keep the file, and this mount busy at its unmount.
 	asAgent(t, func() {
-		rw, err := syscall.Open(filepath.Join(e.mnt, "src/in.txt"), syscall.O_RDWR, 0)
+		rw, err := syscall.Open(filepath.Join(e.mnt, "src/in.txt"), syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			t.Errorf("open rw: %v", err)
 			return
@@ -173,7 +175,7 @@ func TestFenceIoctl(t *testing.T) {
 			t.Errorf("EXT4_IOC_MOVE_EXT with donor fds 0..63 through the mount: errnos %v, want ENOTTY for all", errs)
 		}
 		// Unknown ioctls are refused, on files and on directories.
-		d, err := syscall.Open(filepath.Join(e.mnt, "src"), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		d, err := syscall.Open(filepath.Join(e.mnt, "src"), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			t.Errorf("open dir: %v", err)
 			return
@@ -191,7 +193,7 @@ func TestFenceIoctl(t *testing.T) {
 		}
 		// FICLONE takes a descriptor as its argument: a clone into a mount
 		// file must fail and change nothing.
-		dst, err := syscall.Open(filepath.Join(e.mnt, "src/clone.txt"), syscall.O_RDWR|syscall.O_CREAT, 0o644)
+		dst, err := syscall.Open(filepath.Join(e.mnt, "src/clone.txt"), syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o644)
 		if err != nil {
 			t.Errorf("create: %v", err)
 			return
@@ -226,7 +228,7 @@ func TestFenceObjectStore(t *testing.T) {
 			}
 			// A store left by an earlier version: world-readable.
 			st := objects.New(src)
-			fd, err := syscall.Open(filepath.Join(src, "old.txt"), syscall.O_RDONLY, 0)
+			fd, err := syscall.Open(filepath.Join(src, "old.txt"), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
