@@ -423,7 +423,7 @@ exec cat "$1"
 // root's reserved blocks do not cover inodes; here a tmpfs with few inodes
 // stands for the source's filesystem.
 func TestUpstreamAttackRemovalPutBackOutOfInodes(t *testing.T) {
-	t.Parallel()
+	// Serial: in parallel, under load, git's removal never settled within 30s on the inode-starved source; serial until that is understood.
 	c, e, up := upstreamRepoIn(t, `["src/**"]`, func(root string) {
 		if err := syscall.Mount("intentfs-test", root, "tmpfs", 0, "size=256m,nr_inodes=4000,mode=0755"); err != nil {
 			t.Skipf("cannot mount a tmpfs: %v", err)
