@@ -141,17 +141,22 @@ func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
 	} else {
 		t.Logf("rmdir docs/img while git lives: %s", o)
 	}
-	spin, spinOut := agentBg(mnt, `perl -e 'use Errno; my $end = time + 15; my %e; while (time < $end) { if (rmdir "docs/img") { print "rmdir docs/img succeeded\n"; last } $e{$!+0}++; } print join(" ", map { "errno $_ x$e{$_}" } sort keys %e), "\n"'`)
+	// The agent spins until the put-back of docs/img/logo.txt has settled
+	// (the stop file), 15 s at most: once the file is back, or known lost,
+	// the race is decided, and the spin only takes CPU from other tests.
+	stop := filepath.Join(dir, "stop")
+	spin, spinOut := agentBg(mnt, `perl -e 'use Errno; my $end = time + 15; my %e; while (time < $end && ! -e $ARGV[0]) { if (rmdir "docs/img") { print "rmdir docs/img succeeded\n"; last } $e{$!+0}++; } print join(" ", map { "errno $_ x$e{$_}" } sort keys %e), "\n"' `+stop)
 	if err := spin.Start(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	os.WriteFile(goFile, nil, 0o644)
 	cmd.Wait()
+	waitPutBack(t, mnt, "docs/img/logo.txt")
+	os.WriteFile(stop, nil, 0o644)
 	spin.Wait()
 	t.Logf("shimmed git:\n%s", out)
 	t.Logf("the agent's rmdir loop: %s", spinOut)
-	waitPutBack(t, mnt, "docs/img/logo.txt")
 	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
 	for _, l := range strings.Split(string(den), "\n") {
 		if strings.Contains(l, "logo") {
