@@ -432,13 +432,17 @@ func TestSessionAcceptanceChecksRunAsTheAgent(t *testing.T) {
 func TestUnmountEndsSessions(t *testing.T) {
 	t.Parallel()
 	e := mountForSessions(t, "")
-	s := e.session("--intent", "INT-001", "--name", "long", "--", "sleep", "120")
+	s := e.session("--intent", "INT-001", "--name", "long", "--", "sh", "-c", "echo > src/started; exec sleep 120")
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Wait() }()
+	// The command itself must be running: a session is live before its
+	// command starts, and an unmount in between ends a session that could
+	// not start (125), not a command that was killed.
 	waitFor(t, func() bool { i, ok := e.sessionNamed("long"); return ok && i.Live }, "the session")
+	waitFor(t, func() bool { _, ok := e.srcContent("src/started"); return ok }, "the session's command to start")
 	if err := e.d.Unmount(); err != nil {
 		t.Fatalf("unmount with a live session: %v", err)
 	}
