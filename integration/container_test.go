@@ -29,7 +29,7 @@ const capSysPtrace = 19
 // placement must open it as the agent's owner, or every change of the
 // agent would be refused as UNPLACED_PROCESS.
 func TestContainerEntrypointWithoutPtrace(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	requireFUSE(t)
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("needs setpriv (util-linux)")
@@ -144,7 +144,7 @@ exit 7`
 // stop grace the entrypoint ends the session, unmounts and flushes the
 // ledger, which then has the session's end and verifies.
 func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	requireFUSE(t)
 	bin, err := testBinary.get()
 	if err != nil {

@@ -62,7 +62,7 @@ func gateRepo(t *testing.T) (c *cli, e *env, origin, base string) {
 // an ordinary commit passes, is checked clean and gets a commit record and
 // a note that amend keeps.
 func TestCommitGate(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	c, e, _, base := gateRepo(t)
 	src, mnt := e.src, e.mnt
 	head := func() string { return gitAs(t, src, "git rev-parse HEAD") }

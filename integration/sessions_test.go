@@ -139,7 +139,7 @@ func (e *env) sessionNamed(name string) (session.Info, bool) {
 const waitFile = `w() { i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 400 ] && { echo "gave up waiting for $1"; exit 9; }; sleep 0.025; done; }; `
 
 func TestSessionsTwoAgentsInParallel(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "")
 	a := e.session("--intent", "INT-001", "--name", "agent-a", "--model", "anthropic/claude-opus-4-5",
 		"--conversation", "https://example.com/c/42", "--", "sh", "-c", waitFile+
@@ -201,7 +201,7 @@ func TestSessionsTwoAgentsInParallel(t *testing.T) {
 }
 
 func TestSessionPinnedCannotSelect(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "")
 	out, code := e.runSession("--intent", "INT-001", "--name", "pinned", "--", "sh", "-c",
 		`/bin/echo INT-005 > .intentfs/active; echo "rc=$?"; cat .intentfs/active; cat .intentfs/denials; if echo x > README.md; then echo LEAK; fi`)
@@ -236,7 +236,7 @@ func TestSessionPinnedCannotSelect(t *testing.T) {
 }
 
 func TestSessionClaimReleasedWhenHolderIsKilled(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "")
 	holder := e.session("--intent", "INT-001", "--name", "holder", "--", "sleep", "120")
 	if err := holder.Start(); err != nil {
@@ -275,7 +275,7 @@ func TestSessionClaimReleasedWhenHolderIsKilled(t *testing.T) {
 }
 
 func TestSessionStaleFileDeniedUntilReread(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "")
 	reader := e.session("--intent", "INT-003", "--name", "reader", "--", "sh", "-c", waitFile+
 		`cat shared/doc.txt >/dev/null; echo > shared/reader-ready; w shared/writer-done;
@@ -379,7 +379,7 @@ echo end`, e.src, os.Getpid(), e.mnt)
 }
 
 func TestSessionRefusesToRunAsRootByDefault(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	requireFUSE(t)
 	e := mount(t, sessionPolicy, "", map[string]string{"src/a.txt": "a\n"}) // a root-owned source
 	bin, err := testBinary.get()
@@ -395,7 +395,7 @@ func TestSessionRefusesToRunAsRootByDefault(t *testing.T) {
 }
 
 func TestSessionAcceptanceChecksRunAsTheAgent(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "INT-005")
 	// An agent holds INT-001 while the human completes it.
 	holder := e.session("--intent", "INT-001", "--name", "worker", "--", "sleep", "60")
@@ -430,7 +430,7 @@ func TestSessionAcceptanceChecksRunAsTheAgent(t *testing.T) {
 }
 
 func TestUnmountEndsSessions(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "")
 	s := e.session("--intent", "INT-001", "--name", "long", "--", "sh", "-c", "echo > src/started; exec sleep 120")
 	if err := s.Start(); err != nil {

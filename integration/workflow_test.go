@@ -113,7 +113,7 @@ func TestIntentMapFollowsRenameAndDelete(t *testing.T) {
 // TestLifecycleFromTheCLI drives the lifecycle with the binary, against a
 // mounted source (through the daemon) and an unmounted one.
 func TestLifecycleFromTheCLI(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	c, repo, ws := newPolicyRepo(t, workflowPolicy)
 
 	// Unmounted: the CLI writes the policy and the ledger itself.
@@ -190,7 +190,7 @@ func TestLifecycleFromTheCLI(t *testing.T) {
 // `intent complete` runs the checks in a mount of its own, and a failed
 // check is a lesson in the file --lessons-file names, as a mount's would be.
 func TestCompleteUnmountedHonoursTheLessonsFile(t *testing.T) {
-	t.Parallel()
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	c, repo, _ := newPolicyRepo(t, strings.Replace(workflowPolicy, "status: PENDING", "status: IN_PROGRESS", 1))
 	out, code := c.run("intent", "complete", "INT-001", "--source", repo, "--lessons-file", "AGENT.md", "--user", "1000")
 	if code != 1 || !strings.Contains(out, "FAIL  the greeting exists") {
