@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -190,5 +191,59 @@ func TestServerAccept(t *testing.T) {
 		if b.by == nil || b.by.Uid != uint32(syscall.Getuid()) || b.by.Pid != uint32(os.Getpid()) {
 			t.Errorf("%s: the caller is %+v", tt.name, b.by)
 		}
+	}
+}
+
+// TestListenLeavesTheProcessUmaskAlone: the umask is process-wide, and a
+// daemon creates files on other goroutines while a mount starts (several
+// mounts share a process in the integration tests). Listen must make its
+// socket private without changing the umask even for a moment, or a file
+// created meanwhile gets the socket's mode instead of its own.
+func TestListenLeavesTheProcessUmaskAlone(t *testing.T) {
+	dir := t.TempDir()
+	umask := syscall.Umask(0o022)
+	t.Cleanup(func() { syscall.Umask(umask) })
+	stop := make(chan struct{})
+	wrong := make(chan string, 1)
+	go func() {
+		defer close(wrong)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := filepath.Join(dir, fmt.Sprintf("f%d", i))
+			if err := os.WriteFile(p, nil, 0o666); err != nil {
+				wrong <- err.Error()
+				return
+			}
+			if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o644 {
+				wrong <- fmt.Sprintf("%s was created with mode %v under umask 022, want 0644", p, st.Mode().Perm())
+				return
+			}
+			os.Remove(p)
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		sock := filepath.Join(dir, "ctl.sock")
+		srv, err := Listen(sock, syscall.Getuid(), syscall.Getgid(), statusBackend{}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Lstat(sock)
+		if err != nil || st.Mode().Perm() != 0o600 || st.Mode().Type() != os.ModeSocket {
+			t.Fatalf("control socket: %v, %v; want a socket of mode 0600", st.Mode(), err)
+		}
+		if err := srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+			t.Fatalf("Close left the socket behind: %v", err)
+		}
+	}
+	close(stop)
+	if msg, ok := <-wrong; ok {
+		t.Fatal(msg)
 	}
 }
