@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/registry"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/policy"
@@ -50,11 +51,22 @@ one queue per CPU and a reply and the next request in one system call;
 /dev/fuse (also if mounting over io_uring fails). The default is
 $INTENTFS_TRANSPORT, else auto. "intentfs status" shows the transport in use.
 
+--otlp-endpoint (or the standard OTEL_EXPORTER_OTLP_ENDPOINT,
+OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL and
+OTEL_EXPORTER_OTLP_HEADERS variables) streams every ledger record to an
+OpenTelemetry Collector as an OTLP log record with OCSF File System Activity
+attributes. The stream is a copy: when the collector is slow or down, records
+are dropped and counted ("intentfs status"), never waited for; the ledger
+stays the record. Command lines stay on the machine unless --otlp-cmdline.
+See docs/otel.md.
+
 Examples:
   intentfs mount ./repo /workspace
   intentfs mount ./repo /workspace --intent INT-001
   intentfs mount ./repo /workspace --foreground     # in containers; Ctrl-C unmounts
-  intentfs mount ./repo /workspace --transport uring`,
+  intentfs mount ./repo /workspace --transport uring
+  intentfs mount ./repo /workspace --otlp-endpoint http://localhost:4318
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc intentfs mount ./repo /workspace`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("intent", "", "select this intent at start")
 			fs.Bool("foreground", false, "stay attached; unmount cleanly on SIGINT/SIGTERM")
@@ -66,6 +78,9 @@ Examples:
 			fs.String("agent-files", "auto", `workspace-root files in which intentfs keeps a marked section with the agent guide and recent lessons: "auto" (CLAUDE.md and AGENTS.md where present, else a new CLAUDE.md), "none", or names such as "CLAUDE.md,AGENTS.md"`)
 			fs.String("transport", defaultTransport(), `how FUSE requests reach the daemon: "auto", "uring" (FUSE over io_uring) or "dev" (/dev/fuse)`)
 			fs.Bool("nonempty", false, "mount over a MOUNTPOINT that has files of its own (hidden while mounted)")
+			fs.String("otlp-endpoint", "", "stream the ledger's records to this OTLP receiver URL (default: $OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT; none: no export)")
+			fs.String("otlp-protocol", "", `OTLP protocol: "http" (http/protobuf, port 4318) or "grpc" (port 4317) (default: $OTEL_EXPORTER_OTLP_PROTOCOL, else http)`)
+			fs.Bool("otlp-cmdline", false, "also export each process's command line and executable (they stay on the machine by default)")
 		},
 		run: runMount,
 	}
@@ -83,6 +98,13 @@ func runMount(a *app, args []string) error {
 
 	if _, err := daemon.ParseTransport(flagString(a, "transport")); err != nil {
 		return usagef("--transport: %v", err)
+	}
+	export, err := otelexport.Resolve(os.Getenv, flagString(a, "otlp-endpoint"), flagString(a, "otlp-protocol"))
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if export != nil {
+		export.Fields.Cmdline, _ = a.fs.GetBool("otlp-cmdline")
 	}
 	// Check the policy here too, so its errors reach the user's terminal
 	// even when the daemon would start in the background.
@@ -103,6 +125,7 @@ func runMount(a *app, args []string) error {
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file"),
 		AgentFiles: flagString(a, "agent-files")}
 	cfg.AllowNonEmpty, _ = a.fs.GetBool("nonempty")
+	cfg.Export = export
 	cfg.Transport, _ = daemon.ParseTransport(flagString(a, "transport")) // checked above
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
