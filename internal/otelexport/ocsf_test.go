@@ -121,10 +121,10 @@ func TestLogRecordAttributes(t *testing.T) {
 		},
 		{
 			name: "a denial",
-			c: ledger.Change{Event: ledger.EventDenied, Path: "docs/x.md", Intent: "INT-001", Op: "open_write", Code: "SCOPE_VIOLATION",
+			c: ledger.Change{Event: ledger.EventDenied, Path: "docs/x.md", Intent: "INT-001", Op: "open_write", Code: "OUT_OF_SCOPE",
 				Reason: "docs/x.md is outside INT-001's owned_scope", Validation: "FAIL", Process: proc},
-			want: map[string]string{"activity_id": "3", "status": "Failure", "status_id": "2", "status_code": "SCOPE_VIOLATION",
-				"intentfs.code": "SCOPE_VIOLATION", "status_detail": "docs/x.md is outside INT-001's owned_scope",
+			want: map[string]string{"activity_id": "3", "status": "Failure", "status_id": "2", "status_code": "OUT_OF_SCOPE",
+				"intentfs.code": "OUT_OF_SCOPE", "status_detail": "docs/x.md is outside INT-001's owned_scope",
 				"disposition": "Blocked", "disposition_id": "2", "file.path": "docs/x.md", "intentfs.scope_validation": "FAIL"},
 		},
 		{
@@ -177,7 +177,7 @@ func TestLogRecordSeverityAndBody(t *testing.T) {
 		body string
 	}{
 		{ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", Intent: "INT-001"}, log.SeverityInfo, "write src/a.go (INT-001)"},
-		{ledger.Change{Event: ledger.EventDenied, Op: "unlink", Path: "docs/x", Intent: "INT-001", Code: "SCOPE_VIOLATION"}, log.SeverityWarn, "denied unlink docs/x (INT-001): SCOPE_VIOLATION"},
+		{ledger.Change{Event: ledger.EventDenied, Op: "unlink", Path: "docs/x", Intent: "INT-001", Code: "OUT_OF_SCOPE"}, log.SeverityWarn, "denied unlink docs/x (INT-001): OUT_OF_SCOPE"},
 		{ledger.Change{Event: ledger.EventRename, Path: "b", FromPath: "a"}, log.SeverityInfo, "rename a -> b"},
 		{ledger.Change{Event: ledger.EventLedgerFailed, Code: "LEDGER_UNAVAILABLE"}, log.SeverityError, "ledger_failed: LEDGER_UNAVAILABLE"},
 	} {
