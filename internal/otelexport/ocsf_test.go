@@ -20,12 +20,12 @@ func attrs(rec log.Record) map[string]string {
 		if v.Type() == attribute.SLICE {
 			for _, el := range v.AsSlice() {
 				for _, f := range el.AsMap() {
-					out[string(kv.Key)+"."+string(f.Key)] = f.Value.Emit()
+					out[string(kv.Key)+"."+string(f.Key)] = f.Value.String()
 				}
 			}
 			return true
 		}
-		out[string(kv.Key)] = v.Emit()
+		out[string(kv.Key)] = v.String()
 		return true
 	})
 	return out
