@@ -231,6 +231,15 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 			return Response{Error: err.Error()}
 		}
 		return Response{OK: true, Decisions: ds}
+	case "accept":
+		if req.Accept == nil {
+			return Response{Error: "accept: no paths named"}
+		}
+		res, err := s.backend.Accept(*req.Accept, proc)
+		if err != nil {
+			return Response{Error: err.Error(), Accepted: res}
+		}
+		return Response{OK: true, Accepted: res}
 	case "unmount":
 		if err := s.backend.Unmount(); err != nil {
 			return Response{Error: err.Error()}

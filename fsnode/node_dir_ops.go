@@ -2,6 +2,7 @@ package fsnode
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -140,8 +141,15 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if g.upstream != nil && g.upstream.rewrite {
 		return n.unlinkForUpstream(ctx, name, rel, g)
 	}
+	mode := ""
 	errno = n.withDir(func(dirfd int) error {
 		if g.traced() {
+			// The mode goes into the record, so that a revert recreates
+			// the file as private as it was.
+			var st syscall.Stat_t
+			if fstatat(dirfd, name, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+				mode = fmt.Sprintf("%04o", st.Mode&0o7777)
+			}
 			if finish = n.root.deferredRemoval(dirfd, name, n.childNode(name)); finish == nil {
 				pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
 			}
@@ -152,7 +160,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		// The pending link, if any, is adopted at the next start.
 		return errno
 	}
-	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, PreImage: kept, Op: "unlink", Finish: finish})
+	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, PreImage: kept, Op: "unlink", Mode: mode, Finish: finish})
 	return 0
 }
 

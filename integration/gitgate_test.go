@@ -24,6 +24,12 @@ func gitTry(dir, script string) (string, error) {
 // human's src/util.go and a second branch, mounted with INT-001 (src/**).
 func gateRepo(t *testing.T) (c *cli, e *env, origin, base string) {
 	t.Helper()
+	return gateRepoWith(t, notesPolicy)
+}
+
+// gateRepoWith is gateRepo with the policy pol.
+func gateRepoWith(t *testing.T, pol string) (c *cli, e *env, origin, base string) {
+	t.Helper()
 	requireFUSE(t)
 	c = newCLI(t)
 	root := t.TempDir()
@@ -33,7 +39,7 @@ func gateRepo(t *testing.T) (c *cli, e *env, origin, base string) {
 	for _, d := range []string{origin, seed} {
 		os.Mkdir(d, 0o755)
 	}
-	writeFile(t, filepath.Join(seed, policy.IntentsFile), notesPolicy)
+	writeFile(t, filepath.Join(seed, policy.IntentsFile), pol)
 	scratch := t.TempDir()
 	c.must("init", scratch) // the .gitignore intentfs init writes
 	gi, err := os.ReadFile(filepath.Join(scratch, ".orchestration", ".gitignore"))

@@ -245,6 +245,13 @@ func replay(state map[string]*fileState, r *Record, file string, line int) {
 		if g.PostHash != nil {
 			set(p, true, *g.PostHash)
 		}
+	case EventAccept:
+		// A human's acknowledgement: the path is as the record says.
+		if g.PostHash != nil {
+			set(p, true, *g.PostHash)
+		} else {
+			set(p, false, "")
+		}
 	case EventRevert:
 		switch {
 		case g.FromPath != "": // a move back

@@ -57,8 +57,9 @@ type Writer struct {
 	opts WriterOptions
 	f    *os.File
 	size int64
-	// prev is the hash of the last line written; chain the chain's id.
-	prev, chain string
+	// prev is the hash of the last line written, prevPublic the hash of
+	// its public form; chain the chain's id.
+	prev, prevPublic, chain string
 	// rev is the VCS revision stamped on the records of the current
 	// group, read once per group rather than once per record.
 	rev string
@@ -152,17 +153,20 @@ func (w *Writer) open() error {
 	if w.size == 0 {
 		// A new file: continue the chain of the newest rotated file, if
 		// any, else start one.
-		prev, chain, from := Genesis, uuid.NewString(), ""
+		prev, prevPublic, chain, from := Genesis, Genesis, uuid.NewString(), ""
 		if files, _ := Files(w.path); len(files) > 1 {
 			last := files[len(files)-2]
 			if l, err := lastLine(last); err == nil && l != nil {
 				prev, from = LineHash(l), filepath.Base(last)
+				// A line that has no public form (written by hand) leaves
+				// the next record linked by prev alone.
+				prevPublic, _ = PublicHash(l)
 				if c := chainOf(last); c != "" {
 					chain = c
 				}
 			}
 		}
-		w.prev, w.chain = prev, chain
+		w.prev, w.prevPublic, w.chain = prev, prevPublic, chain
 		return w.writeNow(w.header(from))
 	}
 	w.chain = chainOf(w.path)
@@ -170,9 +174,10 @@ func (w *Writer) open() error {
 	if err != nil {
 		return err
 	}
-	w.prev = Genesis
+	w.prev, w.prevPublic = Genesis, Genesis
 	if last != nil {
 		w.prev = LineHash(last)
+		w.prevPublic, _ = PublicHash(last)
 	}
 	if len(torn) > 0 {
 		return w.moveTorn(torn)
@@ -254,12 +259,18 @@ func (w *Writer) encode(r *Record) ([]byte, error) {
 	if r.VCS == nil && w.rev != "" {
 		r.VCS = &VCS{Type: "git", Revision: w.rev}
 	}
-	r.Gov().Prev = w.prev
+	r.Gov().Prev, r.Gov().PrevPublic = w.prev, w.prevPublic
+	if r.seal != nil {
+		r.seal(w.prev, w.prevPublic, w.chain)
+		r.seal = nil
+	}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
 	w.prev = LineHash(line)
+	// A line this writer encoded is valid JSON and has a public form.
+	w.prevPublic, _ = publicHash(line)
 	return append(line, '\n'), nil
 }
 

@@ -187,6 +187,12 @@ func protectedReason(rel string) string {
 	case rel == MirrorDir || strings.HasPrefix(rel, MirrorDir+"/"):
 		return rel + " is read-only through the mount: " + MirrorDir + "/ holds intentfs's mirror of the trusted upstream, which no scope can grant"
 	}
+	if _, inner, ok := GitDirOf(rel); ok && strings.HasPrefix(inner, "worktrees/") {
+		return rel + " is read-only through the mount: a linked worktree's records (gitdir, commondir, locked) tie a work tree " +
+			"outside the mount to this repository, whose commits would then enter it with none of their writes recorded, so " +
+			"git worktree add is refused in a mount; give each agent a clone of its own (docs/worktrees.md), or grant it " +
+			"explicitly with a scope pattern naming its .git directory, e.g. .git/worktrees/**"
+	}
 	return rel + " is read-only through the mount: it changes what git does on the next git command (config and hooks run code; commondir, gitdir, alternates, info/ and modules/ redirect or filter git); grant it explicitly with a scope pattern naming its .git directory, e.g. .git/hooks/**"
 }
 

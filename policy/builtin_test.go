@@ -153,3 +153,29 @@ func TestDecideLock(t *testing.T) {
 		})
 	}
 }
+
+// TestProtectedReasonNamesWorktrees: a refused write of a linked
+// worktree's records says that git worktree add is refused and what to do
+// instead; other protected git files keep their own reason.
+func TestProtectedReasonNamesWorktrees(t *testing.T) {
+	tests := []struct {
+		rel      string
+		worktree bool
+	}{
+		{".git/worktrees/side/locked", true},
+		{".git/worktrees/side/gitdir", true},
+		{"sub/.git/worktrees/w/commondir", true},
+		{".git/config", false},
+		{".git/hooks/pre-commit", false},
+		{"worktrees/x/gitdir", false},
+	}
+	for _, tt := range tests {
+		r := protectedReason(tt.rel)
+		if got := strings.Contains(r, "git worktree add is refused in a mount") && strings.Contains(r, "docs/worktrees.md"); got != tt.worktree {
+			t.Errorf("protectedReason(%q) = %q; names worktrees: %v, want %v", tt.rel, r, got, tt.worktree)
+		}
+		if !strings.HasPrefix(r, tt.rel+" is read-only through the mount") {
+			t.Errorf("protectedReason(%q) = %q does not name the path", tt.rel, r)
+		}
+	}
+}

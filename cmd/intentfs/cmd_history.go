@@ -213,7 +213,7 @@ func blameCmd() *command {
 		help: `Prints each line of the current file with the intent, time and process of
 the record that last wrote it, following renames; "-" marks lines no record
 explains (the file as it was before the ledger, or edits made outside the
-mount).
+mount), "human" lines a person took as theirs with intentfs accept.
 
 Examples:
   intentfs blame src/api/handler.go
@@ -252,7 +252,11 @@ Examples:
 					fmt.Fprintf(tw, "-\t\t\t%4d| %s\n", l.Line, blameText(l.Text))
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%4d| %s\n", textsafe.Escape(orDash(l.Intent)), l.Time.Local().Format("2006-01-02 15:04:05"),
+				who := orDash(l.Intent)
+				if l.Contributor == "human" {
+					who = "human"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%4d| %s\n", textsafe.Escape(who), l.Time.Local().Format("2006-01-02 15:04:05"),
 					textsafe.Escape(l.Process), l.Line, blameText(l.Text))
 			}
 			return tw.Flush()

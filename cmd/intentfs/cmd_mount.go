@@ -35,8 +35,11 @@ checked against the active intent and recorded in
 SOURCE/.orchestration/agent_trace.jsonl. The command returns once the mount
 is ready and the daemon keeps serving in the background (its log is shown).
 It refuses to start without a valid policy, if SOURCE is already mounted,
-if MOUNTPOINT is already an intentfs mount, or if MOUNTPOINT is not empty
-(the mount would hide its files; --nonempty mounts over them anyway). If the
+if MOUNTPOINT is already an intentfs mount, if MOUNTPOINT is not empty
+(the mount would hide its files; --nonempty mounts over them anyway), or if
+SOURCE's .git is not a directory of its own (a linked worktree or a
+submodule's checkout, whose git directory lies outside the mount: give
+each agent a clone instead, see docs/worktrees.md). If the
 mount fails, the cause is printed and the daemon's log kept; the log of a
 mount that ends in a clean unmount is removed.
 
@@ -60,13 +63,24 @@ are dropped and counted ("intentfs status"), never waited for; the ledger
 stays the record. Command lines stay on the machine unless --otlp-cmdline.
 See docs/otel.md.
 
+--signing-key FILE signs the ledger: the daemon reads the SSH private key
+once at start (a regular file, not a symlink, mode 0600, owned by root or
+by you, outside SOURCE and MOUNTPOINT, without a passphrase) and keeps it in
+memory; it writes signed checkpoints over the chain's head every 1000
+records or 30 seconds while records come, with every notes sync and at
+unmount. intentfs check and intentfs verify --notes count, when an
+allowed-signers file is configured, only records a checkpoint of an
+allowed signer covers. Without it, records are unsigned ("intentfs status"
+says so). See docs/signing.md.
+
 Examples:
   intentfs mount ./repo /workspace
   intentfs mount ./repo /workspace --intent INT-001
   intentfs mount ./repo /workspace --foreground     # in containers; Ctrl-C unmounts
   intentfs mount ./repo /workspace --transport uring
   intentfs mount ./repo /workspace --otlp-endpoint http://localhost:4318
-  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc intentfs mount ./repo /workspace`,
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc intentfs mount ./repo /workspace
+  sudo intentfs mount --signing-key /etc/intentfs/signing_key ./repo /workspace`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("intent", "", "select this intent at start")
 			fs.Bool("foreground", false, "stay attached; unmount cleanly on SIGINT/SIGTERM")
@@ -81,6 +95,7 @@ Examples:
 			fs.String("otlp-endpoint", "", "stream the ledger's records to this OTLP receiver URL (default: $OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT; none: no export)")
 			fs.String("otlp-protocol", "", `OTLP protocol: "http" (http/protobuf, port 4318) or "grpc" (port 4317) (default: $OTEL_EXPORTER_OTLP_PROTOCOL, else http)`)
 			fs.Bool("otlp-cmdline", false, "also export each process's command line and executable (they stay on the machine by default)")
+			fs.StringArray("signing-key", nil, "sign the ledger with this SSH private key (as git's gpg.format=ssh uses; mode 0600, owned by root or you, outside the workspace); repeat it to sign with an old and a new key while rotating (see docs/signing.md)")
 		},
 		run: runMount,
 	}
@@ -128,6 +143,7 @@ func runMount(a *app, args []string) error {
 	cfg.Export = export
 	cfg.Transport, _ = daemon.ParseTransport(flagString(a, "transport")) // checked above
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
+	cfg.SigningKeys, _ = a.fs.GetStringArray("signing-key")
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
 	if cfg.KeepMaxBytes <= 0 {
 		cfg.KeepMaxBytes = -1 // the daemon's "none"; its 0 means the default

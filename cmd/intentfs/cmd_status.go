@@ -117,6 +117,7 @@ func printStatus(a *app, st *control.Status) {
 	} else if st.Ledger.LastWriteErr != "" {
 		fmt.Fprintf(w, "            LEDGER WRITE ERROR: %s\n", st.Ledger.LastWriteErr)
 	}
+	fmt.Fprintf(w, "signing:    %s\n", signingLine(st.Signing))
 	fmt.Fprintf(w, "upstream:   %s\n", upstreamLine(st.Upstream))
 	fmt.Fprintf(w, "passthrough: %v\n", st.Passthrough)
 	fmt.Fprintf(w, "transport:  %s\n", transportName(st.Transport))
@@ -273,4 +274,16 @@ func gitFailure(msg string) string {
 		return strings.TrimSpace(lines[0])
 	}
 	return strings.Join(fatal, "; ")
+}
+
+// signingLine says whether the mount signs its records.
+func signingLine(s control.Signing) string {
+	if !s.Signed {
+		return "none: records are UNSIGNED (mount --signing-key signs them; a check with an allowed-signers file does not count unsigned records)"
+	}
+	line := fmt.Sprintf("checkpoints signed by %s, %d written", strings.Join(s.Keys, ", "), s.Checkpoints)
+	if s.LastCheckpoint != nil {
+		line += ", the last at " + s.LastCheckpoint.Local().Format(time.TimeOnly)
+	}
+	return line
 }

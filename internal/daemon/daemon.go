@@ -24,6 +24,7 @@ import (
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/gitgate"
+	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/procinfo"
@@ -84,6 +85,10 @@ type Config struct {
 	// (see internal/otelexport); its Source, Mountpoint and
 	// ServiceVersion are filled in from this config.
 	Export *otelexport.Config
+	// SigningKeys are SSH private key files the daemon signs the
+	// ledger's checkpoints with (see signing.go); none: records are
+	// unsigned.
+	SigningKeys []string
 }
 
 // sessionEndTimeout bounds the wait for killed sessions to end.
@@ -151,6 +156,8 @@ type Daemon struct {
 	lessonMu   sync.Mutex
 	deniedDirs map[string]bool
 	agentFiles *sidecar.AgentFiles
+	// signing is nil when the mount has no signing key.
+	signing *signing
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -172,6 +179,12 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if cfg.Mountpoint, err = canonicalDir(cfg.Mountpoint, "mountpoint"); err != nil {
 		return nil, err
 	}
+	// The mount governs git through the source's own .git directory: a
+	// .git file or symlink would lead git in the mount to a repository it
+	// writes directly, past the commit gate and the notes.
+	if err := gitlayout.CheckOwnGitDir(cfg.Source); err != nil {
+		return nil, err
+	}
 	if cfg.Mountpoint == cfg.Source || isBelow(cfg.Mountpoint, cfg.Source) {
 		return nil, fmt.Errorf("the mountpoint %s must not be inside the source %s", cfg.Mountpoint, cfg.Source)
 	}
@@ -182,9 +195,16 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	raiseFileLimit(cfg.Log)
+	// The keys are read first, before anything else is set up: a key
+	// that cannot be used must fail the mount, not leave records
+	// unsigned.
+	keys, err := loadSigningKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
-		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter()}
+		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter(), signing: keys}
 	d.denials.size = 100
 	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
 	d.approvals = d.newGate()
@@ -294,6 +314,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	go d.flushMapEvery(ctx, mapFlushInterval)
 	go d.summarizeDenialsEvery(ctx)
+	go d.checkpointEvery(ctx)
 	// The upstream is fetched before git needs it, so a pull does not
 	// wait for a first fetch.
 	d.mirrorNow().Kick()
@@ -413,6 +434,8 @@ func (d *Daemon) Close() error {
 		// closes.
 		rootErr := d.root.Close()
 		d.mirror.Close()
+		// The last records are signed before the ledger closes.
+		d.checkpoint("unmount")
 		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.session.Close()}
 		// Every record is committed now: the stream gets what is left,
 		// within its timeout. It is a copy, so its failure does not fail

@@ -71,7 +71,7 @@ const (
 // the file, judged by its effect. A refusal is the activity that was
 // refused (its op); a revert is the change the undo made. Records that
 // are not changes to a file (a selection, a session, the ledger's own
-// header) are Other.
+// header, a checkpoint, an accept) are Other.
 func Activity(r *ledger.Record) int {
 	g := r.Gov()
 	switch g.Event {
@@ -216,7 +216,10 @@ func LogRecord(r *ledger.Record, f Fields) log.Record {
 	opt("intentfs.restored_from", g.RestoredFrom)
 	opt("intentfs.revert_of", g.RevertOf)
 	opt("intentfs.commit", g.Commit)
-	opt("intentfs.prev", g.Prev)
+	// The link to the line before is its public hash: the full line's
+	// hash would let a reader confirm a guess of what the stream leaves
+	// out (a command line).
+	opt("intentfs.prev_public", g.PrevPublic)
 	if r.VCS != nil {
 		opt("intentfs.vcs.revision", r.VCS.Revision)
 	}

@@ -49,6 +49,9 @@ func TestActivityOfEveryEvent(t *testing.T) {
 		ledger.EventLesson: ActivityOther, ledger.EventCommit: ActivityOther, ledger.EventHeader: ActivityOther,
 		ledger.EventTorn: ActivityOther, ledger.EventLedgerFailed: ActivityOther, ledger.EventLedgerRecovered: ActivityOther,
 		ledger.EventSessionStart: ActivityOther, ledger.EventSessionEnd: ActivityOther, ledger.EventApproval: ActivityOther,
+		// A checkpoint signs the chain; an accept is a person's
+		// acknowledgement of a change made elsewhere, not a change.
+		ledger.EventCheckpoint: ActivityOther, ledger.EventAccept: ActivityOther,
 	}
 	for _, ev := range ledger.KnownEvents() {
 		w, ok := want[ev]
@@ -111,7 +114,7 @@ func TestLogRecordAttributes(t *testing.T) {
 				"actor.process.pid": "42", "actor.process.name": "sed", "actor.user.uid": "1000", "actor.user.name": "agent",
 				"intentfs.intent": "INT-001", "intentfs.session": "3f2a9c1e", "intentfs.event": "write",
 				"intentfs.scope_validation": "PASS", "intentfs.mutation_class": "INTENT_EVOLUTION"},
-			absent: []string{"actor.process.cmd_line", "actor.process.file.path", "intentfs.code", "status_code"},
+			absent: []string{"actor.process.cmd_line", "actor.process.file.path", "intentfs.code", "status_code", "intentfs.prev"},
 		},
 		{
 			name:   "a write with the command line asked for",

@@ -115,10 +115,20 @@ const lockWait = 10 * time.Second
 var ErrLocked = errors.New("the policy is locked by another writer")
 
 // lockFile takes an exclusive flock on path, creating it, waiting at most
-// wait for another holder to let go.
+// wait for another holder to let go. A lock file the daemon (root)
+// creates belongs to the owner of its directory, so the policy's owner
+// can still take the lock to edit it after the mount ends.
 func lockFile(path string, wait time.Duration) (func(), error) {
+	owner, err := safeio.OwnerFor(path, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	if err := owner.Set(int(f.Fd())); err != nil {
+		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
 	deadline := time.Now().Add(wait)

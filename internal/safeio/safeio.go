@@ -109,12 +109,10 @@ func HashFile(root, rel string) (string, error) {
 }
 
 // Replace replaces path with data atomically (WriteTemp, then rename).
-// The new file keeps the mode of the one it replaces, or gets mode if
-// there is none; a symlink at path is replaced, never followed.
+// The new file keeps the owner, group and mode of the one it replaces, or
+// gets its directory's owner and group and mode if there is none; a
+// symlink at path is replaced, never followed.
 func Replace(path string, data []byte, mode os.FileMode) error {
-	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
-		mode = st.Mode().Perm()
-	}
 	tmp, err := WriteTemp(path, data, mode)
 	if err != nil {
 		return err
@@ -126,17 +124,23 @@ func Replace(path string, data []byte, mode os.FileMode) error {
 	return nil
 }
 
-// WriteTemp writes data to a new temporary file beside path, with mode,
-// fsync'ed and closed, and returns its name: the first half of an atomic
-// replacement (rename it over path).
+// WriteTemp writes data to a new temporary file beside path, fsync'ed and
+// closed, and returns its name: the first half of an atomic replacement
+// (rename it over path). The file gets the owner, group and mode of the
+// regular file at path, or, if there is none, its directory's owner and
+// group and mode (see OwnerFor).
 func WriteTemp(path string, data []byte, mode os.FileMode) (string, error) {
+	owner, err := OwnerFor(path, mode)
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Chmod(mode)
+		err = owner.Set(int(f.Fd()))
 	}
 	if err == nil {
 		err = f.Sync()

@@ -62,12 +62,22 @@ func (l Layout) WriteGitignore() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
+	// Run as root, the file is the workspace owner's all the same.
+	owner, err := safeio.OwnerAt(dirfd, filepath.Base(path), 0o644)
+	if err != nil {
+		unix.Close(dirfd)
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
 	fd, err := unix.Openat(dirfd, filepath.Base(path), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	unix.Close(dirfd)
 	if err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
+	if err := owner.Set(fd); err != nil {
+		f.Close()
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
 	if _, err := f.WriteString(orchestrationGitignore()); err != nil {
 		f.Close()
 		return "", fmt.Errorf("writing %s: %w", path, err)
