@@ -10,6 +10,7 @@ import (
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
@@ -171,6 +172,10 @@ type Status struct {
 	// changing: refusals the kernel makes before intentfs sees them, so
 	// they never appear among the denials.
 	FilePermissions []PermissionProblem `json:"file_permissions,omitempty"`
+	// Export is the OTLP audit stream's state, when one is configured:
+	// where it goes and how many records were exported, failed or
+	// dropped.
+	Export *otelexport.Stats `json:"export,omitempty"`
 }
 
 // PermissionProblem is a part of an intent's scope that a session's uid

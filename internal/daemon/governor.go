@@ -304,6 +304,10 @@ func (d *Daemon) Status() control.Status {
 		st.RecentDenials = st.RecentDenials[len(st.RecentDenials)-10:]
 	}
 	st.FilePermissions = d.scopePermissions(st.Sessions)
+	if d.exporter != nil {
+		s := d.exporter.Stats()
+		st.Export = &s
+	}
 	return st
 }
 
