@@ -1,0 +1,252 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/internal/approvals"
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// uiPolicy holds every deletion for a human, for two minutes.
+const uiPolicy = `active_intents:
+  - id: INT-001
+    name: supervised work
+    status: IN_PROGRESS
+    owned_scope: ["**"]
+    approvals:
+      - name: hold-deletes
+        ops: [delete]
+        timeout: 2m
+`
+
+// uiRun is a running `intentfs ui`.
+type uiRun struct {
+	url   string // as printed, with the token
+	base  string // http://127.0.0.1:PORT
+	token string
+	cmd   *exec.Cmd
+}
+
+// mountForUI mounts uiPolicy with INT-001 selected and the seeded files
+// owned by the agent's uid, so the agent's rm may delete them.
+func mountForUI(t *testing.T, files ...string) *env {
+	t.Helper()
+	seed := map[string]string{}
+	for _, f := range files {
+		seed[f] = "keep me?\n"
+	}
+	return mountPrepared(t, uiPolicy, "INT-001", seed, func(src string) {
+		for _, p := range append([]string{"."}, files...) {
+			if err := os.Chown(filepath.Join(src, p), agentUID, agentGID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// startUI runs `intentfs ui --mount` as the human (the test's uid) and
+// reads the address it prints.
+func startUI(t *testing.T, e *env) *uiRun {
+	t.Helper()
+	bin, err := testBinary.get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "ui", "--mount", e.mnt)
+	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+e.reg)
+	cmd.Dir = "/"
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("intentfs ui ended without printing its address:\n%s", stderr.String())
+			}
+			addr, found := strings.CutPrefix(l, "open: ")
+			if !found {
+				continue
+			}
+			go func() {
+				for range lines {
+				}
+			}()
+			u, err := url.Parse(addr)
+			if err != nil || u.Query().Get("token") == "" {
+				t.Fatalf("address %q: %v", addr, err)
+			}
+			return &uiRun{url: addr, base: "http://" + u.Host, token: u.Query().Get("token"), cmd: cmd}
+		case <-deadline:
+			t.Fatalf("intentfs ui printed no address within 30s:\n%s", stderr.String())
+		}
+	}
+}
+
+// human signs in as the human's browser does: the printed address, then
+// the cookie. It returns the client and the page's CSRF token.
+func (u *uiRun) human(t *testing.T) (*http.Client, string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	resp, err := c.Get(u.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`name="intentfs-csrf" content="([0-9a-f]{64})"`).FindSubmatch(b)
+	if resp.StatusCode != http.StatusOK || m == nil || strings.Contains(resp.Request.URL.String(), u.token) {
+		t.Fatalf("signing in: %d at %s\n%s", resp.StatusCode, resp.Request.URL, b)
+	}
+	return c, string(m[1])
+}
+
+// heldRm starts the agent's rm of name in the mount and waits until the
+// rule holds it.
+func heldRm(t *testing.T, e *env, name string) (*exec.Cmd, *strings.Builder, approvals.Pending) {
+	t.Helper()
+	cmd := commandIn(e.mnt, "setpriv", "--reuid="+itoa(agentUID), "--regid="+itoa(agentGID), "--clear-groups", "rm", "-f", name)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var pending []approvals.Pending
+	waitFor(t, func() bool { pending, _ = e.d.Approvals(); return len(pending) == 1 }, "the rm of", name, "to be held")
+	if p := pending[0]; p.Path != name || p.Process == nil || p.Process.Uid != agentUID {
+		t.Fatalf("held %+v", p)
+	}
+	return cmd, &out, pending[0]
+}
+
+// exited waits for cmd, at most a minute.
+func exited(t *testing.T, cmd *exec.Cmd) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("%v did not finish", cmd.Args)
+		return nil
+	}
+}
+
+// TestUIAgentCannotApprove: the agent, uid 1000, outside and inside
+// intentfs run, tries to approve its own held rm through the page's port:
+// without the token, with the token as if it had leaked (cookie, CSRF
+// token and Origin all right), and with the token in the URL. The kernel
+// names each connecting socket's owner, so every attempt is cut off
+// before HTTP, and the rm stays held. The human, signed in, approves it.
+func TestUIAgentCannotApprove(t *testing.T) {
+	e := mountForUI(t, "victim.txt")
+	u := startUI(t, e)
+	human, csrf := u.human(t)
+	rm, rmOut, p := heldRm(t, e, "victim.txt")
+
+	// The token is not in the ui's command line, which every user reads.
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", u.cmd.Process.Pid)); err != nil || strings.Contains(string(b), u.token) {
+		t.Fatalf("the ui's command line %q holds the token (%v)", b, err)
+	}
+	form := url.Values{"m": {e.mnt}, "id": {fmt.Sprint(p.ID)}, "action": {"approve"}}.Encode()
+	port := strings.TrimPrefix(u.base, "http://127.0.0.1:")
+	cookie := "Cookie: intentfs_ui_" + port + "=" + u.token
+	attempts := map[string][]string{
+		"a plain request": {"curl", "-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", u.base + "/"},
+		"a POST without the token": {"curl", "-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Origin: " + u.base, "--data", form + "&csrf=" + csrf, u.base + "/decide"},
+		"a POST with the leaked token": {"curl", "-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", "-H", cookie, "-H", "X-Intentfs-Csrf: " + csrf,
+			"-H", "Origin: " + u.base, "--data", form, u.base + "/decide"},
+		"a GET with the token in the URL": {"curl", "-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", u.base + "/decide?" + form + "&token=" + u.token + "&csrf=" + csrf},
+		"the sign-in address":             {"curl", "-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", u.url},
+	}
+	for name, argv := range attempts {
+		out, err := commandIn("/", "setpriv", append([]string{"--reuid=" + itoa(agentUID), "--regid=" + itoa(agentGID), "--clear-groups"}, argv...)...).CombinedOutput()
+		if err == nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "000") {
+			t.Errorf("uid %d, %s: got an HTTP answer (%v): %s", agentUID, name, err, out)
+		}
+	}
+	// Inside a session too.
+	out, code := e.runSession(append([]string{"--"}, attempts["a POST with the leaked token"]...)...)
+	if code == 0 || !strings.Contains(out, "000") {
+		t.Errorf("inside intentfs run: got an HTTP answer (exit %d): %s", code, out)
+	}
+	if pending, _ := e.d.Approvals(); len(pending) != 1 || pending[0].ID != p.ID {
+		t.Fatalf("the held rm is no longer held: %+v", pending)
+	}
+	if _, ok := e.srcContent("victim.txt"); !ok || rm.ProcessState != nil {
+		t.Fatalf("the held rm went ahead: %s", rmOut)
+	}
+
+	// The human approves from the page.
+	req, _ := http.NewRequest("POST", u.base+"/decide", strings.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", u.base)
+	req.Header.Set("X-Intentfs-Csrf", csrf)
+	resp, err := human.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		OK      bool     `json:"ok"`
+		Decided []string `json:"decided"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&answer)
+	resp.Body.Close()
+	if !answer.OK {
+		t.Fatalf("the human's approval: %d %+v", resp.StatusCode, answer)
+	}
+	if err := exited(t, rm); err != nil {
+		t.Fatalf("the approved rm failed: %v %s", err, rmOut)
+	}
+	if _, ok := e.srcContent("victim.txt"); ok {
+		t.Fatal("approved, but victim.txt is still there")
+	}
+	e.waitRecord("the approved delete", event(ledger.EventDelete, "victim.txt"))
+}
+
+// TestUIRefusesOpenSocketDir: --socket insists on a private
+// directory.
+func TestUIRefusesOpenSocketDir(t *testing.T) {
+	e := mountForUI(t)
+	dir := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.cli("ui", "--mount", e.mnt, "--socket", filepath.Join(dir, "ui.sock"))
+	if err == nil || !strings.Contains(out, "chmod 0700") {
+		t.Fatalf("a socket in a directory others may enter: %v\n%s", err, out)
+	}
+}
