@@ -185,7 +185,7 @@ func TestUIAgentCannotApprove(t *testing.T) {
 	port := strings.TrimPrefix(u.base, "http://127.0.0.1:")
 	cookie := "Cookie: intentfs_ui_" + port + "=" + u.token
 	attempts := map[string][]string{
-		"a plain request": {"curl", "-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", u.base + "/"},
+		"a plain request":          {"curl", "-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", u.base + "/"},
 		"a POST without the token": {"curl", "-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Origin: " + u.base, "--data", form + "&csrf=" + csrf, u.base + "/decide"},
 		"a POST with the leaked token": {"curl", "-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", "-H", cookie, "-H", "X-Intentfs-Csrf: " + csrf,
 			"-H", "Origin: " + u.base, "--data", form, u.base + "/decide"},
