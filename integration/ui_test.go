@@ -39,7 +39,10 @@ type uiRun struct {
 	base  string // http://127.0.0.1:PORT
 	token string
 	cmd   *exec.Cmd
+	// log is what the ui wrote to stderr.
+	log *syncBuffer
 }
+
 
 // mountForUI mounts uiPolicy with INT-001 selected and the seeded files
 // owned by the agent's uid, so the agent's rm may delete them.
@@ -73,8 +76,8 @@ func startUI(t *testing.T, e *env) *uiRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +109,7 @@ func startUI(t *testing.T, e *env) *uiRun {
 			if err != nil || u.Query().Get("token") == "" {
 				t.Fatalf("address %q: %v", addr, err)
 			}
-			return &uiRun{url: addr, base: "http://" + u.Host, token: u.Query().Get("token"), cmd: cmd}
+			return &uiRun{url: addr, base: "http://" + u.Host, token: u.Query().Get("token"), cmd: cmd, log: stderr}
 		case <-deadline:
 			t.Fatalf("intentfs ui printed no address within 30s:\n%s", stderr.String())
 		}
@@ -181,7 +184,7 @@ func TestUIAgentCannotApprove(t *testing.T) {
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", u.cmd.Process.Pid)); err != nil || strings.Contains(string(b), u.token) {
 		t.Fatalf("the ui's command line %q holds the token (%v)", b, err)
 	}
-	form := url.Values{"m": {e.mnt}, "id": {fmt.Sprint(p.ID)}, "action": {"approve"}}.Encode()
+	form := url.Values{"m": {e.mnt}, "id": {fmt.Sprint(p.ID)}, "decision": {"approve"}}.Encode()
 	port := strings.TrimPrefix(u.base, "http://127.0.0.1:")
 	cookie := "Cookie: intentfs_ui_" + port + "=" + u.token
 	attempts := map[string][]string{

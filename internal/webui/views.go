@@ -148,7 +148,7 @@ func (p *pages) decide(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, http.StatusNotFound, err)
 		return
 	}
-	req, ok := decisionFor(r.PostFormValue("action"))
+	req, ok := decisionFor(r.PostFormValue("decision"))
 	id, perr := strconv.ParseUint(r.PostFormValue("id"), 10, 64)
 	if !ok || perr != nil || id == 0 {
 		p.fail(w, http.StatusBadRequest, fmt.Errorf("a decision needs a pending id and one of approve, approve-60s, deny, deny-one"))

@@ -144,8 +144,8 @@ func heldChange() []approvals.Pending {
 func TestAttacksCannotDecide(t *testing.T) {
 	p := newPage(t, &fakeBackend{pending: heldChange()})
 	origin := p.srv.URL
-	approve := url.Values{"m": {"/ws"}, "id": {"3"}, "action": {"approve"}}
-	withCSRF := url.Values{"m": {"/ws"}, "id": {"3"}, "action": {"approve"}, "csrf": {p.auth.csrf}}
+	approve := url.Values{"m": {"/ws"}, "id": {"3"}, "decision": {"approve"}}
+	withCSRF := url.Values{"m": {"/ws"}, "id": {"3"}, "decision": {"approve"}, "csrf": {p.auth.csrf}}
 	guess := strings.Repeat("0", 64)
 	cases := []struct {
 		name   string
@@ -165,7 +165,7 @@ func TestAttacksCannotDecide(t *testing.T) {
 		{"a POST from another port of localhost", "POST", "/decide", withCSRF, map[string]string{"Cookie": p.cookie(), "Origin": "http://127.0.0.1:1"}, http.StatusForbidden},
 		{"a same-site but cross-origin fetch", "POST", "/decide", withCSRF, map[string]string{"Cookie": p.cookie(), "Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
 		{"a wrong Host (DNS rebinding)", "POST", "/decide", withCSRF, map[string]string{"Cookie": p.cookie(), "Host": "evil.example:80", "Origin": "http://evil.example:80"}, http.StatusMisdirectedRequest},
-		{"a GET that tries to approve", "GET", "/decide?m=/ws&id=3&action=approve&csrf=" + p.auth.csrf, nil, map[string]string{"Cookie": p.cookie()}, http.StatusMethodNotAllowed},
+		{"a GET that tries to approve", "GET", "/decide?m=/ws&id=3&decision=approve&csrf=" + p.auth.csrf, nil, map[string]string{"Cookie": p.cookie()}, http.StatusMethodNotAllowed},
 		{"a GET of the page through a rebound name", "GET", "/", nil, map[string]string{"Cookie": p.cookie(), "Host": "attacker.test"}, http.StatusMisdirectedRequest},
 		{"the event stream without a token", "GET", "/events?m=/ws", nil, nil, http.StatusUnauthorized},
 	}
@@ -204,7 +204,7 @@ func TestHumanDecides(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.action, func(t *testing.T) {
 			p := newPage(t, &fakeBackend{pending: heldChange()})
-			resp, body := p.do(t, "POST", "/decide", url.Values{"m": {"/ws"}, "id": {"3"}, "action": {c.action}},
+			resp, body := p.do(t, "POST", "/decide", url.Values{"m": {"/ws"}, "id": {"3"}, "decision": {c.action}},
 				map[string]string{"Cookie": p.cookie(), "Origin": p.srv.URL, csrfHeader: p.auth.csrf, "Sec-Fetch-Site": "same-origin"})
 			if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"ok":true`) {
 				t.Fatalf("status %d: %s", resp.StatusCode, body)
@@ -218,7 +218,7 @@ func TestHumanDecides(t *testing.T) {
 	// A form posted without script carries the CSRF token as a field and
 	// is sent back to the page.
 	p := newPage(t, &fakeBackend{pending: heldChange()})
-	resp, _ := p.do(t, "POST", "/decide", url.Values{"m": {"/ws"}, "id": {"3"}, "action": {"deny"}, "csrf": {p.auth.csrf}},
+	resp, _ := p.do(t, "POST", "/decide", url.Values{"m": {"/ws"}, "id": {"3"}, "decision": {"deny"}, "csrf": {p.auth.csrf}},
 		map[string]string{"Cookie": p.cookie(), "Origin": p.srv.URL})
 	if resp.StatusCode != http.StatusSeeOther || len(p.b.decided()) != 1 {
 		t.Fatalf("form post: status %d, decisions %+v", resp.StatusCode, p.b.decided())

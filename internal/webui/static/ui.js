@@ -36,12 +36,24 @@
     while (list.children.length > maxEvents) list.removeChild(list.lastChild);
   }
 
-  async function refreshApprovals() {
+  // pendingRows names the waiting entries a part of the page shows.
+  function pendingRows(root) {
+    return Array.from(root.querySelectorAll('tr[id^="pending-"]')).map((r) => r.id).join(",");
+  }
+
+  // refreshApprovals reloads the waiting list, but replaces it only when
+  // an entry came or went: a button the human is about to press is not
+  // swapped for a copy under the pointer.
+  async function refreshApprovals(force) {
     if (!approvalsURL) return;
     const resp = await fetch(approvalsURL, { credentials: "same-origin", cache: "no-store" });
     if (!resp.ok) return;
     // The fragment is rendered by html/template on the server: escaped.
-    document.getElementById("approvals").innerHTML = await resp.text();
+    const tpl = document.createElement("template");
+    tpl.innerHTML = await resp.text();
+    const section = document.getElementById("approvals");
+    if (!force && pendingRows(tpl.content) === pendingRows(section)) return;
+    section.replaceChildren(tpl.content);
   }
 
   function onEvent(msg) {
@@ -76,19 +88,22 @@
     e.preventDefault();
     const data = new FormData(form, e.submitter);
     form.querySelectorAll("button").forEach((b) => { b.disabled = true; });
-    const resp = await fetch(form.action, {
+    const resp = await fetch(form.getAttribute("action"), {
       method: "POST", credentials: "same-origin", cache: "no-store",
       headers: { "X-Intentfs-Csrf": csrf },
       body: new URLSearchParams(data),
     });
+    const text = await resp.text();
     let answer = {};
-    try { answer = await resp.json(); } catch (err) { answer = { error: "the page's server did not answer" }; }
+    try { answer = JSON.parse(text); } catch (err) { answer = { error: `refused (${resp.status}): ${text}` }; }
     if (!answer.ok) {
       const p = document.createElement("p");
       p.className = "error decide-error";
       p.textContent = answer.error || ("refused: " + resp.status);
       form.appendChild(p);
+      form.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+      return;
     }
-    refreshApprovals();
+    refreshApprovals(true);
   });
 })();
