@@ -43,7 +43,6 @@ type uiRun struct {
 	log *syncBuffer
 }
 
-
 // mountForUI mounts uiPolicy with INT-001 selected and the seeded files
 // owned by the agent's uid, so the agent's rm may delete them.
 func mountForUI(t *testing.T, files ...string) *env {
