@@ -252,3 +252,57 @@ func TestUIRefusesOpenSocketDir(t *testing.T) {
 		t.Fatalf("a socket in a directory others may enter: %v\n%s", err, out)
 	}
 }
+
+// get fetches a page as the signed-in human.
+func (u *uiRun) get(t *testing.T, c *http.Client, path string, q url.Values) string {
+	t.Helper()
+	resp, err := c.Get(u.base + path + "?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%s", path, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// TestUIShowsObserveDiffBlameVerify: in observe mode the page counts the
+// changes the policy would have refused, and shows an intent's diff, a
+// file's blame and verify's verdict, with the agent's text escaped.
+func TestUIShowsObserveDiffBlameVerify(t *testing.T) {
+	e := mountObserved(t)
+	if out, err := e.asAgent1000(`echo new > docs/new.md && printf 'package a\n// changed <script>x</script>\n' > src/a.go`); err != nil {
+		t.Fatalf("the agent's writes: %v\n%s", err, out)
+	}
+	e.waitRecord("the write of src/a.go", func(r *ledger.Record) bool { return r.Path() == "src/a.go" })
+	u := startUI(t, e)
+	human, _ := u.human(t)
+	m := url.Values{"m": {e.mnt}}
+
+	page := u.get(t, human, "/", m)
+	if !regexp.MustCompile(`id="would-deny">[1-9]\d* change\(s\) the policy refuses`).MatchString(page) || !strings.Contains(page, `class="mode-observe"`) {
+		t.Fatalf("the page does not count the would-deny change in observe mode:\n%s", page)
+	}
+	if panels := u.get(t, human, "/status", m); !strings.Contains(panels, `id="would-deny"`) {
+		t.Fatalf("the status panel:\n%s", panels)
+	}
+
+	diff := u.get(t, human, "/diff", url.Values{"m": {e.mnt}, "intent": {"INT-001"}})
+	if !strings.Contains(diff, `<span class="add">&#43;// changed &lt;script&gt;x&lt;/script&gt;</span>`) || strings.Contains(diff, "<script>x") {
+		t.Fatalf("the diff of INT-001:\n%s", diff)
+	}
+	blame := u.get(t, human, "/blame", url.Values{"m": {e.mnt}, "path": {"src/a.go"}})
+	if !strings.Contains(blame, "INT-001") || !strings.Contains(blame, "// changed &lt;script&gt;") {
+		t.Fatalf("the blame of src/a.go:\n%s", blame)
+	}
+	outside := u.get(t, human, "/blame", url.Values{"m": {e.mnt}, "path": {"../../etc/passwd"}})
+	if !strings.Contains(outside, "not a path inside the workspace") || strings.Contains(outside, "root:x:") {
+		t.Fatalf("a blame outside the workspace:\n%s", outside)
+	}
+	verify := u.get(t, human, "/verify", m)
+	if !strings.Contains(verify, `id="verify-result" class="ok"`) {
+		t.Fatalf("verify:\n%s", verify)
+	}
+}

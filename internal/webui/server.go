@@ -178,6 +178,7 @@ func newPages(b Backend, a *auth, log *slog.Logger) http.Handler {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /{$}", p.index)
 	mux.HandleFunc("GET /approvals", p.approvals)
+	mux.HandleFunc("GET /status", p.panels)
 	mux.HandleFunc("GET /events", p.events)
 	mux.HandleFunc("POST /decide", p.decide)
 	mux.HandleFunc("GET /diff", p.diff)

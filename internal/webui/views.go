@@ -123,6 +123,17 @@ func (p *pages) approvals(w http.ResponseWriter, r *http.Request) {
 	p.render(w, "approvals", d)
 }
 
+// panels are the status and the sessions alone, which the page's script
+// reloads as changes come in.
+func (p *pages) panels(w http.ResponseWriter, r *http.Request) {
+	d, err := p.load(r, true)
+	if err != nil {
+		p.fail(w, http.StatusNotFound, err)
+		return
+	}
+	p.render(w, "panels", d)
+}
+
 // decisions the page offers, by the value of the button pressed.
 func decisionFor(action string) (control.DecideRequest, bool) {
 	switch action {

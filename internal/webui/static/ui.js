@@ -8,6 +8,7 @@
   const csrf = document.querySelector('meta[name="intentfs-csrf"]').content;
   const eventsURL = body.dataset.events;
   const approvalsURL = body.dataset.approvals;
+  const statusURL = body.dataset.status;
   const list = document.getElementById("event-list");
   const live = document.getElementById("live");
   const maxEvents = 300;
@@ -56,6 +57,28 @@
     section.replaceChildren(tpl.content);
   }
 
+  // refreshStatus reloads the counters and the sessions, at most every
+  // two seconds however many events arrive.
+  const statusEvery = 2000;
+  let statusTimer = null;
+  function refreshStatusSoon() {
+    if (!statusURL || statusTimer) return;
+    statusTimer = setTimeout(async () => {
+      try {
+        const resp = await fetch(statusURL, { credentials: "same-origin", cache: "no-store" });
+        if (!resp.ok) return;
+        const tpl = document.createElement("template");
+        tpl.innerHTML = await resp.text();
+        for (const [panel, section] of [["status-panel", "status"], ["sessions-panel", "sessions"]]) {
+          const got = tpl.content.getElementById(panel);
+          if (got) document.getElementById(section).replaceChildren(...got.childNodes);
+        }
+      } finally {
+        statusTimer = null;
+      }
+    }, statusEvery);
+  }
+
   function onEvent(msg) {
     let ev;
     try { ev = JSON.parse(msg.data); } catch (e) { return; }
@@ -69,6 +92,7 @@
     }
     addEvent(ev);
     if (ev.kind === "held" || ev.kind === "decided") refreshApprovals();
+    refreshStatusSoon();
   }
 
   if (eventsURL) {
