@@ -415,3 +415,59 @@ func TestWorkspacePath(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyListedMounts: a request can name only a mount the backend
+// lists; any other path (another user's socket, say) is refused before
+// anything is sent.
+func TestOnlyListedMounts(t *testing.T) {
+	p := newPage(t, &fakeBackend{pending: heldChange()})
+	resp, _ := p.do(t, "POST", "/decide", url.Values{"m": {"/elsewhere"}, "id": {"3"}, "decision": {"approve"}},
+		map[string]string{"Cookie": p.cookie(), "Origin": p.srv.URL, csrfHeader: p.auth.csrf})
+	if resp.StatusCode != http.StatusNotFound || len(p.b.decided()) != 0 {
+		t.Fatalf("status %d, decisions %+v", resp.StatusCode, p.b.decided())
+	}
+	for _, path := range []string{"/?m=%2Felsewhere", "/diff?m=%2Felsewhere&intent=INT-001", "/events?m=%2Felsewhere"} {
+		resp, body := p.do(t, "GET", path, nil, map[string]string{"Cookie": p.cookie()})
+		if !strings.Contains(body, "not a running mount you control") {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestScopeRequestButtons: a scope request is approved or denied, never
+// "for 60 s" (that covers a process's further changes, which a request
+// has none of).
+func TestScopeRequestButtons(t *testing.T) {
+	p := newPage(t, &fakeBackend{pending: []approvals.Pending{{ID: 5, Kind: approvals.KindScopeRequest, Paths: []string{"docs/**"}, Intent: "INT-001", Why: "docs too", Since: time.Now()}}})
+	_, body := p.do(t, "GET", "/approvals?m=%2Fws", nil, map[string]string{"Cookie": p.cookie()})
+	for _, want := range []string{`id="approve-5"`, `id="deny-5"`, "scope request", "docs/**"} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("no %q in\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, `id="approve60-5"`) {
+		t.Fatalf("a scope request offers approve for 60 s:\n%s", body)
+	}
+}
+
+// TestHeaders: every answer forbids framing and foreign scripts, and the
+// static files are served only to the signed-in.
+func TestHeaders(t *testing.T) {
+	p := newPage(t, &fakeBackend{})
+	resp, _ := p.do(t, "GET", "/static/ui.js", nil, nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the script without the cookie: %d", resp.StatusCode)
+	}
+	resp, body := p.do(t, "GET", "/static/ui.js", nil, map[string]string{"Cookie": p.cookie()})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "EventSource") {
+		t.Fatalf("the script: %d", resp.StatusCode)
+	}
+	for h, want := range map[string]string{"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"} {
+		if got := resp.Header.Get(h); got != want {
+			t.Errorf("%s: %q", h, got)
+		}
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("CSP %q", csp)
+	}
+}
