@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -183,6 +184,15 @@ func TestUIAgentCannotApprove(t *testing.T) {
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", u.cmd.Process.Pid)); err != nil || strings.Contains(string(b), u.token) {
 		t.Fatalf("the ui's command line %q holds the token (%v)", b, err)
 	}
+	// Nor in any file of the runtime directory.
+	_ = filepath.WalkDir(e.reg, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(path); strings.Contains(string(b), u.token) {
+				t.Errorf("%s holds the token", path)
+			}
+		}
+		return nil
+	})
 	form := url.Values{"m": {e.mnt}, "id": {fmt.Sprint(p.ID)}, "decision": {"approve"}}.Encode()
 	port := strings.TrimPrefix(u.base, "http://127.0.0.1:")
 	cookie := "Cookie: intentfs_ui_" + port + "=" + u.token
@@ -304,5 +314,57 @@ func TestUIShowsObserveDiffBlameVerify(t *testing.T) {
 	verify := u.get(t, human, "/verify", m)
 	if !strings.Contains(verify, `id="verify-result" class="ok"`) {
 		t.Fatalf("verify:\n%s", verify)
+	}
+}
+
+// TestUISocket: with --socket the page is reached through a unix socket
+// in a private directory: the human signs in through it; uid 1000 cannot
+// even connect.
+func TestUISocket(t *testing.T) {
+	e := mountForUI(t)
+	dir := filepath.Join(t.TempDir(), "ui")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "ui.sock")
+	bin, err := testBinary.get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "ui", "--mount", e.mnt, "--socket", sock)
+	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+e.reg)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+	var token string
+	waitFor(t, func() bool {
+		m := regexp.MustCompile(`token=([0-9a-f]{64})`).FindStringSubmatch(out.String())
+		if m != nil {
+			token = m[1]
+		}
+		return m != nil
+	}, "the ui's address")
+	curl := func(args ...string) string {
+		b, _ := exec.Command("curl", append([]string{"-sS", "-m", "10", "--unix-socket", sock, "-o", "/dev/null", "-w", "%{http_code}"}, args...)...).CombinedOutput()
+		return strings.TrimSpace(string(b))
+	}
+	if got := curl("http://localhost/"); got != "401" {
+		t.Fatalf("without the token: %s", got)
+	}
+	if got := curl("-H", "Cookie: intentfs_ui_sock="+token, "http://localhost/"); got != "200" {
+		t.Fatalf("the human with the cookie: %s", got)
+	}
+	b, err := commandIn("/", "setpriv", "--reuid="+itoa(agentUID), "--regid="+itoa(agentGID), "--clear-groups",
+		"curl", "-sS", "-m", "10", "--unix-socket", sock, "-H", "Cookie: intentfs_ui_sock="+token, "-o", "/dev/null", "-w", "%{http_code}", "http://localhost/").CombinedOutput()
+	if err == nil || !strings.HasSuffix(strings.TrimSpace(string(b)), "000") {
+		t.Fatalf("uid %d reached the socket: %v %s", agentUID, err, b)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Fatalf("the socket outlived the ui: %v", err)
 	}
 }

@@ -56,6 +56,8 @@ type Server struct {
 	ln   net.Listener
 	auth *auth
 	url  string
+	// socket is the unix socket's path, removed by Close.
+	socket string
 }
 
 // Start listens and serves until Close.
@@ -100,7 +102,7 @@ func Start(o Options) (*Server, error) {
 		a = newAuth(token, port, []string{tcp.String(), "localhost:" + port}, false)
 		pageURL = "http://" + tcp.String() + "/?" + tokenParam + "=" + token
 	}
-	s := &Server{ln: ln, auth: a, url: pageURL}
+	s := &Server{ln: ln, auth: a, url: pageURL, socket: o.Socket}
 	s.http = &http.Server{
 		Handler:           a.wrap(newPages(o.Backend, a, o.Log)),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -131,10 +133,14 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := s.http.Shutdown(ctx); err != nil {
-		return s.http.Close()
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		err = s.http.Close()
 	}
-	return nil
+	if s.socket != "" {
+		_ = os.Remove(s.socket)
+	}
+	return err
 }
 
 // loopbackOnly refuses an address others on the network could reach.
