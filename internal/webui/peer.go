@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // peerListener accepts only connections whose other end belongs to an
@@ -27,7 +28,15 @@ type peerListener struct {
 	allowed map[uint32]bool
 	lookup  func(net.Conn) (uint32, error)
 	log     *slog.Logger
+	// lastLog and quiet keep a flood of refused connections from
+	// flooding the human's terminal: one line a second, with a count of
+	// the rest. Accept is called from one goroutine only.
+	lastLog time.Time
+	quiet   int
 }
+
+// refusedLogEvery is the most often a refused connection is logged.
+const refusedLogEvery = time.Second
 
 func (l *peerListener) Accept() (net.Conn, error) {
 	for {
@@ -39,12 +48,18 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		if err == nil && l.allowed[uid] {
 			return c, nil
 		}
-		if err != nil {
-			l.log.Warn("ui: refused a connection whose owner could not be told", "remote", c.RemoteAddr().String(), "err", err)
-		} else {
-			l.log.Warn("ui: refused a connection from another user", "uid", uid, "remote", c.RemoteAddr().String())
-		}
 		c.Close()
+		if time.Since(l.lastLog) < refusedLogEvery {
+			l.quiet++
+			continue
+		}
+		l.lastLog = time.Now()
+		if err != nil {
+			l.log.Warn("ui: refused a connection whose owner could not be told", "err", err, "also_refused_unlogged", l.quiet)
+		} else {
+			l.log.Warn("ui: refused a connection from another user", "uid", uid, "also_refused_unlogged", l.quiet)
+		}
+		l.quiet = 0
 	}
 }
 

@@ -315,10 +315,15 @@ func TestEventStream(t *testing.T) {
 // TestPeerListener: a loopback connection is accepted only when the
 // kernel says its socket belongs to an allowed uid.
 func TestPeerListener(t *testing.T) {
-	for _, allowSelf := range []bool{true, false} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for _, tc := range []struct {
+		addr      string
+		allowSelf bool
+	}{{"127.0.0.1:0", true}, {"127.0.0.1:0", false}, {"[::1]:0", true}, {"[::1]:0", false}} {
+		allowSelf := tc.allowSelf
+		ln, err := net.Listen("tcp", tc.addr)
 		if err != nil {
-			t.Fatal(err)
+			t.Logf("%s: %v (no loopback of that family here)", tc.addr, err)
+			continue
 		}
 		allowed := map[uint32]bool{}
 		if allowSelf {
