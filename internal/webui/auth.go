@@ -111,6 +111,20 @@ func (a *auth) originOK(r *http.Request) bool {
 	return strings.EqualFold(u.Host, r.Host)
 }
 
+// fetchSiteOK applies the browser's fetch metadata: a request another
+// page caused (an image, a script, a fetch from another port of
+// localhost, which is the same site and so is sent the cookie) is
+// refused, except a top-level navigation, which only shows the page to
+// the human. Requests without the metadata (not from a browser) pass on
+// to the other checks.
+func fetchSiteOK(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document"
+}
+
 // authenticated reports whether the request holds the cookie.
 func (a *auth) authenticated(r *http.Request) bool {
 	c, err := r.Cookie(a.cookie)
@@ -145,6 +159,10 @@ func (a *auth) wrap(next http.Handler) http.Handler {
 		securityHeaders(w)
 		if !a.hostOK(r.Host) {
 			http.Error(w, "wrong Host: open the address intentfs ui printed", http.StatusMisdirectedRequest)
+			return
+		}
+		if !fetchSiteOK(r) {
+			http.Error(w, "refused: another site's page may not load this one's parts", http.StatusForbidden)
 			return
 		}
 		if q := r.URL.Query(); q.Has(tokenParam) {

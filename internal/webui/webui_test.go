@@ -33,11 +33,18 @@ type fakeBackend struct {
 	pending   []approvals.Pending
 	diff      []history.FileDiff
 	events    []feed.Event
+	// mounts are the mounts listed, fakeMount alone when empty.
+	mounts []Mount
 }
 
 var fakeMount = Mount{Mountpoint: "/ws", Source: "/src", Socket: "/nonexistent"}
 
-func (f *fakeBackend) Mounts() ([]Mount, error) { return []Mount{fakeMount}, nil }
+func (f *fakeBackend) Mounts() ([]Mount, error) {
+	if len(f.mounts) > 0 {
+		return f.mounts, nil
+	}
+	return []Mount{fakeMount}, nil
+}
 
 func (f *fakeBackend) Call(_ context.Context, _ Mount, req control.Request) (*control.Response, error) {
 	f.mu.Lock()
@@ -168,6 +175,9 @@ func TestAttacksCannotDecide(t *testing.T) {
 		{"a GET that tries to approve", "GET", "/decide?m=/ws&id=3&decision=approve&csrf=" + p.auth.csrf, nil, map[string]string{"Cookie": p.cookie()}, http.StatusMethodNotAllowed},
 		{"a GET of the page through a rebound name", "GET", "/", nil, map[string]string{"Cookie": p.cookie(), "Host": "attacker.test"}, http.StatusMisdirectedRequest},
 		{"the event stream without a token", "GET", "/events?m=/ws", nil, nil, http.StatusUnauthorized},
+		{"another port's page loading a part of this one", "GET", "/verify?m=/ws", nil, map[string]string{"Cookie": p.cookie(), "Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}, http.StatusForbidden},
+		{"another port's page fetching the waiting list", "GET", "/approvals?m=/ws", nil, map[string]string{"Cookie": p.cookie(), "Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"}, http.StatusForbidden},
+		{"another site's form navigating to decide", "POST", "/decide", withCSRF, map[string]string{"Cookie": p.cookie(), "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}, http.StatusForbidden},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -252,6 +262,11 @@ func TestLoginDropsToken(t *testing.T) {
 	}
 	if strings.Contains(body, p.auth.token) {
 		t.Fatal("the page shows the token")
+	}
+	// A link from elsewhere still opens the page.
+	resp, _ = p.do(t, "GET", "/", nil, map[string]string{"Cookie": p.cookie(), "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a navigation from another site: %d", resp.StatusCode)
 	}
 }
 
@@ -474,5 +489,18 @@ func TestHeaders(t *testing.T) {
 	}
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("CSP %q", csp)
+	}
+}
+
+// TestEveryMount: with several mounts (intentfs ui --all) the page links
+// each, and shows the one named.
+func TestEveryMount(t *testing.T) {
+	second := Mount{Mountpoint: "/ws2", Source: "/src2", Socket: "/nonexistent2"}
+	p := newPage(t, &fakeBackend{mounts: []Mount{fakeMount, second}})
+	_, body := p.do(t, "GET", "/?m=%2Fws2", nil, map[string]string{"Cookie": p.cookie()})
+	for _, want := range []string{`<a href="/?m=%2Fws">/ws</a>`, `<a href="/?m=%2Fws2" class="current">/ws2</a>`, "of /src2"} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("no %q in\n%s", want, body)
+		}
 	}
 }
