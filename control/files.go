@@ -48,6 +48,8 @@ type Dir struct {
 	// otherwise runs as its caller (an OPEN): a control file's content is
 	// the daemon's to read (the ledger, for context), not the caller's.
 	asDaemon func(ctx context.Context, fn func() error) error
+	// snapshots bounds the handles and snapshot bytes each uid holds.
+	snapshots snapshotLimit
 }
 
 // RunAsDaemon makes the directory compute its files' content with the
@@ -276,6 +278,7 @@ var (
 	_ = (fs.NodeReader)((*ctlFile)(nil))
 	_ = (fs.NodeWriter)((*ctlFile)(nil))
 	_ = (fs.NodeFlusher)((*ctlFile)(nil))
+	_ = (fs.FileReleaser)((*ctlHandle)(nil))
 )
 
 func (f *ctlFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -308,6 +311,9 @@ func (f *ctlFile) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAtt
 
 type ctlHandle struct {
 	content []byte
+	// release gives the handle's share back (see snapshotLimit); nil if
+	// it holds none.
+	release func()
 
 	mu sync.Mutex
 	// pending is what was written of a command that is not complete
@@ -319,11 +325,11 @@ func (f *ctlFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY && f.write == nil {
 		return nil, 0, syscall.EACCES
 	}
+	caller, _ := fuse.FromContext(ctx)
 	// Write-only opens (echo x > lesson) take no snapshot.
 	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
-		return &ctlHandle{}, fuse.FOPEN_DIRECT_IO, 0
+		return f.counted(caller, &ctlHandle{})
 	}
-	caller, _ := fuse.FromContext(ctx)
 	var content []byte
 	read := func() error { content = f.read(caller); return nil }
 	if f.dir != nil && f.dir.asDaemon != nil {
@@ -333,7 +339,32 @@ func (f *ctlFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32
 	} else {
 		_ = read()
 	}
-	return &ctlHandle{content: content}, fuse.FOPEN_DIRECT_IO, 0
+	return f.counted(caller, &ctlHandle{content: content})
+}
+
+// counted counts h in its caller's share of control handles, or refuses
+// it with EMFILE.
+func (f *ctlFile) counted(caller *fuse.Caller, h *ctlHandle) (fs.FileHandle, uint32, syscall.Errno) {
+	if f.dir != nil {
+		var uid uint32
+		if caller != nil {
+			uid = caller.Uid
+		}
+		release, errno := f.dir.snapshots.take(uid, len(h.content))
+		if errno != 0 {
+			return nil, 0, errno
+		}
+		h.release = release
+	}
+	return h, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// Release gives the handle's share back.
+func (h *ctlHandle) Release(ctx context.Context) syscall.Errno {
+	if h.release != nil {
+		h.release()
+	}
+	return 0
 }
 
 func (f *ctlFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

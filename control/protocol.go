@@ -6,9 +6,11 @@ package control
 import (
 	"time"
 
+	"github.com/intentfs/intentfs/internal/accept"
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
@@ -73,6 +75,9 @@ type Backend interface {
 	RequestScope(paths []string, why string, by *ledger.Process) (uint64, error)
 	// Watch subscribes to the mount's events; cancel ends it.
 	Watch() (sub *feed.Sub, cancel func(), err error)
+	// Accept records a human's acknowledgement of paths as they are now
+	// in the source; by is who accepts, refused inside a session.
+	Accept(r accept.Request, by *ledger.Process) ([]accept.Result, error)
 }
 
 // DecideRequest is a human's decision on a pending entry.
@@ -156,6 +161,9 @@ type Status struct {
 	// Upstream is the declared upstream the mount's git may bring in
 	// outside the scope, as the daemon last fetched it.
 	Upstream upstream.Status `json:"upstream"`
+	// Signing says whether the ledger is signed (intentfs mount
+	// --signing-key) and with which keys.
+	Signing Signing `json:"signing"`
 	// Session, when a session's process reads .intentfs/status, is that
 	// session: ActiveIntent is then the session's.
 	Session *session.Info `json:"session,omitempty"`
@@ -164,6 +172,10 @@ type Status struct {
 	// changing: refusals the kernel makes before intentfs sees them, so
 	// they never appear among the denials.
 	FilePermissions []PermissionProblem `json:"file_permissions,omitempty"`
+	// Export is the OTLP audit stream's state, when one is configured:
+	// where it goes and how many records were exported, failed or
+	// dropped.
+	Export *otelexport.Stats `json:"export,omitempty"`
 }
 
 // PermissionProblem is a part of an intent's scope that a session's uid
@@ -201,7 +213,7 @@ func (s Status) HeldBy(id string) []OpenWriter {
 // Request is one CLI command over the socket.
 type Request struct {
 	// Op is status, denials, select, unmount, intent, context, lesson,
-	// revert, check, approvals, decide or watch.
+	// revert, check, approvals, decide, accept or watch.
 	Op     string `json:"op"`
 	Intent string `json:"intent,omitempty"`
 	// IntentOp is the lifecycle command of Op "intent".
@@ -219,6 +231,8 @@ type Request struct {
 	Session *session.Spec `json:"session,omitempty"`
 	// Decide is the decision of Op "decide".
 	Decide *DecideRequest `json:"decide,omitempty"`
+	// Accept is what Op "accept" acknowledges.
+	Accept *accept.Request `json:"accept,omitempty"`
 }
 
 // Response answers a Request.
@@ -238,4 +252,6 @@ type Response struct {
 	// decisions) and Op "decide" (the decisions made).
 	Pending   []approvals.Pending  `json:"pending,omitempty"`
 	Decisions []approvals.Decision `json:"decisions,omitempty"`
+	// Accepted answers Op "accept": each path as recorded.
+	Accepted []accept.Result `json:"accepted,omitempty"`
 }

@@ -36,9 +36,7 @@ type Server struct {
 // it until Close.
 func Listen(path string, uid, gid int, b Backend, log *slog.Logger) (*Server, error) {
 	_ = os.Remove(path) // a stale socket of a dead daemon; the lock proved it dead
-	old := syscall.Umask(0o177)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	syscall.Umask(old)
+	ln, err := listenPrivate(path)
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
@@ -50,6 +48,55 @@ func Listen(path string, uid, gid int, b Backend, log *slog.Logger) (*Server, er
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
+}
+
+// listenPrivate listens on a Unix socket at path that is mode 0600 from
+// the moment it exists, without changing the process umask: the umask is
+// process-wide, and while a daemon starts, other goroutines create files
+// (a process may serve several mounts), which a briefly tightened umask
+// would give the socket's mode. Linux takes a socket file's mode from the
+// socket's inode, less the umask; fchmod sets that mode before bind. The
+// file's mode is checked after bind, so a kernel that ignored the fchmod
+// fails closed instead of leaving the socket open to all.
+func listenPrivate(path string) (*net.UnixListener, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close() // FileListener keeps a duplicate
+	if err := syscall.Fchmod(fd, 0o600); err != nil {
+		return nil, fmt.Errorf("fchmod before bind: %w", err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		return nil, fmt.Errorf("bind: %w", err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil || st.Mode&0o177 != 0 {
+		_ = os.Remove(path)
+		if err == nil {
+			err = fmt.Errorf("the socket was made with mode %04o, want at most 0600", st.Mode&0o7777)
+		}
+		return nil, err
+	}
+	if err := syscall.Listen(fd, syscall.SOMAXCONN); err != nil {
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	l, err := net.FileListener(f)
+	if err != nil {
+		_ = os.Remove(path)
+		return nil, err
+	}
+	ln, ok := l.(*net.UnixListener)
+	if !ok {
+		l.Close()
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("listener of type %T, want a Unix socket", l)
+	}
+	// As for a socket net.ListenUnix made: Close removes the file.
+	ln.SetUnlinkOnClose(true)
+	return ln, nil
 }
 
 // Close stops accepting, removes the socket, and waits for requests in
@@ -231,6 +278,15 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 			return Response{Error: err.Error()}
 		}
 		return Response{OK: true, Decisions: ds}
+	case "accept":
+		if req.Accept == nil {
+			return Response{Error: "accept: no paths named"}
+		}
+		res, err := s.backend.Accept(*req.Accept, proc)
+		if err != nil {
+			return Response{Error: err.Error(), Accepted: res}
+		}
+		return Response{OK: true, Accepted: res}
 	case "unmount":
 		if err := s.backend.Unmount(); err != nil {
 			return Response{Error: err.Error()}

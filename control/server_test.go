@@ -3,16 +3,23 @@ package control
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/intentfs/intentfs/internal/accept"
+	"github.com/intentfs/intentfs/ledger"
 )
 
 // statusBackend answers status and nothing else.
@@ -133,5 +140,110 @@ func TestServerCloseEndsRetries(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not return while accept was being retried")
+	}
+}
+
+// acceptBackend records what accept was asked, and by whom.
+type acceptBackend struct {
+	Backend
+	got *accept.Request
+	by  *ledger.Process
+}
+
+func (b *acceptBackend) Accept(r accept.Request, by *ledger.Process) ([]accept.Result, error) {
+	b.got, b.by = &r, by
+	if r.Reason == "refuse" {
+		return nil, errors.New("refused: in a session")
+	}
+	return []accept.Result{{Path: r.Paths[0], Hash: "sha256:00"}}, nil
+}
+
+// TestServerAccept: the accept op reaches the backend with the caller the
+// kernel names, and its refusal comes back as the answer's error.
+func TestServerAccept(t *testing.T) {
+	b := &acceptBackend{}
+	sock := filepath.Join(t.TempDir(), "ctl.sock")
+	srv, err := Listen(sock, syscall.Getuid(), syscall.Getgid(), b, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	tests := []struct {
+		name    string
+		req     Request
+		wantErr string
+	}{
+		{"no paths", Request{Op: "accept"}, "no paths named"},
+		{"accepted", Request{Op: "accept", Accept: &accept.Request{Paths: []string{"a.txt"}, Reason: "mine"}}, ""},
+		{"refused", Request{Op: "accept", Accept: &accept.Request{Paths: []string{"a.txt"}, Reason: "refuse"}}, "in a session"},
+	}
+	for _, tt := range tests {
+		resp, err := Call(context.Background(), sock, tt.req)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: %v, want %q", tt.name, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || len(resp.Accepted) != 1 || resp.Accepted[0].Path != "a.txt" {
+			t.Errorf("%s: %+v, %v", tt.name, resp, err)
+		}
+		if b.by == nil || b.by.Uid != uint32(syscall.Getuid()) || b.by.Pid != uint32(os.Getpid()) {
+			t.Errorf("%s: the caller is %+v", tt.name, b.by)
+		}
+	}
+}
+
+// TestListenLeavesTheProcessUmaskAlone: the umask is process-wide, and a
+// daemon creates files on other goroutines while a mount starts (several
+// mounts share a process in the integration tests). Listen must make its
+// socket private without changing the umask even for a moment, or a file
+// created meanwhile gets the socket's mode instead of its own.
+func TestListenLeavesTheProcessUmaskAlone(t *testing.T) {
+	dir := t.TempDir()
+	umask := syscall.Umask(0o022)
+	t.Cleanup(func() { syscall.Umask(umask) })
+	stop := make(chan struct{})
+	wrong := make(chan string, 1)
+	go func() {
+		defer close(wrong)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := filepath.Join(dir, fmt.Sprintf("f%d", i))
+			if err := os.WriteFile(p, nil, 0o666); err != nil {
+				wrong <- err.Error()
+				return
+			}
+			if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o644 {
+				wrong <- fmt.Sprintf("%s was created with mode %v under umask 022, want 0644", p, st.Mode().Perm())
+				return
+			}
+			os.Remove(p)
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		sock := filepath.Join(dir, "ctl.sock")
+		srv, err := Listen(sock, syscall.Getuid(), syscall.Getgid(), statusBackend{}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Lstat(sock)
+		if err != nil || st.Mode().Perm() != 0o600 || st.Mode().Type() != os.ModeSocket {
+			t.Fatalf("control socket: %v, %v; want a socket of mode 0600", st.Mode(), err)
+		}
+		if err := srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+			t.Fatalf("Close left the socket behind: %v", err)
+		}
+	}
+	close(stop)
+	if msg, ok := <-wrong; ok {
+		t.Fatal(msg)
 	}
 }

@@ -203,20 +203,14 @@ func (f *File) checkpointLocked(t *tracking, final bool) {
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(f.fd, &st); err != nil {
+		t.recordUnexamined(err)
 		return
 	}
 	k := objects.VersionOf(&st)
 	if !t.created && k == t.baseKey {
 		return // nothing written since the last record
 	}
-	rel, ok := t.node.relPath()
-	if !ok {
-		rel = t.openRel
-	}
-	ev, pre := ledger.EventWrite, t.base.Hash
-	if t.created {
-		ev, pre = ledger.EventCreate, ""
-	}
+	rel, ev, pre := t.recordTarget()
 	cc, err := f.analyze(rel, pre)
 	d := cc.digest
 	reason := ""
@@ -257,6 +251,30 @@ func (f *File) checkpointLocked(t *tracking, final bool) {
 			o.followRecord(d, k, kept)
 		}
 	}
+}
+
+// recordTarget is the path, event and pre-image hash of t's next record.
+func (t *tracking) recordTarget() (rel string, ev ledger.Event, pre string) {
+	rel, ok := t.node.relPath()
+	if !ok {
+		rel = t.openRel
+	}
+	if t.created {
+		return rel, ledger.EventCreate, ""
+	}
+	return rel, ledger.EventWrite, t.base.Hash
+}
+
+// recordUnexamined fails closed when a written file cannot be examined at
+// a checkpoint: whether the handle changed it is unknown, so the change it
+// may have made is logged and recorded without a hash rather than lost.
+// t.mu is held.
+func (t *tracking) recordUnexamined(err error) {
+	rel, ev, pre := t.recordTarget()
+	t.node.root.log.Error("examining a written file failed", "path", rel, "err", err)
+	t.node.root.record(t.g, ledger.Change{Event: ev, Path: rel, PreHash: pre, Op: "release", PreImage: t.preImage, Mode: t.mode, Time: time.Now(),
+		Reason: "the file could not be examined at this checkpoint (fstat: " + err.Error() + "): what the handle wrote is not known"})
+	t.mode, t.created, t.base, t.preImage = "", false, objects.Digest{}, ""
 }
 
 // followRecord moves the baseline of a handle open on a file to version

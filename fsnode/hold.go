@@ -4,6 +4,7 @@ import (
 	"context"
 	"syscall"
 
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/intentfs/intentfs/ledger"
@@ -55,4 +56,56 @@ func (n *Node) childSize(name string) func() (int64, bool) {
 		}
 		return st.Size, true
 	}
+}
+
+// destroys marks req as a change that destroys content (for approval
+// rules on deletions) when the file stat describes holds more than keep
+// bytes, keep being what survives the change (a truncation's new size;
+// 0 when the whole file goes). It returns the probe of how many bytes
+// are destroyed, which larger_than is measured on. Without approval rules
+// nothing is probed.
+func (r *Root) destroys(req *policy.Request, stat func(st *syscall.Stat_t) error, keep int64) func() (int64, bool) {
+	if !r.gov.Snapshot().HasApprovalRules() {
+		return nil
+	}
+	var st syscall.Stat_t
+	if stat(&st) != nil || st.Size <= keep {
+		return nil
+	}
+	req.Destroys = true
+	lost := st.Size - keep
+	return func() (int64, bool) { return lost, true }
+}
+
+// childStat stats the entry name in n without following it.
+func (n *Node) childStat(name string) func(st *syscall.Stat_t) error {
+	return func(st *syscall.Stat_t) error {
+		return errnoAsError(n.withDir(func(dirfd int) error { return fstatat(dirfd, name, st) }))
+	}
+}
+
+// selfStat stats n: through the handle f if the call came with one,
+// else by its name.
+func (n *Node) selfStat(f fs.FileHandle) func(st *syscall.Stat_t) error {
+	return func(st *syscall.Stat_t) error {
+		if lf, ok := f.(*File); ok && lf != nil {
+			return syscall.Fstat(lf.fd, st)
+		}
+		return errnoAsError(n.withParent(func(dirfd int, name string) error { return fstatat(dirfd, name, st) }))
+	}
+}
+
+// replaces marks req, a rename onto an existing entry whose stat is st,
+// as destroying that entry (for approval rules on deletions), and returns
+// the probe of its size.
+func (r *Root) replaces(req *policy.Request, st *syscall.Stat_t) func() (int64, bool) {
+	if !r.gov.Snapshot().HasApprovalRules() {
+		return nil
+	}
+	req.Destroys = true
+	size := st.Size
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		size = 0 // an empty directory: what it listed is kept elsewhere
+	}
+	return func() (int64, bool) { return size, true }
 }

@@ -2,6 +2,7 @@ package fsnode
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -140,8 +141,15 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if g.upstream != nil && g.upstream.rewrite {
 		return n.unlinkForUpstream(ctx, name, rel, g)
 	}
+	mode := ""
 	errno = n.withDir(func(dirfd int) error {
 		if g.traced() {
+			// The mode goes into the record, so that a revert recreates
+			// the file as private as it was.
+			var st syscall.Stat_t
+			if fstatat(dirfd, name, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+				mode = fmt.Sprintf("%04o", st.Mode&0o7777)
+			}
 			if finish = n.root.deferredRemoval(dirfd, name, n.childNode(name)); finish == nil {
 				pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
 			}
@@ -152,7 +160,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		// The pending link, if any, is adopted at the next start.
 		return errno
 	}
-	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, PreImage: kept, Op: "unlink", Finish: finish})
+	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, PreImage: kept, Op: "unlink", Mode: mode, Finish: finish})
 	return 0
 }
 
@@ -216,8 +224,12 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 // Rename moves an entry. Both ends must be in scope; RENAME_NOREPLACE and
-// RENAME_EXCHANGE are passed to renameat2.
+// RENAME_EXCHANGE are passed to renameat2, other flags are refused.
 func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if reason, refused := renameFlagsRefused(flags); refused {
+		rel, _ := n.childPath(name)
+		return n.root.refuse(ctx, policy.Request{Op: policy.OpRename, Path: rel, RenameFlags: flags}, CodeUnsupportedFlag, reason, syscall.EINVAL)
+	}
 	dst, ok := newParent.(*Node)
 	if !ok || dst.root != n.root {
 		return syscall.EXDEV
@@ -260,7 +272,11 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if isDir2 {
 		req.Subtree2 = noteListing(&listed, dst.subtreeBelow(newName))
 	}
-	g, errno := n.root.authorize(ctx, req)
+	var destroyed func() (int64, bool)
+	if dstExists && flags&policy.RenameExchange == 0 {
+		destroyed = n.root.replaces(&req, &dstSt)
+	}
+	g, errno := n.root.authorizeSized(ctx, req, destroyed)
 	if errno != 0 {
 		return errno
 	}

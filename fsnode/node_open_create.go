@@ -54,7 +54,12 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		n.root.actorOf(caller).sawFd(rel, fd)
 		return newFile(n, fd, nil), openFlags, 0
 	}
-	g, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpOpenWrite, Path: rel})
+	req := policy.Request{Op: policy.OpOpenWrite, Path: rel}
+	var destroyed func() (int64, bool)
+	if flags&syscall.O_TRUNC != 0 {
+		destroyed = n.root.destroys(&req, n.selfStat(nil), 0)
+	}
+	g, errno := n.root.authorizeSized(ctx, req, destroyed)
 	if errno != 0 {
 		return nil, 0, errno
 	}
@@ -122,7 +127,11 @@ func (r *Root) digestAt(rel string) (objects.Digest, syscall.Errno) {
 // createFile creates and opens a file. If it already exists (O_CREAT without
 // O_EXCL), it is an open for writing of the existing file.
 func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	rel, g, errno := n.authorizeChild(ctx, name, syscall.EEXIST, policy.Request{Op: policy.OpCreate})
+	req := policy.Request{Op: policy.OpCreate}
+	if flags&syscall.O_TRUNC != 0 && flags&syscall.O_EXCL == 0 {
+		n.root.destroys(&req, n.childStat(name), 0) // an existing file opened with O_TRUNC
+	}
+	rel, g, errno := n.authorizeChild(ctx, name, syscall.EEXIST, req)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}

@@ -52,7 +52,12 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if !ok {
 		return syscall.ENOENT
 	}
-	g, errno := n.root.authorize(ctx, policy.Request{Op: op, Path: rel, IsDir: n.IsDir()})
+	req := policy.Request{Op: op, Path: rel, IsDir: n.IsDir()}
+	var destroyed func() (int64, bool)
+	if sz, ok := in.GetSize(); ok {
+		destroyed = n.root.destroys(&req, n.selfStat(f), int64(sz))
+	}
+	g, errno := n.root.authorizeSized(ctx, req, destroyed)
 	if errno != 0 {
 		return errno
 	}
@@ -220,6 +225,9 @@ func (n *Node) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size u
 // the destination is decided; its handle records the content change.
 func (n *Node) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint64, out *fs.Inode, fhOut fs.FileHandle,
 	offOut uint64, length uint64, flags uint64) (uint32, syscall.Errno) {
+	if flags != 0 {
+		return 0, syscall.EINVAL // copy_file_range(2) defines no flags: none has a modelled effect
+	}
 	dst, ok := out.Operations().(*Node)
 	if !ok {
 		return 0, syscall.EXDEV

@@ -112,6 +112,7 @@ func countEvents(e *env, ev ledger.Event) int {
 }
 
 func TestClaudeHookAsTheAgentUser(t *testing.T) {
+	t.Parallel()
 	// The agent's uid may write its scope's files in the source, as in a
 	// real setup (else the kernel refuses, and the hook says so).
 	e := mountPrepared(t, agentPolicy, "INT-001", map[string]string{"src/old.go": "package old\n"}, func(src string) {
@@ -194,6 +195,7 @@ func TestClaudeHookAsTheAgentUser(t *testing.T) {
 }
 
 func TestHookInstallMergesSettings(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	settings := filepath.Join(c.dir, ".claude", "settings.json")
 	writeFile(t, settings, `{"model":"opus","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"./guard.sh"}]}]}}`)
@@ -282,6 +284,7 @@ func ledgerRecord(t *testing.T, repo, what string, match func(*ledger.Record) bo
 }
 
 func TestMCPServerAgainstARealMount(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, agentPolicy)
 	if err := os.Chmod(repo, 0o755); err != nil {
 		t.Fatal(err)
@@ -351,6 +354,7 @@ func TestMCPServerAgainstARealMount(t *testing.T) {
 }
 
 func TestMountCreatesClaudeMDWhenNoAgentFileExists(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, agentPolicy)
 	cliMount(t, c, repo, ws)
 	b, err := os.ReadFile(filepath.Join(repo, "CLAUDE.md"))
@@ -421,6 +425,7 @@ func inspectorCLI(t *testing.T, inspectorVersion string) string {
 // MCP Inspector's CLI, which builds each argument from the tool's input
 // schema.
 func TestMCPInspector(t *testing.T) {
+	t.Parallel()
 	e := mount(t, agentPolicy, "INT-001", nil)
 	bin := agentBinary(t)
 	for _, v := range inspectorVersions() {
@@ -484,6 +489,7 @@ func driveWithInspector(t *testing.T, e *env, bin, inspector string) {
 }
 
 func TestCheckFileIsADryRun(t *testing.T) {
+	t.Parallel()
 	e := mount(t, agentPolicy, "INT-001", nil)
 	before := countEvents(e, ledger.EventDenied)
 	out := e.mustSh(`exec 3<>.intentfs/check; printf 'docs/a.md' >&3; cat <&3`)
@@ -530,6 +536,7 @@ func TestCheckFileIsADryRun(t *testing.T) {
 // the version it replaced kept, so verify stays clean; and the files
 // intentfs keeps locally are ignored by git.
 func TestAgentFileUpdatesKeepVerifyClean(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	writeFile(t, filepath.Join(repo, "CLAUDE.md"), "# House rules\n\nTabs.\n")
 	writeFile(t, filepath.Join(repo, "README.md"), "readme\n")
@@ -558,6 +565,7 @@ func TestAgentFileUpdatesKeepVerifyClean(t *testing.T) {
 // upstream without it then had to remove a file outside the scope, and
 // stopped); one the repository tracks is left alone.
 func TestCreatedAgentFileIsNotCommitted(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, agentPolicy)
 	writeFile(t, filepath.Join(repo, "README.md"), "# r\n")
 	if out, err := commandIn(repo, "sh", "-c", "git init -q -b main . && git add README.md && git -c user.name=h -c user.email=h@x commit -qm base").CombinedOutput(); err != nil {

@@ -114,6 +114,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd) error {
 // TestApprovalRmRf is the story of the README: an rm -rf held at its
 // 21st deletion, approved; another denied; a third timed out.
 func TestApprovalRmRf(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, approvalPolicy)
 	for _, d := range []string{"bulk1", "bulk2", "bulk3"} {
 		seedFiles(t, filepath.Join(repo, d), 100)
@@ -229,6 +230,7 @@ func firstLines(s string, n int) string {
 // TestApprovalKilledHolderLeavesNothing: kill -9 of a held process ends
 // its wait; the pending entry goes, and the ledger says why.
 func TestApprovalKilledHolderLeavesNothing(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, approvalPolicy)
 	seedFiles(t, filepath.Join(repo, "bulk"), 40)
 	c.must("mount", "./repo", ws, "--intent", "INT-001")
@@ -258,6 +260,7 @@ func TestApprovalKilledHolderLeavesNothing(t *testing.T) {
 // the policy changes only in that intent's scope (and version) and the
 // new scope takes effect.
 func TestApprovalScopeRequest(t *testing.T) {
+	t.Parallel()
 	const pol = "# keep this comment\nactive_intents:\n  - id: INT-001\n    name: api work   # trailing comment\n    status: IN_PROGRESS\n    owned_scope: [\"src/**\"]\n"
 	e := mount(t, pol, "INT-001", map[string]string{"src/a.go": "package a\n"})
 	e.mustDeny("echo x > docs.md")
@@ -306,6 +309,7 @@ func TestApprovalScopeRequest(t *testing.T) {
 // waiting; past that, its changes are refused at once, not held, and
 // the mount serves everyone else.
 func TestApprovalFloodFailsClosed(t *testing.T) {
+	t.Parallel()
 	const pol = "approvals:\n  - name: every-chmod\n    ops: [chmod]\n    timeout: 1m\nactive_intents:\n  - id: INT-001\n    name: all of it\n    status: IN_PROGRESS\n    owned_scope: [\"**\"]\n"
 	seed := map[string]string{}
 	n := approvals.DefaultMaxPendingPerUID + 4
@@ -363,6 +367,7 @@ func TestApprovalFloodFailsClosed(t *testing.T) {
 // TestWatchJSONUnderLoad: a watcher reading JSON lines sees every change
 // of an untar of thousands of files, and is told of nothing dropped.
 func TestWatchJSONUnderLoad(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-002", nil)
 	const files = 3000
 	stage := t.TempDir()
@@ -406,6 +411,7 @@ func TestWatchJSONUnderLoad(t *testing.T) {
 // the guide's request arrives in two write(2)s; it is taken whole, and a
 // request left without its why: line fails at close and is recorded.
 func TestScopeRequestFromBash(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("needs bash")
 	}

@@ -12,6 +12,7 @@ import (
 // what did the intent change, line by line, which process did it, is the
 // log intact, and can it all be taken back?
 func TestAuditFromTheCLI(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	writeFile(t, filepath.Join(repo, "src/app.go"), "package app\n\nfunc A() int { return 1 }\n")
 	before := treeBytes(t, repo)

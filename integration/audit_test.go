@@ -41,6 +41,7 @@ func treeBytes(t *testing.T, root string) map[string]string {
 }
 
 func TestRevertIntentRestoresTheTreeByteForByte(t *testing.T) {
+	t.Parallel()
 	seed := map[string]string{}
 	for i := range 20 {
 		seed[fmt.Sprintf("src/pkg%d/file%d.go", i%4, i)] = fmt.Sprintf("package pkg\n\n// file %d\nfunc F%d() int { return %d }\n", i, i, i)
@@ -124,6 +125,7 @@ const twoIntents = `active_intents:
 `
 
 func TestBlameAcrossTwoIntents(t *testing.T) {
+	t.Parallel()
 	e := mount(t, twoIntents, "INT-001", map[string]string{"notes.txt": "from the human\n"})
 	e.mustSh("printf 'one\\ntwo\\nthree\\n' >> notes.txt")
 	e.waitRecord("first write", event(ledger.EventWrite, "notes.txt"))
@@ -172,6 +174,7 @@ func TestBlameAcrossTwoIntents(t *testing.T) {
 // extracts into the mount, remounts, and checks that the ledger is whole,
 // its chain continues, and verify names what the crash left unrecorded.
 func TestCrashDuringTarThenRemountVerify(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	// An archive to extract: 300 small files.
 	tmp := t.TempDir()

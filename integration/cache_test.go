@@ -13,6 +13,7 @@ import (
 // the source must show in the mount once that second has passed, and one
 // made through the mount at once.
 func TestSourceChangesShowThroughTheMount(t *testing.T) {
+	// Serial: asserts latencies close to the kernel's one-second cache timeout.
 	e := mount(t, scopePolicy, "INT-002", map[string]string{"dir/a.txt": "a\n"})
 	list := func() string {
 		entries, err := os.ReadDir(filepath.Join(e.mnt, "dir"))

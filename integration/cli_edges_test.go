@@ -16,6 +16,7 @@ import (
 // of a revert plan, and reverting an intent twice does nothing the second
 // time, mounted or not.
 func TestLogDiffAndRevertAsANewUserMeetsThem(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	if out := c.must("log", "--source", repo); !strings.Contains(out, "the ledger has no records yet") {
 		t.Fatalf("log of an empty ledger:\n%s", out)
@@ -110,6 +111,7 @@ func TestLogDiffAndRevertAsANewUserMeetsThem(t *testing.T) {
 // TestInitRefusesAMissingParent: a typo in init's DIR must not silently
 // create a tree; --parents does it on purpose.
 func TestInitRefusesAMissingParent(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	deep := filepath.Join(c.dir, "no", "such", "dir")
 	out, code := c.run("init", deep)

@@ -100,6 +100,7 @@ func newStoryRepo(t *testing.T) (c *cli, repo, ws string) {
 // TestUserStory is the README's story, run with the real binary: init,
 // edit, mount in the background, select, work, status, log, unmount.
 func TestUserStory(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newStoryRepo(t)
 	if out, code := c.run("init", "./repo"); code != 0 || !strings.Contains(out, "kept  repo/"+policy.IntentsFile+" (already there; not overwritten)") {
 		t.Fatalf("second init: exit %d %q", code, out)
@@ -184,6 +185,7 @@ func TestUserStory(t *testing.T) {
 }
 
 func TestMountRefusesInvalidPolicy(t *testing.T) {
+	t.Parallel()
 	requireFUSE(t)
 	c := newCLI(t)
 	writeFile(t, filepath.Join(c.dir, "repo", policy.IntentsFile), "active_intents:\n  - id: bad\n    name: x\n")
@@ -198,6 +200,7 @@ func TestMountRefusesInvalidPolicy(t *testing.T) {
 }
 
 func TestForegroundMountUnmountsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	cmd := exec.Command(c.bin, "mount", "--foreground", "--intent", "INT-002", repo, ws)
 	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+c.runtime)
@@ -232,6 +235,7 @@ func TestForegroundMountUnmountsOnSIGTERM(t *testing.T) {
 }
 
 func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	top := c.must("--help")
 	for _, name := range []string{"init", "mount", "select", "status", "log", "unmount", "intent", "context", "agent-guide", "verify", "diff", "revert", "blame", "gc", "demo", "version"} {
@@ -257,6 +261,7 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 // TestKeepMaxBytesZeroKeepsNoPreImages: --keep-max-bytes 0 trades undo for
 // speed. Changes are still hashed and recorded, but no version is kept.
 func TestKeepMaxBytesZeroKeepsNoPreImages(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newStoryRepo(t)
 	writeFile(t, filepath.Join(repo, "src/a.txt"), "alpha\n")
 
@@ -286,6 +291,7 @@ func TestKeepMaxBytesZeroKeepsNoPreImages(t *testing.T) {
 // TestProfilesFromTheEnvironment: any command writes a CPU profile and a
 // block profile where the environment says, readable by its owner only.
 func TestProfilesFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	bin := intentfsBinary(t)
 	dir := t.TempDir()
 	cpu, block := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "block.prof")

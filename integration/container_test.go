@@ -29,6 +29,7 @@ const capSysPtrace = 19
 // placement must open it as the agent's owner, or every change of the
 // agent would be refused as UNPLACED_PROCESS.
 func TestContainerEntrypointWithoutPtrace(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	requireFUSE(t)
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("needs setpriv (util-linux)")
@@ -92,8 +93,7 @@ exit 7`
 	}
 	// The agent's files get the umask the entrypoint was started with
 	// (022 where that was 0), not the daemon's 0.
-	umask := syscall.Umask(0o022)
-	syscall.Umask(umask)
+	umask := processUmask(t)
 	if umask == 0 {
 		umask = 0o022
 	}
@@ -144,6 +144,7 @@ exit 7`
 // stop grace the entrypoint ends the session, unmounts and flushes the
 // ledger, which then has the session's end and verifies.
 func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	requireFUSE(t)
 	bin, err := testBinary.get()
 	if err != nil {
@@ -210,6 +211,26 @@ func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
 	if out, err := exec.Command(bin, "verify", "--source", src).CombinedOutput(); err != nil {
 		t.Errorf("intentfs verify: %v\n%s", err, out)
 	}
+}
+
+// processUmask reads this process's umask from /proc: the other way,
+// umask(2), sets it for a moment, and the umask is process-wide, shared
+// with the daemons of tests running in parallel.
+func processUmask(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Umask:"); ok {
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+				return int(m)
+			}
+		}
+	}
+	t.Fatal("/proc/self/status has no Umask line")
+	return 0
 }
 
 // containerWorkspace makes what `intentfs container` needs: a source

@@ -14,6 +14,7 @@ import (
 )
 
 func TestControlDirIsHiddenButOpenable(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "", seedTree)
 	for _, script := range []string{"ls -a", "find . -maxdepth 1", "tar -cf - . | tar -tf -"} {
 		if out := e.mustSh(script); hasEntry(out, ".intentfs") {
@@ -40,6 +41,7 @@ func TestControlDirIsHiddenButOpenable(t *testing.T) {
 }
 
 func TestSelectThroughControlFile(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "", seedTree)
 	e.mustDeny("echo x > src/a.go")
 	e.mustSh("echo INT-001 > .intentfs/active")
@@ -63,6 +65,7 @@ func TestSelectThroughControlFile(t *testing.T) {
 }
 
 func TestGarbageInControlFileIsEINVAL(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-001", seedTree)
 	tests := []struct {
 		name string
@@ -135,6 +138,7 @@ func hasEntry(listing, entry string) bool {
 // content, now: `test -s` and a listing tell empty from full, and the size
 // follows a change of the selection.
 func TestControlFilesReportTheirSize(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "", seedTree)
 	e.mustSh("test -s .intentfs/README.md && test -s .intentfs/status && test -s .intentfs/intents && test -s .intentfs/active")
 	if out, err := e.sh("test -s .intentfs/lesson"); err == nil {

@@ -28,7 +28,9 @@ var seedTree = map[string]string{
 // outside INT-001's scope; each must fail with EACCES, be recorded as a
 // denial, and leave the source as it was.
 func TestDeniedChangesLeaveSourceUnchanged(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-001", seedTree)
+	tarball := filepath.Join(t.TempDir(), "it.tar") // a path of this test's own: others run at the same time
 	tests := []struct {
 		name   string
 		script string
@@ -42,7 +44,7 @@ func TestDeniedChangesLeaveSourceUnchanged(t *testing.T) {
 		{"mv out of scope", "mv src/existing.go moved.go", "moved.go", "rename"},
 		{"mv into scope", "mv main.go src/main.go", "main.go", "rename"},
 		{"sed -i", "sed -i s/package/pkg/ lib/util.go", "lib/sed*", "create"},
-		{"tar -x", "tar -cf /tmp/intentfs-it.tar -C " + "/etc hostname && tar -xf /tmp/intentfs-it.tar -C lib", "lib/hostname", "create"},
+		{"tar -x", "tar -cf " + tarball + " -C /etc hostname && tar -xf " + tarball + " -C lib", "lib/hostname", "create"},
 		{"hard link launders", "ln main.go src/alias.go", "main.go", "link"},
 		{"symlink", "ln -s /etc/passwd lib/pw", "lib/pw", "symlink"},
 		{"chmod", "chmod 600 main.go", "main.go", "chmod"},
@@ -128,6 +130,7 @@ func equalTrees(a, b map[string]string) bool {
 }
 
 func TestDeniedWithoutUsableIntent(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		intent string
@@ -162,6 +165,7 @@ func TestDeniedWithoutUsableIntent(t *testing.T) {
 // TestAllowedChangesAreRecorded drives tools inside the scope and checks
 // each ledger record against the real content of the source.
 func TestAllowedChangesAreRecorded(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-001", seedTree)
 	oldExisting := e.sha("src/existing.go")
 

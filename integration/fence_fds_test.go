@@ -45,6 +45,7 @@ func lowerFileLimit(t *testing.T, n uint64) {
 // The cached directory descriptors are now bounded mount-wide (a quarter
 // of the descriptor limit); past the bound a call opens one and closes it.
 func TestFenceDirectoryDescriptorsAreBounded(t *testing.T) {
+	// Serial: lowers this process's descriptor limit and counts its descriptors, which parallel tests' daemons share.
 	e := mountFence(t, scopePolicy, "INT-001", map[string]string{".intentignore": "node_modules/\n", "node_modules/.keep": "", "src/kept.txt": "kept\n"},
 		func(src string) { chownTree(t, src) })
 	// Registered after the mount, so it is undone before the unmount: a

@@ -21,6 +21,7 @@ const underscorePolicy = `active_intents:
 // `mv a/b a/c` carry a/b/_secret (out of scope) along. The move must be
 // decided on what really is below the directory.
 func TestFenceDirectoryRenameOnNonPrefixGlob(t *testing.T) {
+	t.Parallel()
 	e := mountFence(t, underscorePolicy, "INT-001", map[string]string{
 		"a/b/x.go": "package x\n", "a/b/_secret": "s\n", "a/ok/y.go": "package y\n", "a/ok/sub/z.go": "package z\n"},
 		func(src string) {
@@ -63,6 +64,7 @@ func TestFenceDirectoryRenameOnNonPrefixGlob(t *testing.T) {
 // TestDeniedRenameNamesBothEnds: a refused move says where the file came
 // from, in the ledger and in the recent denials.
 func TestDeniedRenameNamesBothEnds(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-001", map[string]string{"src/moved.go": "package src\n", "docs/.keep": ""})
 	e.mustDeny("mv src/moved.go docs/")
 	r := e.waitRecord("the denied move", func(r *ledger.Record) bool { return r.Gov().Event == ledger.EventDenied })
@@ -91,6 +93,7 @@ const raceMovePolicy = `active_intents:
 // directory through the mount while the listing runs (under another
 // intent the agent selects meanwhile) must not move along unchecked.
 func TestFenceDirectoryMoveRace(t *testing.T) {
+	t.Parallel()
 	e := mountFence(t, raceMovePolicy, "INT-001", map[string]string{"src/.keep": "", "lib/.keep": ""}, func(src string) { chownTree(t, src) })
 	e.reachableByAgent()
 	const race = `
@@ -133,6 +136,7 @@ print(result)
 // .intentignore'd directory) to a governed file would let writes through
 // the exempt name change it with no intent and no record.
 func TestFenceHardLinkIntoExempt(t *testing.T) {
+	t.Parallel()
 	e := mountFence(t, scopePolicy, "INT-001", map[string]string{".intentignore": "node_modules/\n", "src/a.txt": "governed\n", "node_modules/.keep": ""},
 		func(src string) { chownTree(t, src) })
 	e.reachableByAgent()

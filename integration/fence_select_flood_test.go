@@ -17,6 +17,7 @@ import (
 // uid (a burst, then a few a second); the writes beyond it fail with
 // EBUSY and are counted as denials are, not recorded one by one.
 func TestFenceSelectFloodIsBounded(t *testing.T) {
+	// Serial: the rate limit lets more selects through the longer the flood runs, which a loaded machine stretches past the ledger bound.
 	e := mountFence(t, scopePolicy, "INT-001", map[string]string{"src/.keep": ""}, func(src string) { chownTree(t, src) })
 	e.reachableByAgent()
 	ledgerSize := func() int64 {

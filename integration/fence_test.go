@@ -118,6 +118,7 @@ const fsIocFsgetxattr = 0x801c581f
 // TestFenceIoctl: ioctls forwarded to the daemon ran as root on the
 // daemon's descriptor, bypassing policy, modes and the caller's fd table.
 func TestFenceIoctl(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("chattr"); err != nil {
 		if os.Getenv("INTENTFS_REQUIRE_FUSE") == "1" {
 			t.Fatal("chattr and lsattr (e2fsprogs) are required (.ci/run installs them)")
@@ -151,8 +152,10 @@ func TestFenceIoctl(t *testing.T) {
 		t.Errorf("lsattr through the mount: %v %s", err, out)
 	}
 
+	// O_CLOEXEC on every raw open: a child another test forks meanwhile
+	// would otherwise keep the file, and this mount busy at its unmount.
 	asAgent(t, func() {
-		rw, err := syscall.Open(filepath.Join(e.mnt, "src/in.txt"), syscall.O_RDWR, 0)
+		rw, err := syscall.Open(filepath.Join(e.mnt, "src/in.txt"), syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			t.Errorf("open rw: %v", err)
 			return
@@ -172,7 +175,7 @@ func TestFenceIoctl(t *testing.T) {
 			t.Errorf("EXT4_IOC_MOVE_EXT with donor fds 0..63 through the mount: errnos %v, want ENOTTY for all", errs)
 		}
 		// Unknown ioctls are refused, on files and on directories.
-		d, err := syscall.Open(filepath.Join(e.mnt, "src"), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		d, err := syscall.Open(filepath.Join(e.mnt, "src"), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			t.Errorf("open dir: %v", err)
 			return
@@ -190,7 +193,7 @@ func TestFenceIoctl(t *testing.T) {
 		}
 		// FICLONE takes a descriptor as its argument: a clone into a mount
 		// file must fail and change nothing.
-		dst, err := syscall.Open(filepath.Join(e.mnt, "src/clone.txt"), syscall.O_RDWR|syscall.O_CREAT, 0o644)
+		dst, err := syscall.Open(filepath.Join(e.mnt, "src/clone.txt"), syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o644)
 		if err != nil {
 			t.Errorf("create: %v", err)
 			return
@@ -211,6 +214,7 @@ func TestFenceIoctl(t *testing.T) {
 // TestFenceObjectStore: kept versions must not let the agent read what
 // the source's modes hide from it.
 func TestFenceObjectStore(t *testing.T) {
+	t.Parallel()
 	var planted string
 	e := mountFence(t, scopePolicy, "INT-002", map[string]string{"shared/drop.txt": "TOP-SECRET-PREIMAGE\n", "old.txt": "OLD-STORE-SECRET\n"},
 		func(src string) {
@@ -224,7 +228,7 @@ func TestFenceObjectStore(t *testing.T) {
 			}
 			// A store left by an earlier version: world-readable.
 			st := objects.New(src)
-			fd, err := syscall.Open(filepath.Join(src, "old.txt"), syscall.O_RDONLY, 0)
+			fd, err := syscall.Open(filepath.Join(src, "old.txt"), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -290,6 +294,7 @@ func TestFenceObjectStore(t *testing.T) {
 // TestFenceGovernanceFiles: the files that change what intentfs or git
 // does are governance, not work, even under a scope of "**".
 func TestFenceGovernanceFiles(t *testing.T) {
+	t.Parallel()
 	e := mountFence(t, scopePolicy, "INT-002", map[string]string{".intentignore": "build/\n", "main.go": "package main\n", "sub/readme": "x\n"},
 		func(src string) {
 			for _, dir := range []string{src, filepath.Join(src, "sub")} {
@@ -429,6 +434,7 @@ func rssKiB(t *testing.T) int {
 // symlink, a FIFO or a device in their place must not leak, block or
 // exhaust the daemon; the last valid policy stays in force.
 func TestFenceLoadFiles(t *testing.T) {
+	// Serial: measures this process's RSS, which parallel tests' daemons share.
 	secret := filepath.Join(t.TempDir(), "root-only")
 	if err := os.WriteFile(secret, []byte("ROOT-ONLY-LINE [secret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -546,6 +552,7 @@ func statusWithin(e *env, d time.Duration) (string, bool) {
 // TestFenceControlDir: .intentfs/ is the agent's interface to intentfs
 // for the whole mount: nobody can remove or rename it or its files.
 func TestFenceControlDir(t *testing.T) {
+	t.Parallel()
 	e := mountFence(t, scopePolicy, "INT-002", map[string]string{"a.txt": "a\n"}, nil)
 	const want = "README.md active check context denials intents lesson mutation_class pending request status"
 	list := func() string {

@@ -42,6 +42,7 @@ func craftElsewhere(t *testing.T, e *env, origin, name, script string) (dir, out
 // stock git commands). Fix: check merges in `intentfs check` as CheckNew
 // does (the changes a merge makes that come from none of its parents).
 func TestGateAttackEvilMergeFetchedIsNeverChecked(t *testing.T) {
+	t.Parallel()
 	c, e, origin, base := gateRepo(t)
 	evil, m := craftElsewhere(t, e, origin, "evil",
 		"e=$(git commit-tree -p HEAD -m empty HEAD^{tree}) && echo pwned > README.md && git add README.md && git commit-tree -p HEAD -p $e -m 'merge' $(git write-tree)")
@@ -87,6 +88,7 @@ func TestGateAttackEvilMergeFetchedIsNeverChecked(t *testing.T) {
 // or the mount's recorded start tip), and fail rather than say OK on an
 // empty default range.
 func TestGateAttackDefaultRangeFromAgentRemoteRef(t *testing.T) {
+	t.Parallel()
 	c, e, origin, _ := gateRepo(t)
 	evil, x := craftElsewhere(t, e, origin, "evil2",
 		"echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
@@ -148,6 +150,7 @@ func mainHolds(t *testing.T, src, commit string) bool {
 // what was judged, so the kept handle writes to a file that is no longer
 // the ref.
 func TestGateAttackRefWrittenThroughFdKeptOpenAcrossRename(t *testing.T) {
+	t.Parallel()
 	c, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.mnt)
 	script := `perl -e 'use Fcntl; my ($old, $new) = @ARGV;
@@ -203,6 +206,7 @@ sysseek($fh, 0, 0); syswrite($fh, "$new\n") or die "second write: $!"; close($fh
 // matter then), or make objects/info/commit-graph* read-only through the
 // mount like alternates.
 func TestGateAttackCommitGraphHidesTree(t *testing.T) {
+	t.Parallel()
 	c, e, _, base := gateRepo(t)
 	x := craftInMount(t, e.mnt)
 	tbad := gitAs(t, e.mnt, "git cat-file -p "+x+" | sed -n 's/^tree //p'")
@@ -262,6 +266,7 @@ open(my $o, ">:raw", "$g.new") or die $!; print $o $d; close $o or die $!; renam
 // (`git show-ref` on the new file) rather than parsing; and judge the
 // unlink of a loose branch (the packed value it reveals).
 func TestGateAttackPackedRefsDuplicateEntry(t *testing.T) {
+	t.Parallel()
 	_, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.mnt)
 	out, err := gitTry(e.mnt, "printf '# pack-refs with: peeled fully-peeled sorted \\n%s refs/heads/main\\n%s refs/heads/zzz\\n%s refs/heads/main\\n' "+
@@ -299,6 +304,7 @@ func TestGateAttackPackedRefsDuplicateEntry(t *testing.T) {
 // ledger lacks account for anything; make refs/notes/intentfs writable
 // only by the daemon in the mount.
 func TestGateAttackForgedLocalNoteAccountsForLocalCheck(t *testing.T) {
+	t.Parallel()
 	c, e, origin, base := gateRepo(t)
 	evil, x := craftElsewhere(t, e, origin, "evil3", "echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
 	out, err := gitTry(e.mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && "+
@@ -340,6 +346,7 @@ func TestGateAttackForgedLocalNoteAccountsForLocalCheck(t *testing.T) {
 // is refused; treat the source side of a rename of a ref directory like
 // the destination.
 func TestGateAttackRefsHeadsReplacedBySymlink(t *testing.T) {
+	t.Parallel()
 	_, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.mnt)
 	out, err := gitTry(e.mnt, "mkdir src/.r && cp .git/refs/heads/* src/.r/ && echo "+crafted+" > src/.r/main && "+
@@ -375,6 +382,7 @@ func TestGateAttackRefsHeadsReplacedBySymlink(t *testing.T) {
 // on an ambiguous name, or refuse refs outside refs/heads, refs/tags,
 // refs/remotes, refs/notes and refs/stash through the mount.
 func TestGateAttackShadowRefRedirectsCheck(t *testing.T) {
+	t.Parallel()
 	c, e, _, base := gateRepo(t)
 	gitAs(t, e.mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
 	g := gitAs(t, e.mnt, "git rev-parse HEAD")
@@ -413,6 +421,7 @@ func TestGateAttackShadowRefRedirectsCheck(t *testing.T) {
 // the in-scope write's record still names the agent's intent and process,
 // so the change is attributable even when blame is not.
 func TestGateAttackAgentCodeLaunderedAsRestore(t *testing.T) {
+	t.Parallel()
 	_, e, origin, _ := gateRepo(t)
 	evil, _ := craftElsewhere(t, e, origin, "evil5",
 		"printf 'package api\\n\\nfunc Backdoor() {}\\n' > src/evil.go && echo pwned > README.md && git add src/evil.go README.md && git commit -qm x")

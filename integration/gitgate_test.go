@@ -24,6 +24,12 @@ func gitTry(dir, script string) (string, error) {
 // human's src/util.go and a second branch, mounted with INT-001 (src/**).
 func gateRepo(t *testing.T) (c *cli, e *env, origin, base string) {
 	t.Helper()
+	return gateRepoWith(t, notesPolicy)
+}
+
+// gateRepoWith is gateRepo with the policy pol.
+func gateRepoWith(t *testing.T, pol string) (c *cli, e *env, origin, base string) {
+	t.Helper()
 	requireFUSE(t)
 	c = newCLI(t)
 	root := t.TempDir()
@@ -33,7 +39,7 @@ func gateRepo(t *testing.T) (c *cli, e *env, origin, base string) {
 	for _, d := range []string{origin, seed} {
 		os.Mkdir(d, 0o755)
 	}
-	writeFile(t, filepath.Join(seed, policy.IntentsFile), notesPolicy)
+	writeFile(t, filepath.Join(seed, policy.IntentsFile), pol)
 	scratch := t.TempDir()
 	c.must("init", scratch) // the .gitignore intentfs init writes
 	gi, err := os.ReadFile(filepath.Join(scratch, ".orchestration", ".gitignore"))
@@ -62,6 +68,7 @@ func gateRepo(t *testing.T) (c *cli, e *env, origin, base string) {
 // an ordinary commit passes, is checked clean and gets a commit record and
 // a note that amend keeps.
 func TestCommitGate(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	c, e, _, base := gateRepo(t)
 	src, mnt := e.src, e.mnt
 	head := func() string { return gitAs(t, src, "git rev-parse HEAD") }
@@ -170,6 +177,7 @@ func TestCommitGate(t *testing.T) {
 // TestGitRestoresAreNotAuthorship: switching to another branch and back,
 // and merging upstream work, is not refused and not blamed on the agent.
 func TestGitRestoresAreNotAuthorship(t *testing.T) {
+	t.Parallel()
 	c, e, origin, _ := gateRepo(t)
 	src, mnt := e.src, e.mnt
 	gitAs(t, mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")

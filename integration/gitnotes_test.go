@@ -50,6 +50,7 @@ func mountSource(t *testing.T, src, intent string) string {
 // ledger of its own shows both histories in log and blame, checks clean
 // and verifies both origins' chains.
 func TestCheckAndNotesAcrossThreeClones(t *testing.T) {
+	t.Parallel()
 	requireFUSE(t)
 	c := newCLI(t)
 	root := t.TempDir()
@@ -202,6 +203,7 @@ func lineWith(text string, parts ...string) bool {
 // that commit its own commit record, and blames none of the upstream work
 // on the agent.
 func TestNotesOfCommitsMadeInTheMount(t *testing.T) {
+	t.Parallel()
 	c, e, origin, _ := gateRepo(t)
 	src, mnt := e.src, e.mnt
 	noteOf := func(commit string) string {

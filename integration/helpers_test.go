@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -138,7 +139,7 @@ func startDaemonIn(t *testing.T, src, mnt, intent, reg string) *daemon.Daemon {
 	go func() { d.Wait(); d.Close(); close(done) }()
 	t.Cleanup(func() {
 		if err := d.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
+			t.Errorf("unmount: %v\n%s", err, mountHolders(d.Mountpoint()))
 			_ = syscall.Unmount(d.Mountpoint(), syscall.MNT_DETACH)
 		}
 		select {
@@ -296,8 +297,9 @@ func errorsAs(err error, target any) bool { return errors.As(err, target) }
 func syscallUnmount(dir string) { _ = syscall.Unmount(dir, syscall.MNT_DETACH) }
 
 // waitTimeout bounds every wait of these tests: long enough for a loaded
-// machine, and reached only when a test fails.
-const waitTimeout = 10 * time.Second
+// machine running tests in parallel, where one poll can queue behind
+// several tests' processes, and reached only when a test fails.
+const waitTimeout = 30 * time.Second
 
 // waitFor polls cond until it holds and fails the test if it does not
 // within waitTimeout; what, if given, says what was awaited.
@@ -314,4 +316,31 @@ func waitFor(t *testing.T, cond func() bool, what ...string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// mountHolders lists the processes whose working directory, root or open
+// descriptors lie in the mount at mnt: what keeps it busy. A descriptor
+// opened without close-on-exec leaks into children that other tests fork
+// meanwhile, and this names them.
+func mountHolders(mnt string) string {
+	var b strings.Builder
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		dir := "/proc/" + p.Name()
+		links := []string{dir + "/cwd", dir + "/root"}
+		fds, _ := os.ReadDir(dir + "/fd")
+		for _, fd := range fds {
+			links = append(links, dir+"/fd/"+fd.Name())
+		}
+		for _, l := range links {
+			if dst, err := os.Readlink(l); err == nil && (dst == mnt || strings.HasPrefix(dst, mnt+"/")) {
+				cmdline, _ := os.ReadFile(dir + "/cmdline")
+				fmt.Fprintf(&b, "  %s -> %q held by %q\n", l, dst, strings.ReplaceAll(string(cmdline), "\x00", " "))
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return "  no process holds it"
+	}
+	return "held by:\n" + b.String()
 }

@@ -11,6 +11,7 @@ import (
 // opened FOPEN_NOFLUSH), so a lock that outlived its holder would show
 // here.
 func TestLocksHoldAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-002", map[string]string{"lockfile": "x\n"})
 	cases := []struct {
 		name, script string

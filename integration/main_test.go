@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,16 +22,36 @@ import (
 var testBinary cliBinary
 
 // TestMain gives the test process the umask a daemon process needs (the
-// daemons of these tests run in it), says in one line whether the FUSE
-// tests mount for real or skip, and why, and removes the CLI binary when
-// the run ends.
+// daemons of these tests run in it), runs defaultParallel tests at once
+// unless -parallel is given, says in one line whether the FUSE tests mount
+// for real or skip, and why, and removes the CLI binary when the run ends.
 func TestMain(m *testing.M) {
 	daemon.SetProcessUmask()
 	flag.Parse()
+	defaultParallelism()
 	announce(fuseLine())
 	code := m.Run()
 	testBinary.remove()
 	os.Exit(code)
+}
+
+// defaultParallel is how many tests run at once unless -parallel says
+// otherwise. The tests spend most of their time waiting: on polls of a
+// ledger, on git, sh and setpriv, on a kernel round trip through a mount.
+// GOMAXPROCS (go test's default, 2 on a small machine) leaves the CPUs
+// idle through those waits.
+const defaultParallel = 8
+
+// defaultParallelism sets -test.parallel to defaultParallel where the
+// command line did not set it.
+func defaultParallelism() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(defaultParallel)); err != nil {
+			panic(err)
+		}
+	}
 }
 
 // cliBinary builds cmd/intentfs on first use, so a run of tests that need

@@ -91,6 +91,7 @@ func (c *cli) status(ws string) control.Status {
 // TestMountAsAUserWhoCannotMountPrintsTheCause: as uid 1000, mounting
 // fails in fusermount3; the user is told why, not shown a Go panic.
 func TestMountAsAUserWhoCannotMountPrintsTheCause(t *testing.T) {
+	t.Parallel()
 	requireFUSE(t)
 	c := newCLI(t)
 	c.dir = worldDir(t, otherUID)
@@ -126,6 +127,7 @@ func TestMountAsAUserWhoCannotMountPrintsTheCause(t *testing.T) {
 // mount (here: an unusable registry) returns the cause, unmounts and
 // releases the source's lock, instead of panicking in its cleanup.
 func TestStartFailingAfterTheMountUndoesIt(t *testing.T) {
+	t.Parallel()
 	requireFUSE(t)
 	src, mnt := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(src, policy.IntentsFile), scopePolicy)
@@ -155,6 +157,7 @@ func TestStartFailingAfterTheMountUndoesIt(t *testing.T) {
 // one would stack over it and orphan it; it is refused, and the first
 // stays reachable.
 func TestSecondMountOnALiveMountpointIsRefused(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	repo2 := filepath.Join(c.dir, "repo2")
 	writeFile(t, filepath.Join(repo2, policy.IntentsFile), scopePolicy)
@@ -178,6 +181,7 @@ func TestSecondMountOnALiveMountpointIsRefused(t *testing.T) {
 // TestMountOverANonEmptyDirectoryNeedsNonempty: the mount would hide the
 // directory's files; it is refused unless --nonempty.
 func TestMountOverANonEmptyDirectoryNeedsNonempty(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	writeFile(t, filepath.Join(ws, "mine.txt"), "mine\n")
 	out, code := c.run("mount", repo, ws)
@@ -202,6 +206,7 @@ var logLine = regexp.MustCompile(`(?m)^log: (\S+)$`)
 // TestCleanUnmountRemovesTheLog: the log of a mount that ends cleanly is
 // removed, so logs do not pile up in the runtime directory.
 func TestCleanUnmountRemovesTheLog(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	m := logLine.FindStringSubmatch(c.mountCLI(repo, ws))
 	if m == nil {
@@ -218,6 +223,7 @@ func TestCleanUnmountRemovesTheLog(t *testing.T) {
 // and a registry entry whose socket refuses connections; unmount falls
 // back to the kernel, cleans the registry and keeps the log.
 func TestUnmountAfterTheDaemonWasKilled(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	logPath := logLine.FindStringSubmatch(c.mountCLI(repo, ws))[1]
 	pid := c.status(ws).Pid
@@ -257,6 +263,7 @@ func TestUnmountAfterTheDaemonWasKilled(t *testing.T) {
 // keeps it busy; unmount names it and offers --lazy, which detaches the
 // mount at once and lets the daemon finish when the process leaves.
 func TestUnmountOfABusyMountNamesTheHolders(t *testing.T) {
+	t.Parallel()
 	c, repo, ws := newPolicyRepo(t, scopePolicy)
 	writeFile(t, filepath.Join(repo, "src/a.txt"), "a\n")
 	c.mountCLI(repo, ws)
@@ -297,6 +304,7 @@ func TestUnmountOfABusyMountNamesTheHolders(t *testing.T) {
 // registry. status shows it read-only from .intentfs/status; select says
 // the user may not control it; neither claims no mount is running.
 func TestNonRootStatusSaysWhatIsTrue(t *testing.T) {
+	// Serial: status without --mount lists the kernel's intentfs mounts, five at most, and parallel tests' mounts crowd this one out.
 	requireFUSE(t)
 	c := newCLI(t)
 	base := worldDir(t, 0)

@@ -11,6 +11,7 @@ import (
 // active, the data of an open file never travels through the daemon, so
 // the daemon sees no READ or WRITE requests at all.
 func TestReadsAndWritesBypassTheDaemon(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-002", nil)
 	if !e.d.Status().Passthrough {
 		t.Skip("the kernel offers no FUSE passthrough here (Linux 6.9+ and a root daemon are needed)")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestPolicyEditTakesEffectWithinASecond(t *testing.T) {
+	// Serial: asserts a one-second latency, which a loaded machine would break.
 	e := mount(t, scopePolicy, "INT-001", seedTree)
 	e.mustDeny("echo x > docs/new.md")
 	edited := strings.Replace(scopePolicy, `["src/**", "docs/api.md"]`, `["src/**", "docs/**"]`, 1)
@@ -51,6 +52,7 @@ func TestPolicyEditTakesEffectWithinASecond(t *testing.T) {
 }
 
 func TestIntentIgnoreExempts(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "", map[string]string{".intentignore": "build/\n*.log\n", "README.md": "x\n"})
 	e.mustSh("mkdir -p build/obj && echo o > build/obj/a.o && echo l > run.log")
 	e.mustDeny("echo x > README.md")

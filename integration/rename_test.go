@@ -11,6 +11,7 @@ import (
 )
 
 func TestRenameFlags(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-001", map[string]string{"src/a": "A\n", "src/b": "B\n", "README.md": "R\n"})
 	p := func(rel string) string { return filepath.Join(e.mnt, rel) }
 	tests := []struct {

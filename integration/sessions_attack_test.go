@@ -59,6 +59,7 @@ func openPty(t *testing.T) (master, slave *os.File) {
 // directly. The session must not be able to type into its caller's
 // terminal (a terminal of its own, or no controlling terminal).
 func TestSessionCannotTypeIntoTheCallersTerminal(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	const inject = `import fcntl, os, sys, termios
 fd = os.open("/dev/tty", os.O_RDWR)  # the controlling terminal, whatever fds 0-2 are
 for c in sys.argv[1].encode():
@@ -110,6 +111,7 @@ for c in sys.argv[1].encode():
 // wrapper run as root without sudo, which would close them) leads the
 // agent past every cover, through /proc/self/fd/N.
 func TestSessionDoesNotInheritTheCallersDescriptors(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "INT-005")
 	dir, err := os.Open(e.src)
 	if err != nil {
@@ -143,6 +145,7 @@ func TestSessionDoesNotInheritTheCallersDescriptors(t *testing.T) {
 // and answer them itself (any file's content or attributes, success for a
 // change never made) for every process using the mount.
 func TestCompleteChecksDoNotHoldTheMountsDevice(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	const pol = `active_intents:
   - id: INT-001
     name: "source work"
@@ -176,6 +179,7 @@ func TestCompleteChecksDoNotHoldTheMountsDevice(t *testing.T) {
 // a FIFO, as `tmux new-window CMD` does through tmux's socket) and it runs
 // outside the session, with the mount's intent (INT-005, everything).
 func TestSessionCannotActThroughTheUsersProcessesOutside(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "INT-005")
 	dir, err := os.MkdirTemp("", "intentfs-fifo-")
 	if err != nil {
@@ -225,6 +229,7 @@ func TestSessionCannotActThroughTheUsersProcessesOutside(t *testing.T) {
 // systemd host / is shared, so anywhere), propagates into the running
 // session uncovered, and the agent writes the source through it.
 func TestSessionSourceMountedLaterStaysHidden(t *testing.T) {
+	// Serial: mounts a source on the host, where every session's seal scans the mount table.
 	e := mountForSessions(t, "INT-005")
 	shared, err := os.MkdirTemp("", "intentfs-shared-")
 	if err != nil {
@@ -242,8 +247,12 @@ func TestSessionSourceMountedLaterStaysHidden(t *testing.T) {
 	if err := os.Mkdir(view, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The agent tries the later mount once the test has made it: mount
+	// propagation is done when mount(2) returns, so waiting any longer
+	// for README.md to show there (the whole wait, when it never does)
+	// would prove nothing more.
 	cmd := e.session("--intent", "INT-001", "--", "sh", "-c", waitFile+
-		`echo > src/ready; w "$0/README.md"; echo pwned-through-a-later-mount >> "$0/README.md" && echo WROTE`, view)
+		`echo > src/ready; w src/mounted; if [ -e "$0/README.md" ]; then echo pwned-through-a-later-mount >> "$0/README.md" && echo WROTE; fi`, view)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -255,6 +264,7 @@ func TestSessionSourceMountedLaterStaysHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(view, unix.MNT_DETACH) })
+	writeFile(t, filepath.Join(e.src, "src/mounted"), "")
 	err = cmd.Wait()
 	t.Logf("%v\n%s", err, out.String())
 	if c, _ := e.srcContent("README.md"); c != "human readme\n" {
@@ -268,6 +278,7 @@ func TestSessionSourceMountedLaterStaysHidden(t *testing.T) {
 // write the clipboard with OSC 52, move the cursor to overwrite "FAIL"
 // with "PASS"). Everything printed is escaped.
 func TestCompletePrintsCheckOutputEscaped(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	const pol = `active_intents:
   - id: INT-001
     name: "source work"
@@ -296,6 +307,7 @@ func TestCompletePrintsCheckOutputEscaped(t *testing.T) {
 // escape above). With an agent session holding the intent, its user is
 // the one the checks must run as, unless --user says otherwise.
 func TestCompleteChecksRunAsTheAgentNotTheHuman(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "INT-005")
 	holder := e.session("--intent", "INT-001", "--name", "worker", "--", "sleep", "60")
 	if err := holder.Start(); err != nil {
@@ -322,6 +334,7 @@ func TestCompleteChecksRunAsTheAgentNotTheHuman(t *testing.T) {
 // the name and status of the mount's: the agent (and `intentfs status`
 // run inside the session) is told it works on "everything".
 func TestSessionStatusNamesTheSessionsIntent(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "INT-005")
 	out, code := e.runSession("--intent", "INT-001", "--", "cat", ".intentfs/status")
 	if code != 0 {
@@ -346,6 +359,7 @@ func TestSessionStatusNamesTheSessionsIntent(t *testing.T) {
 // and the agent writes the source through it. The README promises that
 // every other mount that shows the source is covered or run refuses.
 func TestSessionSourceMirroredByAnotherFilesystemIsCovered(t *testing.T) {
+	// Serial: mounts a source on the host, where every session's seal scans the mount table.
 	e := mountForSessions(t, "INT-005")
 	mirror, err := os.MkdirTemp("", "intentfs-mirror-")
 	if err != nil {
@@ -388,6 +402,7 @@ func TestSessionSourceMirroredByAnotherFilesystemIsCovered(t *testing.T) {
 // every later session, and every acceptance check, covers the decoy: the
 // real source is reachable at the new path.
 func TestSessionSourceMovedByAnEarlierSessionStaysHidden(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	requireFUSE(t)
 	e, _, home, src := mountInAgentsHome(t)
 	moved := filepath.Join(home, "work.old", "proj")
@@ -414,6 +429,7 @@ func TestSessionSourceMovedByAnEarlierSessionStaysHidden(t *testing.T) {
 // at SRC/.orchestration makes the daemon create and replace files as root
 // in any directory the agent names.
 func TestSessionCannotRedirectTheDaemonsSidecarWrites(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	requireFUSE(t)
 	e, base, home, _ := mountInAgentsHome(t)
 	victim := filepath.Join(base, "root-owned")
@@ -449,6 +465,7 @@ func TestSessionCannotRedirectTheDaemonsSidecarWrites(t *testing.T) {
 // .orchestration/active_intents.yaml at the old path has its policy
 // loaded within a second: its pinned intent now owns "**".
 func TestSessionCannotSwapThePolicyByMovingTheSource(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	requireFUSE(t)
 	e, _, home, _ := mountInAgentsHome(t)
 	const forged = `active_intents:
@@ -504,6 +521,7 @@ func mountInAgentsHome(t *testing.T) (e *env, base, home, src string) {
 // /dev/shm are bounded (tmpfs's default, half of memory each, let an
 // agent take a machine and a half of memory), by --tmp-size.
 func TestSessionScratchIsBounded(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "INT-005")
 	var si unix.Sysinfo_t
 	if err := unix.Sysinfo(&si); err != nil {

@@ -139,6 +139,7 @@ func (e *env) sessionNamed(name string) (session.Info, bool) {
 const waitFile = `w() { i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 400 ] && { echo "gave up waiting for $1"; exit 9; }; sleep 0.025; done; }; `
 
 func TestSessionsTwoAgentsInParallel(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "")
 	a := e.session("--intent", "INT-001", "--name", "agent-a", "--model", "anthropic/claude-opus-4-5",
 		"--conversation", "https://example.com/c/42", "--", "sh", "-c", waitFile+
@@ -200,6 +201,7 @@ func TestSessionsTwoAgentsInParallel(t *testing.T) {
 }
 
 func TestSessionPinnedCannotSelect(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "")
 	out, code := e.runSession("--intent", "INT-001", "--name", "pinned", "--", "sh", "-c",
 		`/bin/echo INT-005 > .intentfs/active; echo "rc=$?"; cat .intentfs/active; cat .intentfs/denials; if echo x > README.md; then echo LEAK; fi`)
@@ -234,6 +236,7 @@ func TestSessionPinnedCannotSelect(t *testing.T) {
 }
 
 func TestSessionClaimReleasedWhenHolderIsKilled(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "")
 	holder := e.session("--intent", "INT-001", "--name", "holder", "--", "sleep", "120")
 	if err := holder.Start(); err != nil {
@@ -272,6 +275,7 @@ func TestSessionClaimReleasedWhenHolderIsKilled(t *testing.T) {
 }
 
 func TestSessionStaleFileDeniedUntilReread(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "")
 	reader := e.session("--intent", "INT-003", "--name", "reader", "--", "sh", "-c", waitFile+
 		`cat shared/doc.txt >/dev/null; echo > shared/reader-ready; w shared/writer-done;
@@ -324,6 +328,7 @@ func TestSessionStaleFileDeniedUntilReread(t *testing.T) {
 }
 
 func TestSessionEscapesFail(t *testing.T) {
+	// Serial: its agent appends to README.md in every FUSE mount's source it can see, parallel tests' sources included.
 	e := mountForSessions(t, "INT-005") // outside any session, everything is allowed
 	readme := filepath.Join(e.src, "README.md")
 	script := fmt.Sprintf(`SRC=%[1]s
@@ -374,6 +379,7 @@ echo end`, e.src, os.Getpid(), e.mnt)
 }
 
 func TestSessionRefusesToRunAsRootByDefault(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	requireFUSE(t)
 	e := mount(t, sessionPolicy, "", map[string]string{"src/a.txt": "a\n"}) // a root-owned source
 	bin, err := testBinary.get()
@@ -389,6 +395,7 @@ func TestSessionRefusesToRunAsRootByDefault(t *testing.T) {
 }
 
 func TestSessionAcceptanceChecksRunAsTheAgent(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "INT-005")
 	// An agent holds INT-001 while the human completes it.
 	holder := e.session("--intent", "INT-001", "--name", "worker", "--", "sleep", "60")
@@ -423,14 +430,19 @@ func TestSessionAcceptanceChecksRunAsTheAgent(t *testing.T) {
 }
 
 func TestUnmountEndsSessions(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	e := mountForSessions(t, "")
-	s := e.session("--intent", "INT-001", "--name", "long", "--", "sleep", "120")
+	s := e.session("--intent", "INT-001", "--name", "long", "--", "sh", "-c", "echo > src/started; exec sleep 120")
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Wait() }()
+	// The command itself must be running: a session is live before its
+	// command starts, and an unmount in between ends a session that could
+	// not start (125), not a command that was killed.
 	waitFor(t, func() bool { i, ok := e.sessionNamed("long"); return ok && i.Live }, "the session")
+	waitFor(t, func() bool { _, ok := e.srcContent("src/started"); return ok }, "the session's command to start")
 	if err := e.d.Unmount(); err != nil {
 		t.Fatalf("unmount with a live session: %v", err)
 	}

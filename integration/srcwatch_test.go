@@ -24,6 +24,7 @@ func (e *env) lookups() uint64 {
 // within moments: with an hour's timeout, only the watcher can make
 // these pass.
 func TestWatchedSourceCachesLongAndStaysFresh(t *testing.T) {
+	// Serial: counts the kernel's requests over a timed window, which a loaded machine stretches.
 	e := mount(t, scopePolicy, "INT-002", map[string]string{
 		"dir/a.txt": "a\n", "dir/gone.txt": "x\n", "dir/mode.txt": "m\n", "old/f.txt": "f\n"})
 	if st := e.d.Status(); !st.SourceWatched || st.CacheSeconds != 3600 {
@@ -166,6 +167,7 @@ func TestWatchedSourceCachesLongAndStaysFresh(t *testing.T) {
 // its content at once, whatever the mount's attribute timeout: the
 // denials file is empty, a denial adds a line, and stat says so.
 func TestControlFilesAreNeverCachedStale(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-001", map[string]string{"README.md": "r\n"})
 	denials := filepath.Join(e.mnt, ".intentfs", "denials")
 	size := func() int64 {

@@ -110,6 +110,7 @@ func agentBg(dir, script string) (*exec.Cmd, *syncBuffer) {
 // filler files (docs/fill/*) and docs/img/logo.txt, all older upstream
 // versions; the agent spins on `rmdir docs/img` (EBUSY until git exits).
 func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
+	t.Parallel()
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
 	so, dir := gitShim2(t)
 	src, mnt := e.src, e.mnt
@@ -140,17 +141,22 @@ func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
 	} else {
 		t.Logf("rmdir docs/img while git lives: %s", o)
 	}
-	spin, spinOut := agentBg(mnt, `perl -e 'use Errno; my $end = time + 15; my %e; while (time < $end) { if (rmdir "docs/img") { print "rmdir docs/img succeeded\n"; last } $e{$!+0}++; } print join(" ", map { "errno $_ x$e{$_}" } sort keys %e), "\n"'`)
+	// The agent spins until the put-back of docs/img/logo.txt has settled
+	// (the stop file), 15 s at most: once the file is back, or known lost,
+	// the race is decided, and the spin only takes CPU from other tests.
+	stop := filepath.Join(dir, "stop")
+	spin, spinOut := agentBg(mnt, `perl -e 'use Errno; my $end = time + 15; my %e; while (time < $end && ! -e $ARGV[0]) { if (rmdir "docs/img") { print "rmdir docs/img succeeded\n"; last } $e{$!+0}++; } print join(" ", map { "errno $_ x$e{$_}" } sort keys %e), "\n"' `+stop)
 	if err := spin.Start(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	os.WriteFile(goFile, nil, 0o644)
 	cmd.Wait()
+	waitPutBack(t, mnt, "docs/img/logo.txt")
+	os.WriteFile(stop, nil, 0o644)
 	spin.Wait()
 	t.Logf("shimmed git:\n%s", out)
 	t.Logf("the agent's rmdir loop: %s", spinOut)
-	waitPutBack(t, mnt, "docs/img/logo.txt")
 	den, _ := os.ReadFile(filepath.Join(mnt, ".intentfs", "denials"))
 	for _, l := range strings.Split(string(den), "\n") {
 		if strings.Contains(l, "logo") {
@@ -179,6 +185,7 @@ func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
 // through the shimmed git, mkdir asks 01777 as well. A file published
 // in it is 0644.
 func TestUpstreamAttack2WorldWritableDirectory(t *testing.T) {
+	t.Parallel()
 	c, e, up := upstreamRepoScoped(t, `["src/**"]`)
 	so, _ := gitShim2(t)
 	src, mnt := e.src, e.mnt
@@ -220,6 +227,7 @@ func TestUpstreamAttack2WorldWritableDirectory(t *testing.T) {
 // handles; 15 s later the agent's own in-scope directory docs/img, and
 // docs/ for a session that owns docs/**, still cannot be renamed.
 func TestUpstreamAttack2HeldSinkBusiesDirectoryForever(t *testing.T) {
+	t.Parallel()
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
 	so, dir := gitShim2(t)
 	mnt := e.mnt
@@ -263,6 +271,7 @@ func TestUpstreamAttack2HeldSinkBusiesDirectoryForever(t *testing.T) {
 // about 20 s. Any session's directory renames and rmdirs (a checkout, an
 // rm -rf of a build tree) stall the same way, over and over.
 func TestUpstreamAttack2PublishStallsEveryDirectoryRename(t *testing.T) {
+	// Serial: asserts a rename takes under 5s while its own kicker loads the machine.
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
 	so, dir := gitShim2(t)
 	mnt := e.mnt
@@ -311,6 +320,7 @@ func TestUpstreamAttack2PublishStallsEveryDirectoryRename(t *testing.T) {
 // 0644 before, is replaced by the upstream's content with mode 0000, owned
 // by the agent, which nobody but root and the agent can read or chmod.
 func TestUpstreamAttack2PublishedModeFromUmask(t *testing.T) {
+	t.Parallel()
 	c, e, up := upstreamRepoScoped(t, `["src/**"]`)
 	src, mnt := e.src, e.mnt
 	before, _ := os.Stat(filepath.Join(src, "docs", "guide.md"))
@@ -340,6 +350,7 @@ func TestUpstreamAttack2PublishedModeFromUmask(t *testing.T) {
 // then reads docs/img/logo.txt through the mount: it must see the
 // upstream's bytes, as the source holds.
 func TestUpstreamAttack2WritesAfterPublishThroughTheMount(t *testing.T) {
+	t.Parallel()
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
 	so, dir := gitShim2(t)
 	src, mnt := e.src, e.mnt
@@ -375,6 +386,7 @@ func TestUpstreamAttack2WritesAfterPublishThroughTheMount(t *testing.T) {
 // puts it back and bars this git), then removes docs/old.md (which the
 // upstream deleted): the removal goes through.
 func TestUpstreamAttack2BarredGitStillRemoves(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes 15 s")
 	}
@@ -406,6 +418,7 @@ func TestUpstreamAttack2BarredGitStillRemoves(t *testing.T) {
 // (EBUSY), and git's close must publish docs/a/b/logo.txt where it was
 // created, and nowhere else.
 func TestUpstreamAttack2ExchangeParentOfSink(t *testing.T) {
+	t.Parallel()
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*", "docs/*/*"]`)
 	so, dir := gitShim(t)
 	src, mnt := e.src, e.mnt

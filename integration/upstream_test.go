@@ -65,6 +65,7 @@ func upstreamFixture(t *testing.T, intents string, files map[string]string, prep
 // making git write there is refused or undone, leaving the files as the
 // upstream has them.
 func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
+	t.Parallel()
 	c, e, up := upstreamRepo(t)
 	src, mnt := e.src, e.mnt
 	read := func(rel string) string {

@@ -36,6 +36,7 @@ active_intents:
 // discovers the intents, selects one (which starts it), reads the context,
 // works, is denied, reads why, and records a lesson.
 func TestShellOnlyHandshake(t *testing.T) {
+	t.Parallel()
 	e := mount(t, workflowPolicy, "", map[string]string{"specs/greeting.md": "# Greeting spec\nSay hello.\n", "README.md": "r\n"})
 	if out := e.mustSh("cat .intentfs/README.md"); !strings.Contains(out, "echo INT-001 > .intentfs/active") {
 		t.Fatalf("guide: %s", out)
@@ -94,6 +95,7 @@ func TestShellOnlyHandshake(t *testing.T) {
 }
 
 func TestIntentMapFollowsRenameAndDelete(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-001", nil)
 	e.mustSh("mkdir -p src && echo a > src/a.go && echo b > src/b.go && mv src/b.go src/c.go && rm src/a.go && echo more >> src/c.go")
 	path := filepath.Join(e.src, ".orchestration/intent_map.md")
@@ -111,6 +113,7 @@ func TestIntentMapFollowsRenameAndDelete(t *testing.T) {
 // TestLifecycleFromTheCLI drives the lifecycle with the binary, against a
 // mounted source (through the daemon) and an unmounted one.
 func TestLifecycleFromTheCLI(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	c, repo, ws := newPolicyRepo(t, workflowPolicy)
 
 	// Unmounted: the CLI writes the policy and the ledger itself.
@@ -187,6 +190,7 @@ func TestLifecycleFromTheCLI(t *testing.T) {
 // `intent complete` runs the checks in a mount of its own, and a failed
 // check is a lesson in the file --lessons-file names, as a mount's would be.
 func TestCompleteUnmountedHonoursTheLessonsFile(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	c, repo, _ := newPolicyRepo(t, strings.Replace(workflowPolicy, "status: PENDING", "status: IN_PROGRESS", 1))
 	out, code := c.run("intent", "complete", "INT-001", "--source", repo, "--lessons-file", "AGENT.md", "--user", "1000")
 	if code != 1 || !strings.Contains(out, "FAIL  the greeting exists") {

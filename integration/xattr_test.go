@@ -12,6 +12,7 @@ import (
 )
 
 func TestXattrFallocateCopyFileRange(t *testing.T) {
+	t.Parallel()
 	e := mount(t, scopePolicy, "INT-001", map[string]string{"src/a.txt": "hello\n", "main.go": "package main\n"})
 	in := filepath.Join(e.mnt, "src/a.txt")
 	out := filepath.Join(e.mnt, "main.go")

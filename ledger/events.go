@@ -17,7 +17,7 @@ func KnownEvents() []Event {
 		EventChmod, EventChown, EventUtimes, EventXattr,
 		EventDenied, EventSelect, EventTransition, EventScope, EventLesson,
 		EventRevert, EventCommit, EventHeader, EventTorn, EventLedgerFailed, EventLedgerRecovered,
-		EventSessionStart, EventSessionEnd, EventApproval,
+		EventSessionStart, EventSessionEnd, EventApproval, EventCheckpoint, EventAccept,
 	}
 }
 

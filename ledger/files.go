@@ -19,12 +19,17 @@ func rotatedName(path string, n int) string {
 // exists).
 func Files(path string) ([]string, error) {
 	base := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-	entries, err := os.ReadDir(filepath.Dir(path))
+	d, err := openDir(filepath.Dir(path))
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
 		}
 		return nil, err
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("listing the ledger directory %s: %w", filepath.Dir(path), err)
 	}
 	type numbered struct {
 		n    int

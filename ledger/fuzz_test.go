@@ -49,3 +49,24 @@ func FuzzRecordJSON(f *testing.F) {
 		_ = r.Gov()
 	})
 }
+
+// FuzzPublicForm: a public form is never a panic, is valid JSON, and is
+// its own public form.
+func FuzzPublicForm(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"dev.intentfs":{"prev":"x","process":{"exe":"/a/b","uid":1}}}}`))
+	f.Add([]byte(`{"metadata":{"dev.intentfs":{}},"a":[1,{"b":"\"}"}],"a":null}`))
+	f.Add([]byte("{\"metadata\":{\"dev.intentfs\":{\"reason\":\"\xff\"}}}"))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		p, err := PublicForm(line, Keep{})
+		if err != nil {
+			return
+		}
+		if !json.Valid(p) {
+			t.Fatalf("%q: the public form %q is not JSON", line, p)
+		}
+		again, err := PublicForm(p, Keep{})
+		if err != nil || !bytes.Equal(again, p) {
+			t.Fatalf("%q: the public form %q is not its own (%q, %v)", line, p, again, err)
+		}
+	})
+}

@@ -40,7 +40,7 @@ func ScanRawFrom(path string, from Position, fn func(file string, pos Position, 
 	started := from.IsZero()
 	end = from
 	for _, name := range files {
-		f, err := os.Open(name)
+		f, err := openRead(name)
 		if err != nil {
 			return end, started, fmt.Errorf("opening ledger: %w", err)
 		}

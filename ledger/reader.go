@@ -16,7 +16,7 @@ const MaxLineBytes = 16 << 20
 // every line of one ledger file. It streams: memory stays flat however
 // long the file is. The bytes are only valid during the call.
 func ScanFile(path string, fn func(line int, raw []byte) error) error {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return fmt.Errorf("opening ledger: %w", err)
 	}

@@ -66,6 +66,15 @@ const (
 	// scope request: code APPROVED, DENIED, TIMED_OUT, CANCELLED or
 	// REQUESTED; the process is the one that decided or asked.
 	EventApproval Event = "approval"
+	// EventCheckpoint is a signed checkpoint: the mount's signing keys
+	// sign the hash of the line before it, the head of the chain, so
+	// every record up to that line is signed (see checkpoint.go).
+	EventCheckpoint Event = "checkpoint"
+	// EventAccept records that a human acknowledged a path's content as
+	// it is now (intentfs accept): a change made outside the mount that
+	// the ledger is to take as the human's. post_hash is the content
+	// accepted (none: the path is accepted as absent), mode its mode.
+	EventAccept Event = "accept"
 )
 
 // MutationClass is the kind of change a record makes, coarser than its
@@ -127,6 +136,10 @@ type Record struct {
 	// written (see Change.Attribute and Change.Finish).
 	attribute func() ([]Range, MutationClass)
 	complete  func(*Record)
+	// seal, if set, completes the record once its place in the chain is
+	// known: the hash of the line before it and the chain's id (a
+	// checkpoint signs them).
+	seal func(prev, prevPublic, chain string)
 }
 
 // VCS names the revision the workspace was at.
@@ -210,6 +223,10 @@ type Governance struct {
 	// the first line of a chain): the hash chain that makes the ledger
 	// tamper-evident.
 	Prev string `json:"prev"`
+	// PrevPublic is the PublicHash of the previous line (Genesis for the
+	// first line of a chain): the chain as git notes carry it, with the
+	// fields that stay on this machine left out (see PublicForm).
+	PrevPublic string `json:"prev_public,omitempty"`
 	// Header fields: the chain's id, the source directory, and for a
 	// rotated continuation the file that came before.
 	Chain       string `json:"chain,omitempty"`
@@ -234,6 +251,9 @@ type Governance struct {
 	// resets and merges write such content; blame does not credit it to
 	// the change.
 	RestoredFrom string `json:"restored_from,omitempty"`
+	// Checkpoint, on a checkpoint record, is the signed head of the chain
+	// (see checkpoint.go).
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 }
 
 // Genesis is the prev of the first line of a chain.
@@ -372,6 +392,9 @@ func NewRecord(c Change, toolVersion string) *Record {
 	}
 	if c.Path != "" {
 		conv := Conversation{Contributor: Contributor{Type: "ai"}, Ranges: []Range{}}
+		if c.Event == EventAccept {
+			conv.Contributor.Type = "human"
+		}
 		if c.Session != nil {
 			conv.Contributor.ModelID = c.Session.Model
 			conv.URL = c.Session.Conversation

@@ -129,7 +129,7 @@ func Verify(o VerifyOptions) *Report {
 	rep.Files = files
 	var total, done int64
 	for _, f := range files {
-		if st, err := os.Stat(f); err == nil {
+		if st, err := os.Lstat(f); err == nil {
 			total += st.Size()
 		}
 	}
@@ -245,6 +245,13 @@ func replay(state map[string]*fileState, r *Record, file string, line int) {
 		if g.PostHash != nil {
 			set(p, true, *g.PostHash)
 		}
+	case EventAccept:
+		// A human's acknowledgement: the path is as the record says.
+		if g.PostHash != nil {
+			set(p, true, *g.PostHash)
+		} else {
+			set(p, false, "")
+		}
 	case EventRevert:
 		switch {
 		case g.FromPath != "": // a move back
@@ -317,7 +324,7 @@ func checkTree(rep *Report, o VerifyOptions, state map[string]*fileState, since 
 }
 
 func hasTornTail(path string) (bool, error) {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return false, err
 	}

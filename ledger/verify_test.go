@@ -104,3 +104,34 @@ func TestVerifyChecksTheTree(t *testing.T) {
 		t.Fatalf("tracked %d", rep.Tracked)
 	}
 }
+
+// TestVerifyTakesAnAccept: after a human's accept records a file's
+// content (or its absence) as it is now, verify finds nothing wrong with
+// it; a later change behind the ledger's back is found again.
+func TestVerifyTakesAnAccept(t *testing.T) {
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, ".orchestration"), 0o755)
+	path := filepath.Join(src, FileName)
+	write := func(p, s string) string {
+		os.WriteFile(filepath.Join(src, p), []byte(s), 0o644)
+		return HashBytes([]byte(s))
+	}
+	w := openTestWriter(t, path, nil)
+	w.Append(NewRecord(Change{Event: EventCreate, Path: "edited.txt", PostHash: write("edited.txt", "v1")}, "t"))
+	w.Append(NewRecord(Change{Event: EventCreate, Path: "gone.txt", PostHash: write("gone.txt", "x")}, "t"))
+	w.Append(NewRecord(Change{Event: EventCreate, Path: "later.txt", PostHash: write("later.txt", "l1")}, "t"))
+	h := write("edited.txt", "v2 by the human")
+	os.Remove(filepath.Join(src, "gone.txt"))
+	w.Append(NewRecord(Change{Event: EventAccept, Path: "edited.txt", PostHash: h}, "t"))
+	w.Append(NewRecord(Change{Event: EventAccept, Path: "gone.txt"}, "t"))
+	w.Append(NewRecord(Change{Event: EventAccept, Path: "new.txt", PostHash: write("new.txt", "new")}, "t"))
+	w.Close()
+	if rep := Verify(VerifyOptions{Ledger: path, Source: src}); !rep.OK() {
+		t.Fatalf("after accepting: %v", rep.Problems)
+	}
+	write("edited.txt", "v3 behind the back")
+	rep := Verify(VerifyOptions{Ledger: path, Source: src})
+	if len(rep.Problems) != 1 || rep.Problems[0].Path != "edited.txt" || rep.Problems[0].Kind != ProblemChanged {
+		t.Fatalf("a change after the accept: %v", rep.Problems)
+	}
+}

@@ -39,6 +39,12 @@ type WriterOptions struct {
 	// MaxBytes rotates the file when it would grow past this size
 	// (DefaultMaxBytes if 0).
 	MaxBytes int64
+	// Committed, if set, is called with each record once it is on disk,
+	// in the order of the ledger, from the writer's goroutine: it must
+	// not block or change the record. A record that is never committed
+	// (the writer closed while the ledger could not be written) is never
+	// passed to it.
+	Committed func(*Record)
 }
 
 // Writer is the one appender of a ledger. Records are queued by Append and
@@ -51,8 +57,9 @@ type Writer struct {
 	opts WriterOptions
 	f    *os.File
 	size int64
-	// prev is the hash of the last line written; chain the chain's id.
-	prev, chain string
+	// prev is the hash of the last line written, prevPublic the hash of
+	// its public form; chain the chain's id.
+	prev, prevPublic, chain string
 	// rev is the VCS revision stamped on the records of the current
 	// group, read once per group rather than once per record.
 	rev string
@@ -63,6 +70,7 @@ type Writer struct {
 	// pending holds encoded lines not yet committed (see failclosed.go);
 	// reserve is the room kept for recording a failure.
 	pending        []byte
+	pendingRecs    []*Record
 	droppedDenials int
 	reserve        *os.File
 	failed         atomic.Pointer[failure]
@@ -145,17 +153,20 @@ func (w *Writer) open() error {
 	if w.size == 0 {
 		// A new file: continue the chain of the newest rotated file, if
 		// any, else start one.
-		prev, chain, from := Genesis, uuid.NewString(), ""
+		prev, prevPublic, chain, from := Genesis, Genesis, uuid.NewString(), ""
 		if files, _ := Files(w.path); len(files) > 1 {
 			last := files[len(files)-2]
 			if l, err := lastLine(last); err == nil && l != nil {
 				prev, from = LineHash(l), filepath.Base(last)
+				// A line that has no public form (written by hand) leaves
+				// the next record linked by prev alone.
+				prevPublic, _ = PublicHash(l)
 				if c := chainOf(last); c != "" {
 					chain = c
 				}
 			}
 		}
-		w.prev, w.chain = prev, chain
+		w.prev, w.prevPublic, w.chain = prev, prevPublic, chain
 		return w.writeNow(w.header(from))
 	}
 	w.chain = chainOf(w.path)
@@ -163,9 +174,10 @@ func (w *Writer) open() error {
 	if err != nil {
 		return err
 	}
-	w.prev = Genesis
+	w.prev, w.prevPublic = Genesis, Genesis
 	if last != nil {
 		w.prev = LineHash(last)
+		w.prevPublic, _ = PublicHash(last)
 	}
 	if len(torn) > 0 {
 		return w.moveTorn(torn)
@@ -223,7 +235,21 @@ func (w *Writer) writeNow(r *Record) error {
 		return err
 	}
 	w.size += int64(len(line))
-	return w.f.Sync()
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	w.committed([]*Record{r})
+	return nil
+}
+
+// committed hands records that are on disk to the Committed hook.
+func (w *Writer) committed(recs []*Record) {
+	if w.opts.Committed == nil {
+		return
+	}
+	for _, r := range recs {
+		w.opts.Committed(r)
+	}
 }
 
 // encode stamps the chain and VCS fields and returns the line with its
@@ -233,12 +259,18 @@ func (w *Writer) encode(r *Record) ([]byte, error) {
 	if r.VCS == nil && w.rev != "" {
 		r.VCS = &VCS{Type: "git", Revision: w.rev}
 	}
-	r.Gov().Prev = w.prev
+	r.Gov().Prev, r.Gov().PrevPublic = w.prev, w.prevPublic
+	if r.seal != nil {
+		r.seal(w.prev, w.prevPublic, w.chain)
+		r.seal = nil
+	}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
 	w.prev = LineHash(line)
+	// A line this writer encoded is valid JSON and has a public form.
+	w.prevPublic, _ = publicHash(line)
 	return append(line, '\n'), nil
 }
 
@@ -269,7 +301,7 @@ func splitTail(f *os.File, size int64) (torn, last []byte, err error) {
 
 // lastLine returns the last whole line of a closed ledger file.
 func lastLine(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,8 @@ type ApprovalRule struct {
 	MoreThan int
 	Within   time.Duration
 	// LargerThan, if above 0, holds only deletions of files larger than
-	// this many bytes.
+	// this many bytes: measured on the content a change destroys (a
+	// whole file for an unlink, what a truncation cuts off).
 	LargerThan int64
 	// Timeout is how long a held change waits before it is denied.
 	Timeout time.Duration
@@ -73,6 +74,14 @@ func (a *ApprovalRule) Matches(op Op, paths ...string) bool {
 		}
 	}
 	return false
+}
+
+// MatchesEffect is Matches, where a change that destroys content of an
+// existing file (Request.Destroys) is also covered by a rule on unlink:
+// a rule on deleting files holds every change that destroys one, whatever
+// the operation is called.
+func (a *ApprovalRule) MatchesEffect(op Op, destroys bool, paths ...string) bool {
+	return a.Matches(op, paths...) || destroys && a.Matches(OpUnlink, paths...)
 }
 
 // Describe says in words what the rule holds, for the agent and the

@@ -159,6 +159,24 @@ func isInitProbe(name string) bool {
 	return true
 }
 
+// DecideLock decides a file lock (flock, POSIX or OFD) taken through the
+// mount on rel. A lock changes nothing, so only what a lock does to others
+// is decided: intentfs's daemon and the humans' commands lock files among
+// the protected paths (the policy's writer lock, the mount's own lock),
+// and an agent holding such a lock would make them wait on it. Locks
+// anywhere else are the agent's own business and pass.
+func DecideLock(rel string) Decision {
+	c, ok := CleanRel(rel)
+	if !ok {
+		return deny(CodeInternal, rel, "path is not inside the workspace")
+	}
+	if classify(OpLock, c) == classPolicy {
+		return deny(CodeProtected, c, "locking "+c+" through the mount is refused: intentfs and the humans' commands (intentfs intent, approve) lock the files of "+
+			OrchestrationDir+"/ and would wait on the agent's lock")
+	}
+	return Decision{Allow: true, Code: CodeAllowed, Validation: ValidationPass, Path: c}
+}
+
 // protectedReason says why a protected path is read-only.
 func protectedReason(rel string) string {
 	switch {
@@ -168,6 +186,12 @@ func protectedReason(rel string) string {
 		return rel + " is read-only through the mount: " + OrchestrationDir + "/ holds the policy, the ignore file and the ledger"
 	case rel == MirrorDir || strings.HasPrefix(rel, MirrorDir+"/"):
 		return rel + " is read-only through the mount: " + MirrorDir + "/ holds intentfs's mirror of the trusted upstream, which no scope can grant"
+	}
+	if _, inner, ok := GitDirOf(rel); ok && strings.HasPrefix(inner, "worktrees/") {
+		return rel + " is read-only through the mount: a linked worktree's records (gitdir, commondir, locked) tie a work tree " +
+			"outside the mount to this repository, whose commits would then enter it with none of their writes recorded, so " +
+			"git worktree add is refused in a mount; give each agent a clone of its own (docs/worktrees.md), or grant it " +
+			"explicitly with a scope pattern naming its .git directory, e.g. .git/worktrees/**"
 	}
 	return rel + " is read-only through the mount: it changes what git does on the next git command (config and hooks run code; commondir, gitdir, alternates, info/ and modules/ redirect or filter git); grant it explicitly with a scope pattern naming its .git directory, e.g. .git/hooks/**"
 }

@@ -126,3 +126,56 @@ func TestUpstreamMirrorIsNeverGranted(t *testing.T) {
 		}
 	}
 }
+
+func TestDecideLock(t *testing.T) {
+	cases := []struct {
+		rel   string
+		allow bool
+	}{
+		{".orchestration/.active_intents.yaml.lock", false},
+		{".orchestration/.intentfs.lock", false},
+		{".orchestration/agent_trace.jsonl", false},
+		{".intentignore", false},
+		{".git/intentfs/packed-refs", false},
+		{"src/a.go", true},
+		{".git/index", true},
+		{"../outside", false},
+	}
+	for _, c := range cases {
+		t.Run(c.rel, func(t *testing.T) {
+			d := DecideLock(c.rel)
+			if d.Allow != c.allow {
+				t.Fatalf("DecideLock(%q) = %+v, want allow %v", c.rel, d, c.allow)
+			}
+			if !d.Allow && d.Reason == "" {
+				t.Fatal("a refusal without a reason")
+			}
+		})
+	}
+}
+
+// TestProtectedReasonNamesWorktrees: a refused write of a linked
+// worktree's records says that git worktree add is refused and what to do
+// instead; other protected git files keep their own reason.
+func TestProtectedReasonNamesWorktrees(t *testing.T) {
+	tests := []struct {
+		rel      string
+		worktree bool
+	}{
+		{".git/worktrees/side/locked", true},
+		{".git/worktrees/side/gitdir", true},
+		{"sub/.git/worktrees/w/commondir", true},
+		{".git/config", false},
+		{".git/hooks/pre-commit", false},
+		{"worktrees/x/gitdir", false},
+	}
+	for _, tt := range tests {
+		r := protectedReason(tt.rel)
+		if got := strings.Contains(r, "git worktree add is refused in a mount") && strings.Contains(r, "docs/worktrees.md"); got != tt.worktree {
+			t.Errorf("protectedReason(%q) = %q; names worktrees: %v, want %v", tt.rel, r, got, tt.worktree)
+		}
+		if !strings.HasPrefix(r, tt.rel+" is read-only through the mount") {
+			t.Errorf("protectedReason(%q) = %q does not name the path", tt.rel, r)
+		}
+	}
+}

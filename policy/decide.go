@@ -29,6 +29,9 @@ const (
 	OpRemovexattr   Op = "removexattr"
 	OpFallocate     Op = "fallocate"
 	OpCopyFileRange Op = "copy_file_range"
+	// OpLock is a file lock (flock, POSIX or OFD) taken through the
+	// mount; it changes nothing, and only DecideLock decides it.
+	OpLock Op = "lock"
 )
 
 // Rename flags, as in renameat2(2).
@@ -62,6 +65,12 @@ type Request struct {
 	// are directories that a rename moves. They are only called when the
 	// scope is not a plain prefix; without them such a move is denied.
 	Subtree, Subtree2 Subtree
+	// Destroys is set when the change destroys content of an existing
+	// file whatever the operation is called: a truncation to a smaller
+	// size, an O_TRUNC open of a non-empty file, a rename over an
+	// existing entry. Deciding ignores it; approval rules on deletions
+	// hold such a change as they hold an unlink (see ApprovalRule).
+	Destroys bool
 	// Intent is the id of the active intent, "" when none is selected.
 	Intent string
 	Caller Caller

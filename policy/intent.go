@@ -116,7 +116,9 @@ type Intents struct {
 	Upstream *Upstream
 	// Enforcement is the workspace's enforcement mode ("" is enforce).
 	Enforcement Enforcement
-	byID        map[string]*Intent
+	// Notes says what the git notes carry beyond what attribution needs.
+	Notes Notes
+	byID  map[string]*Intent
 	// hasApprovals is set when any rule exists, here or in an intent.
 	hasApprovals bool
 }
@@ -128,3 +130,25 @@ func (p *Intents) Get(id string) *Intent {
 	}
 	return p.byID[id]
 }
+
+// NotesInclude returns the extra fields the notes carry (none for a nil
+// policy: when in doubt, the notes carry the least).
+func (p *Intents) NotesInclude() []string {
+	if p == nil {
+		return nil
+	}
+	return p.Notes.Include
+}
+
+// Notes is the policy's notes: section: the record fields the git notes
+// carry to every remote beyond what attribution needs. The local ledger
+// keeps every field whatever it says.
+type Notes struct {
+	// Include names the extra fields (NotesIncludes lists them).
+	Include []string
+}
+
+// NotesIncludes lists the fields notes.include may name: the process's
+// command line, a header's absolute source directory, the process's uid
+// and gid, and the program's absolute path (else its base name).
+func NotesIncludes() []string { return []string{"cmdline", "source", "uids", "exe"} }

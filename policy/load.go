@@ -159,6 +159,8 @@ func (p *parser) parse(data []byte) *Intents {
 			list = v
 		case "approvals":
 			out.Approvals = p.approvals(v, "")
+		case "notes":
+			out.Notes = p.notes(v)
 		case "upstream":
 			if sawUpstream {
 				p.errorf(k, "top-level key `upstream` appears twice: keep one")
@@ -174,7 +176,7 @@ func (p *parser) parse(data []byte) *Intents {
 			sawEnforcement = true
 			out.Enforcement = p.enforcement(v, "the top-level `enforcement`")
 		default:
-			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`, `approvals`, `enforcement` or `upstream`)", k.Value)
+			p.warnf(k, "unknown top-level key %q is ignored (expected `active_intents`, `approvals`, `enforcement`, `notes` or `upstream`)", k.Value)
 		}
 	}
 	out.hasApprovals = len(out.Approvals) > 0
@@ -406,6 +408,40 @@ func (p *parser) strList(v *yaml.Node, key string) []string {
 			continue
 		}
 		out = append(out, item.Value)
+	}
+	return out
+}
+
+// notes reads the notes: section, `notes: {include: [cmdline, source]}`.
+func (p *parser) notes(v *yaml.Node) Notes {
+	var out Notes
+	if v.Tag == "!!null" {
+		return out
+	}
+	if v.Kind != yaml.MappingNode {
+		p.errorf(v, "notes must be a mapping such as `notes: {include: [cmdline, source]}`")
+		return out
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, fv := v.Content[i], v.Content[i+1]
+		if k.Value != "include" {
+			p.warnf(k, "unknown notes field %q is ignored (known: include)", k.Value)
+			continue
+		}
+		if fv.Tag == "!!null" {
+			continue
+		}
+		if fv.Kind != yaml.SequenceNode {
+			p.errorf(fv, "notes.include must be a list, such as [cmdline, source]")
+			continue
+		}
+		for _, item := range fv.Content {
+			if item.Kind != yaml.ScalarNode || !slices.Contains(NotesIncludes(), item.Value) {
+				p.errorf(item, "notes.include: %q is not a field the notes can carry (one of %s)", item.Value, strings.Join(NotesIncludes(), ", "))
+				continue
+			}
+			out.Include = append(out.Include, item.Value)
+		}
 	}
 	return out
 }

@@ -83,6 +83,10 @@ func TestParseIntentsDiagnostics(t *testing.T) {
 		{"unknown field warns", "active_intents:\n  - id: INT-001\n    name: abc\n    status: PENDING\n    owned_scope: [a]\n    colour: red\n", false, 6, 5, "unknown field"},
 		{"field twice", "active_intents:\n  - id: INT-001\n    name: abc\n    status: PENDING\n    owned_scope: [a]\n    name: xyz\n", true, 6, 5, `field "name" appears twice in this intent`},
 		{"unknown top key warns", "version: 2\nactive_intents: []\n", false, 1, 1, "unknown top-level"},
+		{"notes not a mapping", "notes: [cmdline]\nactive_intents: []\n", true, 1, 8, "notes must be a mapping"},
+		{"notes include not a list", "notes: {include: cmdline}\nactive_intents: []\n", true, 1, 18, "must be a list"},
+		{"notes include unknown field", "notes: {include: [cmdline, env]}\nactive_intents: []\n", true, 1, 28, `"env" is not a field`},
+		{"notes unknown key warns", "notes: {exclude: [cmdline]}\nactive_intents: []\n", false, 1, 9, "unknown notes field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,5 +143,27 @@ func TestParentScopeContainment(t *testing.T) {
 	cyc := "active_intents:\n  - id: INT-001\n    name: a-one\n    status: PENDING\n    parent_intent: INT-002\n    owned_scope: [\"**\"]\n  - id: INT-002\n    name: b-two\n    status: PENDING\n    parent_intent: INT-001\n    owned_scope: [\"**\"]\n"
 	if _, _, err := ParseIntents("p.yaml", []byte(cyc)); err == nil || !strings.Contains(err.Error(), "cycle") {
 		t.Errorf("cycle: %v", err)
+	}
+}
+
+func TestParseNotesInclude(t *testing.T) {
+	tests := []struct {
+		yaml string
+		want []string
+	}{
+		{"active_intents: []\n", nil},
+		{"notes:\nactive_intents: []\n", nil},
+		{"notes: {include: []}\nactive_intents: []\n", nil},
+		{"notes: {include: [cmdline, source]}\nactive_intents: []\n", []string{"cmdline", "source"}},
+		{"notes:\n  include:\n    - uids\n    - exe\nactive_intents: []\n", []string{"uids", "exe"}},
+	}
+	for _, tt := range tests {
+		in, _, err := ParseIntents("pol.yaml", []byte(tt.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		if strings.Join(in.Notes.Include, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("%q: include %v, want %v", tt.yaml, in.Notes.Include, tt.want)
+		}
 	}
 }

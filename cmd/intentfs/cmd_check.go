@@ -62,6 +62,17 @@ origin's record would count, else an error; either way
 git update-ref -d refs/notes/intentfs and intentfs notes sync rebuild
 them.
 
+Signatures: a mount with --signing-key signs its chain with checkpoints
+(see docs/signing.md). With an allowed-signers file (--allowed-signers
+FILE, else gpg.ssh.allowedSignersFile of your global or system git config;
+never the repository's own config, which an agent can write), a record
+counts only when a later checkpoint of its chain, signed by a key the file
+allows for the namespace intentfs-ledger@intentfs at the checkpoint's
+time, covers it; a path written only by records no signature covers is
+named: "written by an unsigned chain (origin 3f2a9c1e…): not counted".
+Without one, records count signed or not, and the output says that
+signatures were not checked.
+
 REV_RANGE is git rev-list syntax. A full commit id is that commit and a
 name starting with refs/ is that exact ref, whatever other refs exist; a
 plain name that names two refs (refs/main and refs/heads/main) is
@@ -90,13 +101,17 @@ Examples:
   intentfs notes fetch origin
   intentfs check "$(git rev-parse origin/main)..HEAD"
   intentfs check --policy-from origin/main "$(git merge-base origin/main HEAD)..HEAD"
-  intentfs check --json origin/main..HEAD | jq '.rules'`,
+  intentfs check --json origin/main..HEAD | jq '.rules'
+  # only records signed by a key of the team's signers file count
+  git show origin/main:.github/allowed_signers > /tmp/allowed_signers
+  intentfs check --allowed-signers /tmp/allowed_signers origin/main..HEAD`,
 		flags: func(fs *pflag.FlagSet) {
 			sourceFlag(fs)
 			fs.String("mount", "", "the mountpoint")
 			fs.Bool("json", false, "print the report as JSON")
 			fs.String("policy-from", "", "read the policy and ignore files from this revision (not one the range holds) instead of the range's base")
 			fs.Bool("strict", false, "count the notices (changes to the intent map and lessons) as problems too")
+			allowedSignersFlag(fs)
 			fs.Bool("with-notes", false, "count other origins' records from the notes (whole chains only) on a clone with a ledger of its own; the default without one")
 		},
 		run: runCheck,
@@ -123,7 +138,12 @@ func runCheck(a *app, args []string) error {
 		v, _ := a.fs.GetBool("with-notes")
 		withNotes = &v
 	}
-	counts, err := allRecords(ctx, ws, g, withNotes, ix.Add)
+	signers, err := loadSigners(ctx, a, g)
+	if err != nil {
+		return err
+	}
+	unsigned := unsignedPaths{}
+	counts, err := allRecords(ctx, ws, g, withNotes, signers.Trust, recordSink{counted: ix.Add, unsigned: unsigned.add})
 	if err != nil {
 		return err
 	}
@@ -156,6 +176,7 @@ func runCheck(a *app, args []string) error {
 	if base != nil {
 		base.AdviseBase(ctx, g.repo, rep)
 	}
+	unsigned.explain(rep, g.prefix)
 	strict, _ := a.fs.GetBool("strict")
 	if strict {
 		rep.Problems = append(rep.Problems, rep.Notices...)
@@ -167,7 +188,8 @@ func runCheck(a *app, args []string) error {
 			Records recordCounts          `json:"records"`
 			Base    *gitcheck.DefaultBase `json:"default_base,omitempty"`
 			Rules   *gitcheck.Rules       `json:"rules"`
-		}{rep, counts, base, rules}
+			Signers *signersChoice        `json:"signers"`
+		}{rep, counts, base, rules, signers}
 		if err := printJSON(a, out); err != nil {
 			return err
 		}
@@ -179,6 +201,7 @@ func runCheck(a *app, args []string) error {
 			fmt.Fprintf(a.stdout, "range: %s, from %s\n", printable(strings.Join(base.Revs, " ")), base.From)
 		}
 		printCheck(a, rep, counts)
+		printSignatures(a, signers, counts.Signatures)
 		printRules(a, rules)
 		if counts.HasLedger {
 			for _, b := range gitcheck.NamedBases(args) {

@@ -62,6 +62,7 @@ Examples:
 			fs.String("name", "container", "the session's name, shown by intentfs sessions")
 			fs.String("agent-files", "auto", `as for intentfs mount: the workspace-root files (CLAUDE.md, AGENTS.md) that get the agent guide and lessons, or "none"`)
 			fs.String("transport", defaultTransport(), `as for intentfs mount: "auto", "uring" or "dev"`)
+			fs.StringArray("signing-key", signingKeyDefault(), "as for intentfs mount: an SSH private key the daemon signs the ledger with; a secret mounted into the container, owned by root, mode 0600 (default $INTENTFS_SIGNING_KEY; see docs/signing.md)")
 			// Where the agent's account is made: the tests' own, so that
 			// they do not add one to the machine's /etc/passwd.
 			fs.String("etc", "/etc", "the directory of passwd and group")
@@ -86,7 +87,8 @@ func runContainer(a *app, args []string) error {
 		Identity:  container.Identity{User: flagString(a, "user"), EnvUID: os.Getenv("INTENTFS_UID"), EnvGID: os.Getenv("INTENTFS_GID")},
 		Argv:      args,
 		Transport: flagString(a, "transport"), AgentFiles: flagString(a, "agent-files"),
-		Version: version, Env: os.Environ(), Etc: flagString(a, "etc"), Home: flagString(a, "home"),
+		SigningKeys: signingKeys(a),
+		Version:     version, Env: os.Environ(), Etc: flagString(a, "etc"), Home: flagString(a, "home"),
 		// The daemon's errors only: its log, denials included, would mix
 		// with the agent's output on the container's terminal (the agent
 		// has .intentfs/denials; intentfs log shows them).
@@ -112,4 +114,18 @@ func parseGrace(v string) (time.Duration, error) {
 		return 0, usagef("--stop-grace (or INTENTFS_STOP_GRACE) must be a positive duration such as 7s or a number of seconds, not %q", v)
 	}
 	return d, nil
+}
+
+// signingKeyDefault is $INTENTFS_SIGNING_KEY, the container's mounted
+// secret, as the default of --signing-key.
+func signingKeyDefault() []string {
+	if k := os.Getenv("INTENTFS_SIGNING_KEY"); k != "" {
+		return []string{k}
+	}
+	return nil
+}
+
+func signingKeys(a *app) []string {
+	keys, _ := a.fs.GetStringArray("signing-key")
+	return keys
 }

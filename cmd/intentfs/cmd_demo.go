@@ -39,11 +39,20 @@ func demoCmd() *command {
 makes an allowed and a denied change with ordinary shell tools, prints the
 ledger, and unmounts. Needs FUSE (/dev/fuse; root, or fusermount3).
 
+With --agent claude the changes are made by a real Claude Code (on $PATH,
+or the one the real-agent tests keep in their cache) with intentfs's hooks,
+driven by a scripted model on a local port: no account, no network. It
+shows what the model asked for and what Claude Code told it.
+
 Examples:
   go run ./cmd/intentfs demo
-  intentfs demo --keep      # keep the directory to look around afterwards`,
-		flags: func(fs *pflag.FlagSet) { fs.Bool("keep", false, "keep the temporary directory") },
-		run:   runDemo,
+  intentfs demo --keep           # keep the directory to look around afterwards
+  intentfs demo --agent claude   # a real Claude Code session, refused and told why`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.Bool("keep", false, "keep the temporary directory")
+			fs.String("agent", "", "run a real agent instead of shell commands: claude")
+		},
+		run: runDemo,
 	}
 }
 
@@ -52,6 +61,12 @@ func runDemo(a *app, args []string) (err error) {
 		return usagef("demo takes no arguments")
 	}
 	keep, _ := a.fs.GetBool("keep")
+	agent, claude := flagString(a, "agent"), ""
+	if agent != "" {
+		if claude, err = findDemoAgent(agent); err != nil {
+			return err
+		}
+	}
 	if err := fuseUsable(); err != nil {
 		return err
 	}
@@ -77,6 +92,11 @@ func runDemo(a *app, args []string) (err error) {
 	if err := os.WriteFile(filepath.Join(src, "README.md"), []byte("# demo service\n"), 0o644); err != nil {
 		return err
 	}
+	if claude != "" {
+		if err := installDemoHooks(src); err != nil {
+			return err
+		}
+	}
 	w := a.stdout
 	fmt.Fprintf(w, "intentfs demo in %s\n\n1. The policy (%s):\n\n%s\n\n", tmp, policy.IntentsFile, indent(demoPolicy))
 
@@ -97,6 +117,17 @@ func runDemo(a *app, args []string) (err error) {
 	}()
 
 	fmt.Fprintf(w, "2. Mounted %s at %s (passthrough I/O: %v).\n\n", src, mnt, d.Status().Passthrough)
+	if claude != "" {
+		fmt.Fprintf(w, "3. The agent's intent is INT-001 (scope src/**):\n")
+		demoShell(w, mnt, "echo INT-001 > .intentfs/active && cat .intentfs/active")
+		fmt.Fprintf(w, "\n4. Claude Code adds the greeting:\n")
+		if err := runDemoAgent(w, claude, tmp, mnt); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n5. The source: the README is unchanged, the greeting is there:\n")
+		demoShell(w, mnt, "cat README.md src/greeting.txt")
+		return demoLedger(a, d, keep, tmp, 6, "Claude Code's write: a new file renamed into place")
+	}
 	fmt.Fprintf(w, "3. Without an intent, nothing may change:\n")
 	demoShell(w, mnt, "echo hello > src/greeting.txt")
 	fmt.Fprintf(w, "\n4. The agent selects INT-001 (scope src/**) by writing to the control file:\n")
@@ -111,6 +142,13 @@ func runDemo(a *app, args []string) (err error) {
 	fmt.Fprintf(w, "\n7. The policy and the ledger cannot be edited through the mount:\n")
 	demoShell(w, mnt, "echo '' > .orchestration/agent_trace.jsonl")
 
+	return demoLedger(a, d, keep, tmp, 8, "the sed -i rename")
+}
+
+// demoLedger prints the ledger as step n, the first rename in full (what
+// it is: renamed), and the closing step.
+func demoLedger(a *app, d *daemon.Daemon, keep bool, tmp string, n int, renamed string) error {
+	w := a.stdout
 	if err := d.FlushLedger(); err != nil {
 		return err
 	}
@@ -118,17 +156,17 @@ func runDemo(a *app, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n8. The ledger (%s), %d records:\n\n", d.LedgerPath(), len(recs))
+	fmt.Fprintf(w, "\n%d. The ledger (%s), %d records:\n\n", n, d.LedgerPath(), len(recs))
 	printRecords(a, recs)
 	for _, r := range recs {
 		if r.Gov().Event == ledger.EventRename {
-			fmt.Fprintf(w, "\n   One record in full (the sed -i rename, with pre and post hashes):\n")
+			fmt.Fprintf(w, "\n   One record in full (%s, with pre and post hashes):\n", renamed)
 			b, _ := jsonIndent(r)
 			fmt.Fprintf(w, "%s\n", indent(string(b)))
 			break
 		}
 	}
-	fmt.Fprintf(w, "\n9. Unmounting; the ledger is flushed.\n")
+	fmt.Fprintf(w, "\n%d. Unmounting; the ledger is flushed.\n", n+1)
 	if keep {
 		fmt.Fprintf(w, "   The workspace stays in %s\n", tmp)
 	}

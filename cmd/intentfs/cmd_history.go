@@ -74,7 +74,7 @@ Examples:
 				if jsonOut(a) {
 					return printJSON(a, map[string]string{"record": recs[0].ID, "path": recs[0].Path(), "diff": d})
 				}
-				fmt.Fprint(a.stdout, d)
+				fmt.Fprint(a.stdout, textsafe.EscapeContent(d))
 				return nil
 			}
 			files, err := h.NetFileDiffs(recs)
@@ -88,11 +88,17 @@ Examples:
 				return printJSON(a, map[string]any{"files": files})
 			}
 			for _, f := range files {
-				fmt.Fprint(a.stdout, f.Diff)
+				fmt.Fprint(a.stdout, textsafe.EscapeContent(f.Diff))
 			}
 			return nil
 		},
 	}
+}
+
+// blameText is a line of the file as blame shows it: escaped, and with no
+// newline (a line has none; the tabwriter must see one row).
+func blameText(s string) string {
+	return strings.ReplaceAll(textsafe.EscapeContent(s), "\n", `\n`)
 }
 
 func looksLikeID(s string) bool { return len(s) == 36 && strings.Count(s, "-") == 4 }
@@ -207,7 +213,7 @@ func blameCmd() *command {
 		help: `Prints each line of the current file with the intent, time and process of
 the record that last wrote it, following renames; "-" marks lines no record
 explains (the file as it was before the ledger, or edits made outside the
-mount).
+mount), "human" lines a person took as theirs with intentfs accept.
 
 Examples:
   intentfs blame src/api/handler.go
@@ -243,10 +249,15 @@ Examples:
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 1, ' ', 0)
 			for _, l := range lines {
 				if l.Record == "" {
-					fmt.Fprintf(tw, "-\t\t\t%4d| %s\n", l.Line, l.Text)
+					fmt.Fprintf(tw, "-\t\t\t%4d| %s\n", l.Line, blameText(l.Text))
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%4d| %s\n", orDash(l.Intent), l.Time.Local().Format("2006-01-02 15:04:05"), l.Process, l.Line, l.Text)
+				who := orDash(l.Intent)
+				if l.Contributor == "human" {
+					who = "human"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%4d| %s\n", textsafe.Escape(who), l.Time.Local().Format("2006-01-02 15:04:05"),
+					textsafe.Escape(l.Process), l.Line, blameText(l.Text))
 			}
 			return tw.Flush()
 		},

@@ -13,9 +13,12 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/intentfs/intentfs/internal/accept"
 	"github.com/intentfs/intentfs/internal/agentapi"
 	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/safeio"
+	"github.com/intentfs/intentfs/internal/textsafe"
+	"github.com/intentfs/intentfs/policy"
 )
 
 // maxSettingsBytes bounds a settings file read for merging.
@@ -70,7 +73,7 @@ Example (by hand):
 			if err != nil {
 				return err
 			}
-			h := &agentapi.Hook{Cursors: agentapi.DefaultCursorStore()}
+			h := &agentapi.Hook{Agent: agent, Cursors: agentapi.DefaultCursorStore()}
 			out, err := h.Run(in)
 			if err != nil || out == nil {
 				return err
@@ -95,13 +98,17 @@ func hookInstallCmd() *command {
 		help: `Adds intentfs's hooks to the agent's project settings, keeping every other
 key and hook as it is; running it again changes nothing. The file is
 created if missing and replaced atomically. Inside a mount the file is
-written in the mounted source (the mount itself governs it).
+written in the mounted source (the mount itself governs it). In a
+workspace with a ledger, the write is recorded as accepted (see intentfs
+accept), so intentfs verify does not report it.
 
   claude: .claude/settings.json -- PreToolUse on Write|Edit|MultiEdit|NotebookEdit,
           PostToolUse and PostToolUseFailure on every tool.
   codex:  .codex/hooks.json -- PreToolUse on apply_patch, PostToolUse on every
-          tool. Codex runs hooks only with "codex_hooks = true" under
-          [features] in ~/.codex/config.toml.
+          tool. Codex runs hooks only with "hooks = true" under
+          [features] in ~/.codex/config.toml ("codex_hooks" before Codex
+          0.169), and only once they are trusted: review them with /hooks
+          in Codex, or run "codex exec --dangerously-bypass-hook-trust".
 
 Examples:
   intentfs hook install claude
@@ -152,8 +159,9 @@ Examples:
 				return err
 			}
 			fmt.Fprintf(a.stdout, "installed intentfs's %s hooks in %s (command: %s)\n", agentTitle(agent), path, command)
+			acceptInstalled(a, path, "intentfs hook install "+agent)
 			if agent == "codex" {
-				fmt.Fprintln(a.stdout, "Codex runs hooks only with this in ~/.codex/config.toml:\n  [features]\n  codex_hooks = true")
+				fmt.Fprintln(a.stdout, "Codex runs hooks only with this in ~/.codex/config.toml:\n  [features]\n  hooks = true\nand once you trust them: review them with /hooks in Codex.")
 			}
 			return nil
 		},
@@ -223,6 +231,47 @@ func readSettings(path string) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w (it must be a regular file, not a symlink)", path, err)
 	}
 	return b, nil
+}
+
+// acceptInstalled records, in the ledger of the workspace that holds
+// path (if it has one), that the file as just written is the human's
+// own: written in the source, outside the mount, it would otherwise make
+// verify fail for ever. A failure to record is reported, not fatal: the
+// hooks are installed, and intentfs accept can record it later.
+func acceptInstalled(a *app, path, what string) {
+	ws, ok := workspaceHolding(path)
+	if !ok || !hasLocalLedger(ws) {
+		return
+	}
+	rel, err := filepath.Rel(ws.source, path)
+	if err != nil {
+		return
+	}
+	// The file is written already; its acceptance is asked for from the
+	// source, where this command wrote, not from inside the mount.
+	if err = os.Chdir(ws.source); err == nil {
+		_, err = acceptPaths(ws, accept.Request{Paths: []string{rel}, Reason: "written by " + what})
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "intentfs: could not record %s in the ledger (%v); verify will report it until you run: intentfs accept --source %s %s\n",
+			textsafe.Escape(rel), err, textsafe.Escape(ws.source), textsafe.Escape(rel))
+		return
+	}
+	fmt.Fprintf(a.stdout, "recorded %s in the ledger of %s as accepted\n", textsafe.Escape(rel), textsafe.Escape(ws.source))
+}
+
+// workspaceHolding finds the workspace (a directory with a policy) that
+// holds path, if any.
+func workspaceHolding(path string) (workspace, bool) {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if policy.HasPolicy(dir) {
+			ws, err := resolveWorkspace(dir)
+			return ws, err == nil
+		}
+		if dir == "/" || dir == "." {
+			return workspace{}, false
+		}
+	}
 }
 
 // writeSettings replaces path atomically, keeping its mode.

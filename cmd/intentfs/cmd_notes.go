@@ -14,6 +14,8 @@ import (
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitnotes"
 	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
 )
 
 func notesCmd() *command {
@@ -97,7 +99,13 @@ func runNotesSync(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := gitnotes.Sync(ctx, g.repo, ws.layout().LedgerPath(), g.prefix)
+	// The policy says what the notes carry beyond what attribution needs;
+	// a policy that does not load lets them carry the least.
+	in, _, err := policy.LoadIntents(filepath.Join(ws.source, policy.IntentsFile))
+	if err != nil {
+		fmt.Fprintf(a.stderr, "intentfs: the policy does not load (%v): the notes carry only what attribution needs\n", err)
+	}
+	res, err := gitnotes.Sync(ctx, g.repo, ws.layout().LedgerPath(), g.prefix, ledger.KeepOf(in.NotesInclude()))
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,12 @@ the agent's user outside the session too: use it only for an agent user
 of its own); --bind-tmp DIR makes the host directory DIR the session's
 /tmp, so what the agent leaves there stays for the next session.
 /var/tmp and /dev/shm stay private either way.
+The work trees of the repository's linked worktrees (git worktree list)
+are hidden like the source, and so are the sources of the other mounts in
+the registry (other agents' workspaces). A source whose .git is a file (a
+linked worktree, a submodule's checkout) is refused: its git directory
+lies outside the mount; give each agent a clone of its own instead
+(docs/worktrees.md).
 
 The exit status is CMD's (125: the session could not be started).
 
@@ -97,7 +103,17 @@ func runRun(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	if resp, err := call(e, control.Request{Op: "status"}); err == nil {
+		if err := checkSigningKeysHidden(e, resp.Status, u.Uid); err != nil {
+			return err
+		}
+	}
 	if err := runner.CheckAncestors(e.Source, u); err != nil {
+		fmt.Fprintf(a.stderr, "intentfs run: %v\n", err)
+		return exitCode(exitRunFailed)
+	}
+	covers, err := sessionCovers(e, u)
+	if err != nil {
 		fmt.Fprintf(a.stderr, "intentfs run: %v\n", err)
 		return exitCode(exitRunFailed)
 	}
@@ -123,7 +139,7 @@ func runRun(a *app, args []string) error {
 	spec := session.Spec{Name: flagString(a, "name"), User: u.Name, Uid: u.Uid, Gid: u.Gid, Intent: intent,
 		Pinned: intent != "", Model: flagString(a, "model"), Conversation: flagString(a, "conversation"), Check: check}
 	code, err := runner.Launch(runner.Options{
-		Config: runner.Config{Mountpoint: e.Mountpoint, Dir: dir, Source: e.Source, Hide: hiddenRuntimeDirs(e),
+		Config: runner.Config{Mountpoint: e.Mountpoint, Dir: dir, Source: e.Source, Hide: append(hiddenRuntimeDirs(e), covers...),
 			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(os.Environ(), u, dir, e.Mountpoint), Argv: args,
 			Umask: runner.SessionUmask(runner.CurrentUmask()), ScratchSize: flagString(a, "tmp-size"), KeepTmp: keepTmp, BindTmp: bindTmp},
 		Register: registerWith(e, spec),
@@ -213,6 +229,28 @@ func hiddenRuntimeDirs(e registry.Entry) []string {
 		}
 	}
 	return dirs
+}
+
+// sessionCovers are the directories besides the source that a session of
+// the mount e hides: the repository's other work trees and the sources of
+// the other mounts in the registry (other agents' workspaces).
+func sessionCovers(e registry.Entry, u runner.User) ([]string, error) {
+	covers, err := runner.RepositoryCovers(e.Source, e.Mountpoint, u)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := registry.DefaultRegistry().List()
+	if err != nil {
+		return nil, fmt.Errorf("listing the other mounts, whose sources a session must not reach: %w", err)
+	}
+	var others []string
+	for _, o := range entries {
+		if o.Mountpoint != e.Mountpoint {
+			others = append(others, o.Source)
+		}
+	}
+	more, err := runner.OtherSourceCovers(others, e.Source, e.Mountpoint)
+	return append(covers, more...), err
 }
 
 // exitCode makes a command return a given exit status without printing.

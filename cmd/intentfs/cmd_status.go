@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/internal/upstream"
 )
@@ -84,14 +84,11 @@ func statusReadOnly(a *app, mountpoint string) error {
 // readStatusFile reads a mount's .intentfs/status.
 func readStatusFile(mountpoint string) (*control.Status, error) {
 	path := filepath.Join(mountpoint, ".intentfs", "status")
-	f, err := os.Open(path)
+	// Read as a workspace file is: the registry names the mountpoint, but
+	// what is there now may be a plain directory holding a FIFO or a link.
+	b, err := safeio.ReadFile(mountpoint, filepath.Join(".intentfs", "status"), maxStatusBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s is an intentfs mount this user may not control, and its status is unreadable: %w", mountpoint, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStatusBytes))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	var st control.Status
 	if err := json.Unmarshal(b, &st); err != nil {
@@ -120,6 +117,7 @@ func printStatus(a *app, st *control.Status) {
 	} else if st.Ledger.LastWriteErr != "" {
 		fmt.Fprintf(w, "            LEDGER WRITE ERROR: %s\n", st.Ledger.LastWriteErr)
 	}
+	fmt.Fprintf(w, "signing:    %s\n", signingLine(st.Signing))
 	fmt.Fprintf(w, "upstream:   %s\n", upstreamLine(st.Upstream))
 	fmt.Fprintf(w, "passthrough: %v\n", st.Passthrough)
 	fmt.Fprintf(w, "transport:  %s\n", transportName(st.Transport))
@@ -128,6 +126,13 @@ func printStatus(a *app, st *control.Status) {
 		fmt.Fprintf(w, "source watch: on (a change made directly in the source shows at once; the kernel caches entries for %v)\n", cache)
 	} else {
 		fmt.Fprintf(w, "source watch: off (a change made directly in the source shows within %v; see the mount's log for why)\n", cache)
+	}
+	if x := st.Export; x != nil {
+		fmt.Fprintf(w, "export:     %s (OTLP %s): %d exported, %d failed, %d dropped, %d queued\n", textsafe.Escape(x.Endpoint), x.Protocol,
+			x.Exported, x.Failed, x.Dropped, x.Queued)
+		if x.LastError != "" {
+			fmt.Fprintf(w, "            EXPORT FAILING (the ledger is unaffected): %s\n", textsafe.Escape(x.LastError))
+		}
 	}
 	c := st.Counters
 	fmt.Fprintf(w, "counters:   %d allowed, %d denied, %d recorded, %d bytes hashed (%d cache hits)\n", c.Allowed, c.Denied, c.Recorded, c.BytesHashed, c.HashCacheHits)
@@ -269,4 +274,16 @@ func gitFailure(msg string) string {
 		return strings.TrimSpace(lines[0])
 	}
 	return strings.Join(fatal, "; ")
+}
+
+// signingLine says whether the mount signs its records.
+func signingLine(s control.Signing) string {
+	if !s.Signed {
+		return "none: records are UNSIGNED (mount --signing-key signs them; a check with an allowed-signers file does not count unsigned records)"
+	}
+	line := fmt.Sprintf("checkpoints signed by %s, %d written", strings.Join(s.Keys, ", "), s.Checkpoints)
+	if s.LastCheckpoint != nil {
+		line += ", the last at " + s.LastCheckpoint.Local().Format(time.TimeOnly)
+	}
+	return line
 }

@@ -26,16 +26,22 @@ gone. Exit status 0 only when all holds; 1 otherwise.
 
 On a clone without a local ledger (or with --notes) it verifies the ledgers
 carried in the git notes (intentfs notes): each origin's hash chain whole,
-with no record missing, changed or forged between two others.
+with no record missing, changed or forged between two others. With an
+allowed-signers file (--allowed-signers FILE, else gpg.ssh.allowedSignersFile
+of your global or system git config), every record must also be covered by
+a checkpoint an allowed signer signed (see docs/signing.md); without one,
+signatures are not checked, and the output says so.
 
 Examples:
   intentfs verify --source ./repo
   intentfs verify --notes
+  intentfs verify --notes --allowed-signers ~/.config/git/allowed_signers
   intentfs verify --mount /workspace --json`,
 		flags: func(fs *pflag.FlagSet) {
 			sourceFlag(fs)
 			fs.String("mount", "", "the mountpoint")
 			fs.Bool("json", false, "print the report as JSON")
+			allowedSignersFlag(fs)
 			fs.Bool("notes", false, "verify the ledgers carried in git notes, each origin's chain (the default without a local ledger)")
 		},
 		run: func(a *app, args []string) error {

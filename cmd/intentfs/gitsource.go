@@ -12,6 +12,7 @@ import (
 
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitnotes"
+	"github.com/intentfs/intentfs/internal/ledgersign"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -69,6 +70,28 @@ type recordCounts struct {
 	// Unreadable is why the notes could not be read, when they did not
 	// need to be (no other origin's record would count).
 	Unreadable string `json:"notes_unreadable,omitempty"`
+	// Signatures says what signatures covered, when an allowed-signers
+	// file was given (nil: signatures were not checked).
+	Signatures *signatureCounts `json:"signatures,omitempty"`
+}
+
+// signatureCounts is what a check with an allowed-signers file counted.
+type signatureCounts struct {
+	File string `json:"allowed_signers"`
+	// Unsigned counts the records no valid checkpoint of an allowed
+	// signer covers: not counted.
+	Unsigned int `json:"unsigned_not_counted"`
+	// Local is the local ledger's chain; Origins the notes' other
+	// origins whose records were considered.
+	Local   *gitnotes.SignedOrigin  `json:"local,omitempty"`
+	Origins []gitnotes.SignedOrigin `json:"origins"`
+}
+
+// recordSink receives the records a check counts (counted) and those it
+// does not count for want of a signature, with their chain (unsigned).
+type recordSink struct {
+	counted  func(*ledger.Record)
+	unsigned func(r *ledger.Record, chain string)
 }
 
 // allRecords calls fn for every record of the local ledger and then for
@@ -77,8 +100,19 @@ type recordCounts struct {
 // whole chains count only with withNotes; without one (a reviewer's fresh
 // clone) they count unless withNotes is false. withNotes nil is the
 // default.
-func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *bool, fn func(*ledger.Record)) (recordCounts, error) {
+//
+// With an allowed-signers file (trust not nil), a record counts only when
+// a valid checkpoint of an allowed signer covers it (ledgersign.Cover),
+// in the local ledger as in the notes; the others go to sink.unsigned.
+func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *bool, trust *ledgersign.Trust, sink recordSink) (recordCounts, error) {
 	var n recordCounts
+	fn := sink.counted
+	var localLinks []ledgersign.Link
+	if trust != nil {
+		n.Signatures = &signatureCounts{File: trust.File, Origins: []gitnotes.SignedOrigin{}}
+		// The local ledger's records wait for its checkpoints.
+		fn = func(r *ledger.Record) {}
+	}
 	seen := map[string]bool{}
 	local := gitnotes.NewLocal()
 	// Hashing every ledger line is for matching the notes' lines: skipped
@@ -97,9 +131,15 @@ func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *b
 		if hasNotes {
 			local.Add(raw, &r)
 		}
+		if trust != nil {
+			localLinks = append(localLinks, ledgersign.Link{Hash: ledger.LineHash(raw), Record: &r})
+		}
 		fn(&r)
 		return nil
 	})
+	if trust != nil && len(localLinks) > 0 {
+		n.Local = countSigned(trust, localLinks, n.Signatures, sink)
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		local = nil
@@ -132,13 +172,75 @@ func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *b
 		n.LeftOut = len(counted.Others)
 		return n, nil
 	}
+	var sigs *gitnotes.Signatures
+	var origin map[int]string
+	if trust != nil {
+		sigs = gitnotes.VerifySignatures(set, trust)
+		origin = gitnotes.OriginOf(set)
+	}
+	index := map[string]int{}
+	for i, l := range set.Lines {
+		index[l.Record.ID] = i
+	}
+	considered := map[string]bool{}
 	for _, l := range counted.Others {
-		if !seen[l.Record.ID] {
-			n.Noted++
-			fn(l.Record)
+		if seen[l.Record.ID] {
+			continue
+		}
+		if i := index[l.Record.ID]; sigs != nil && !sigs.Signed(i) {
+			n.Signatures.Unsigned++
+			considered[origin[i]] = true
+			sink.unsigned(l.Record, origin[i])
+			continue
+		}
+		n.Noted++
+		if sigs != nil {
+			considered[origin[index[l.Record.ID]]] = true
+		}
+		sink.counted(l.Record)
+	}
+	if sigs != nil {
+		for _, o := range sigs.Origins {
+			if considered[o.Chain] {
+				n.Signatures.Origins = append(n.Signatures.Origins, o)
+			}
 		}
 	}
 	return n, nil
+}
+
+// countSigned passes the local ledger's records to sink, as counted when
+// a valid checkpoint covers them, else as unsigned, and returns how many
+// count.
+func countSigned(trust *ledgersign.Trust, links []ledgersign.Link, sc *signatureCounts, sink recordSink) int {
+	cov := trust.Cover(links)
+	chain := ""
+	o := &gitnotes.SignedOrigin{Records: len(links), Checkpoints: cov.Checkpoints, Valid: cov.Valid, Signers: []ledgersign.Signature{}, Invalid: cov.Invalid}
+	keys := map[string]bool{}
+	counted := 0
+	for i, l := range links {
+		if g := l.Record.Gov(); g.Event == ledger.EventHeader && g.Chain != "" {
+			chain = g.Chain
+			if o.Chain == "" {
+				o.Chain, o.Source = g.Chain, g.Source
+			}
+		}
+		by := cov.By[i]
+		if by == nil {
+			sc.Unsigned++
+			sink.unsigned(l.Record, chain)
+			continue
+		}
+		o.Signed++
+		counted++
+		if !keys[by.Key] {
+			keys[by.Key] = true
+			o.Signers = append(o.Signers, *by)
+		}
+		sink.counted(l.Record)
+	}
+	sc.Local = o
+	return counted
 }
 
 // notedRecords returns the records of the notes in time order, for the

@@ -77,23 +77,54 @@ func verifyNotes(a *app, ws workspace) error {
 		return err
 	}
 	rep := gitnotes.VerifyChains(set)
+	chainsOK := rep.OK()
+	signers, err := loadSigners(ctx, a, g)
+	if err != nil {
+		return err
+	}
+	var sigs *gitnotes.Signatures
+	if signers.Trust != nil {
+		sigs = gitnotes.VerifySignatures(set, signers.Trust)
+		for _, o := range sigs.Origins {
+			if o.Signed < o.Records {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("origin %s (%s): %d of %d record(s) not covered by a checkpoint of a signer in %s: not counted",
+					shortChain(o.Chain), o.Source, o.Records-o.Signed, o.Records, signers.File))
+			}
+		}
+	}
 	if jsonOut(a) {
-		if err := printJSON(a, rep); err != nil {
+		out := struct {
+			*gitnotes.ChainReport
+			Signers    *signersChoice       `json:"signers"`
+			Signatures *gitnotes.Signatures `json:"signatures,omitempty"`
+		}{rep, signers, sigs}
+		if err := printJSON(a, out); err != nil {
 			return err
 		}
 	} else {
 		for _, o := range rep.Origins {
-			fmt.Fprintf(a.stdout, "origin %s (%s): %d record(s), %s … %s\n", o.Chain, printable(o.Source), o.Records, o.First, o.Last)
+			// The notes carry a source directory only where its policy
+			// opts in (notes.include: [source]).
+			where := "source not published"
+			if o.Source != "" {
+				where = printable(o.Source)
+			}
+			fmt.Fprintf(a.stdout, "origin %s (%s): %d record(s), %s … %s\n", o.Chain, where, o.Records, o.First, o.Last)
 		}
 		for _, p := range rep.Problems {
 			fmt.Fprintf(a.stdout, "chain     %s\n", printable(p))
+		}
+		if sigs != nil {
+			printSignatures(a, signers, &signatureCounts{File: signers.File, Origins: sigs.Origins})
+		} else {
+			printSignatures(a, signers, nil)
 		}
 		status := "OK"
 		if !rep.OK() {
 			status = fmt.Sprintf("FAILED: %d problem(s)", len(rep.Problems))
 		}
 		fmt.Fprintf(a.stdout, "%s: %d record(s) in the notes of %d commit(s), from %d origin(s), hash chains %s\n",
-			status, rep.Records, rep.Notes, len(rep.Origins), map[bool]string{true: "intact", false: "BROKEN"}[rep.OK()])
+			status, rep.Records, rep.Notes, len(rep.Origins), map[bool]string{true: "intact", false: "BROKEN"}[chainsOK])
 	}
 	if !rep.OK() {
 		return silentFailure{}

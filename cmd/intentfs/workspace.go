@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"syscall"
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/workflow"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/ledger"
@@ -25,6 +27,29 @@ type workspace struct {
 // the current directory, else the nearest directory above the current one
 // that holds a policy.
 func resolveWorkspace(sourceFlag string) (workspace, error) {
+	ws, err := findWorkspace(sourceFlag)
+	if err != nil {
+		return ws, err
+	}
+	return ws, checkOrchestrationDir(ws.source)
+}
+
+// checkOrchestrationDir refuses a workspace whose .orchestration is a
+// symlink: every command would read (and some write) its policy and
+// ledger wherever the link points — a clone can commit it pointing at
+// /dev, at another repository, anywhere.
+func checkOrchestrationDir(source string) error {
+	fd, err := safeio.OpenDir(filepath.Join(source, policy.OrchestrationDir))
+	if err != nil {
+		if errors.Is(err, safeio.ErrSymlink) {
+			return fmt.Errorf("%w; replace it with a real directory (remove the link and restore %s/ from a copy you trust)", err, policy.OrchestrationDir)
+		}
+		return nil // missing or unreadable: what the command reads there says so
+	}
+	return syscall.Close(fd)
+}
+
+func findWorkspace(sourceFlag string) (workspace, error) {
 	entries, _ := registry.DefaultRegistry().List()
 	bySource := func(src string) *registry.Entry {
 		for _, e := range entries {

@@ -11,10 +11,11 @@ SOURCE=${SOURCE:-/src}
 MOUNTPOINT=${MOUNTPOINT:-/workspace}
 AGENT_USER=${USER:-}
 VERSION=${VERSION:-latest}
+SIGNING_KEY=${SIGNINGKEY:-}
 
 # The options are written into a shell file read at every start: refuse
 # what would not stay one word there.
-for v in "$INTENT" "$SOURCE" "$MOUNTPOINT" "$AGENT_USER" "$VERSION"; do
+for v in "$INTENT" "$SOURCE" "$MOUNTPOINT" "$AGENT_USER" "$VERSION" "$SIGNING_KEY"; do
     case $v in
         *[!A-Za-z0-9._/:@+-]*) echo "intentfs feature: option value '$v' has characters other than letters, digits and ._/:@+-" >&2; exit 1 ;;
     esac
@@ -24,6 +25,7 @@ case $AGENT_USER in root|0|0:*)
 esac
 case $SOURCE in /*) ;; *) echo "intentfs feature: source must be an absolute path" >&2; exit 1 ;; esac
 case $MOUNTPOINT in /*) ;; *) echo "intentfs feature: mountpoint must be an absolute path" >&2; exit 1 ;; esac
+case $SIGNING_KEY in ""|/*) ;; *) echo "intentfs feature: signingKey must be an absolute path" >&2; exit 1 ;; esac
 
 if command -v apt-get >/dev/null; then
     missing=""
@@ -58,6 +60,7 @@ INTENTFS_SOURCE=$SOURCE
 INTENTFS_MOUNTPOINT=$MOUNTPOINT
 INTENTFS_INTENT=$INTENT
 INTENTFS_AGENT_USER=$AGENT_USER
+INTENTFS_SIGNING_KEY=$SIGNING_KEY
 ENV
 install -m 0755 "$here/devcontainer-start.sh" /usr/local/share/intentfs/devcontainer-start.sh
 install -m 0755 "$here/intentfs-agent" /usr/local/bin/intentfs-agent

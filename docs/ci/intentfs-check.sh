@@ -19,6 +19,13 @@
 # Environment:
 #   INTENTFS         the intentfs binary (default: intentfs on $PATH)
 #   INTENTFS_REMOTE  the remote to fetch from (default: origin)
+#   INTENTFS_ALLOWED_SIGNERS
+#                    a path in the base branch of an allowed-signers file
+#                    (e.g. .github/allowed_signers): only records that a
+#                    checkpoint signed by one of its keys covers count
+#                    (docs/signing.md). Read from the base branch's
+#                    commit, so the pull request cannot add its own key.
+#                    Unset: signatures are not checked.
 #
 # Exit status: 0 when every change is accounted for, 1 when check found a
 # problem, 2 on a usage error, other values when git or intentfs failed.
@@ -55,5 +62,17 @@ else
 fi
 
 # Commit ids, not names: nothing in the clone can move them meanwhile.
-# The rules come from the range's base: the base branch's commit.
+# The rules come from the range's base: the base branch's commit, and so
+# do the allowed signers.
+if [ -n "${INTENTFS_ALLOWED_SIGNERS:-}" ]; then
+	signers=$(mktemp)
+	trap 'rm -f "$signers"' EXIT
+	if ! git cat-file blob "$base:$INTENTFS_ALLOWED_SIGNERS" >"$signers"; then
+		echo "$0: the base branch $base_branch has no $INTENTFS_ALLOWED_SIGNERS (INTENTFS_ALLOWED_SIGNERS)" >&2
+		exit 3
+	fi
+	status=0
+	"$intentfs" check --allowed-signers "$signers" "$base..$head" || status=$?
+	exit "$status"
+fi
 exec "$intentfs" check "$base..$head"

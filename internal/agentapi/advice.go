@@ -120,3 +120,51 @@ func DenyMessage(mountpoint string, r *control.CheckResult) string {
 	}
 	return Clean(fmt.Sprintf("intentfs would refuse this change (%s %s, %s): %s. %s", r.Op, r.Path, r.Code, strings.TrimSuffix(r.Reason, "."), Advice(mountpoint, r)))
 }
+
+// policyDenialPrefix opens every refusal a hook hands to an agent. Claude
+// Code shows each PreToolUse refusal to the model after its own label,
+// "PreToolUse:TOOL hook error: ", whichever output form the hook uses; the
+// words right after it say that a policy decided, so the model neither
+// retries nor works around a hook it believes is broken.
+const policyDenialPrefix = "Permission denied by intentfs policy (a decision, not a failure of the hook): "
+
+// filePermissionsDenialPrefix opens a refusal that the source's own
+// permissions make, which intentfs only reports.
+const filePermissionsDenialPrefix = "Permission denied by the file system's own permissions, not intentfs's policy (a decision, not a failure of the hook): "
+
+// HookDenyReason is the reason a PreToolUse hook gives for refusing a
+// change the mount would refuse: the decision, the file the agent meant
+// and what it would have done to it, why, and what to do instead.
+func HookDenyReason(mountpoint string, r *control.CheckResult) string {
+	if r.Code == control.CodeFilePermissions {
+		// Not a policy decision: saying so would send the agent after an
+		// intent or a scope that changes nothing.
+		return Clean(fmt.Sprintf("%s%s %s is refused (%s). %s. %s", filePermissionsDenialPrefix, opWords(r.Op), r.Path, r.Code,
+			strings.TrimSuffix(r.Reason, "."), Advice(mountpoint, r)))
+	}
+	return Clean(fmt.Sprintf("%s%s %s is refused (%s). %s. %s", policyDenialPrefix, opWords(r.Op), r.Path, r.Code,
+		strings.TrimSuffix(r.Reason, "."), Advice(mountpoint, r)))
+}
+
+// opWords says what an operation of the check protocol does to a file.
+func opWords(op string) string {
+	switch op {
+	case "create", "mknod":
+		return "creating"
+	case "open_write", "fallocate":
+		return "writing"
+	case "truncate":
+		return "truncating"
+	case "chmod", "chown", "utimes", "setxattr", "removexattr":
+		return "changing the attributes of"
+	case "mkdir":
+		return "creating the directory"
+	case "symlink":
+		return "creating the symlink"
+	case "unlink":
+		return "deleting"
+	case "rmdir":
+		return "removing the directory"
+	}
+	return "changing"
+}

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/intentfs/intentfs/control"
 )
@@ -45,6 +49,8 @@ type HookSpecific struct {
 
 // Hook answers hook events for the mounts it can locate.
 type Hook struct {
+	// Agent is the agent whose events these are: "claude" or "codex".
+	Agent   string
 	Locator Locator
 	// Open reaches a mount (nil: FileMount).
 	Open func(mountpoint string) Mount
@@ -127,8 +133,13 @@ func (h *Hook) pre(in *HookInput) (*HookOutput, error) {
 			return nil, fmt.Errorf("asking the mount %s about %s: %w", t.Mountpoint, t.Rel, err)
 		}
 		if !res.Allowed {
+			reason := HookDenyReason(t.Mountpoint, res)
+			if h.Agent == "codex" {
+				// Codex shows "...: REASON. Command: PATCH".
+				reason = strings.TrimSuffix(reason, ".")
+			}
 			return &HookOutput{HookSpecific{HookEventName: "PreToolUse", PermissionDecision: "deny",
-				PermissionDecisionReason: DenyMessage(t.Mountpoint, res)}}, nil
+				PermissionDecisionReason: reason}}, nil
 		}
 	}
 	return nil, nil
@@ -174,7 +185,8 @@ func (h *Hook) post(in *HookInput) (*HookOutput, error) {
 			return nil, err
 		}
 	}
-	return &HookOutput{HookSpecific{HookEventName: in.HookEventName, AdditionalContext: DenialsReport(m, fresh)}}, nil
+	report := DenialsReportFor(m, fresh, namedFiles(mp, in))
+	return &HookOutput{HookSpecific{HookEventName: in.HookEventName, AdditionalContext: report}}, nil
 }
 
 // filePermissionsContext explains a failed write that intentfs did not
@@ -220,6 +232,16 @@ const maxReported = 5
 // DenialsReport explains denials to an agent: each one's reason and, for
 // the distinct paths, what to do.
 func DenialsReport(m Mount, denials []control.Denial) string {
+	return DenialsReportFor(m, denials, nil)
+}
+
+// DenialsReportFor is DenialsReport for the denials of a command that
+// named the existing files named (relative to the mount's root). A
+// refused creation of a file the command did not name, beside exactly one
+// file it did, is the new copy that sed -i, an editor or an atomic writer
+// makes to rename over that file: the report says so, and advises about
+// the file the agent meant instead of the temporary name.
+func DenialsReportFor(m Mount, denials []control.Denial, named []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "intentfs refused %d change(s) in %s (each listed EACCES is a policy decision, not a bug; a \"Permission denied\" not listed here came from the file's own owner, mode or ACL: ask %s):\n",
 		len(denials), m.Root(), filepath.Join(m.Root(), ControlDirName, "check"))
@@ -230,11 +252,17 @@ func DenialsReport(m Mount, denials []control.Denial) string {
 	advised := map[string]bool{}
 	for _, d := range shown {
 		fmt.Fprintf(&b, "- %s %s (%s): %s\n", d.Op, d.Path, d.Code, d.Reason)
-		if advised[d.Path] || strings.HasPrefix(d.Path, ControlDirName+"/") || d.Path == "" {
+		target := d.Path
+		if meant := replacedFile(d, named); meant != "" {
+			fmt.Fprintf(&b, "  %s is a new file the command made beside %s, to put in its place (as sed -i and editors do): the change is to %s.\n",
+				path.Base(d.Path), meant, meant)
+			target = meant
+		}
+		if advised[target] || strings.HasPrefix(target, ControlDirName+"/") || target == "" {
 			continue
 		}
-		advised[d.Path] = true
-		if res, err := m.Check(d.Path, "open_write"); err == nil {
+		advised[target] = true
+		if res, err := m.Check(target, "open_write"); err == nil {
 			res.Code = d.Code
 			fmt.Fprintf(&b, "  What to do: %s\n", Advice(m.Root(), res))
 		}
@@ -243,6 +271,72 @@ func DenialsReport(m Mount, denials []control.Denial) string {
 		fmt.Fprintf(&b, "(%d earlier ones: cat %s)\n", len(denials)-len(shown), filepath.Join(m.Root(), ControlDirName, "denials"))
 	}
 	return Clean(b.String())
+}
+
+// replacedFile is the file a refused creation was to replace: the one
+// file of named in the same directory, when the created file is not
+// itself named; "" otherwise.
+func replacedFile(d control.Denial, named []string) string {
+	if d.Op != "create" || slices.Contains(named, d.Path) {
+		return ""
+	}
+	meant := ""
+	for _, n := range named {
+		if path.Dir(n) != path.Dir(d.Path) {
+			continue
+		}
+		if meant != "" && meant != n {
+			return "" // more than one candidate: do not guess
+		}
+		meant = n
+	}
+	return meant
+}
+
+// maxNamedWords bounds how many words of a command are looked up as files.
+const maxNamedWords = 64
+
+// namedFiles lists the existing regular files under mountpoint that a
+// tool call's command names, relative to the mount's root: the words of
+// a shell command, unquoted, that are paths.
+func namedFiles(mountpoint string, in *HookInput) []string {
+	var ti struct {
+		Command string `json:"command"`
+		Cmd     string `json:"cmd"`
+	}
+	if len(in.ToolInput) == 0 || json.Unmarshal(in.ToolInput, &ti) != nil {
+		return nil
+	}
+	cmd := ti.Command
+	if cmd == "" {
+		cmd = ti.Cmd
+	}
+	words := strings.FieldsFunc(cmd, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(";|&<>()", r) })
+	var out []string
+	for i, w := range words {
+		if i >= maxNamedWords {
+			break
+		}
+		w = strings.Trim(w, `'"`)
+		if w == "" || strings.HasPrefix(w, "-") {
+			continue
+		}
+		abs := w
+		if !filepath.IsAbs(abs) {
+			if in.Cwd == "" {
+				continue
+			}
+			abs = filepath.Join(in.Cwd, w)
+		}
+		rel, err := filepath.Rel(mountpoint, abs)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue
+		}
+		if st, err := os.Lstat(abs); err == nil && st.Mode().IsRegular() && !slices.Contains(out, filepath.ToSlash(rel)) {
+			out = append(out, filepath.ToSlash(rel))
+		}
+	}
+	return out
 }
 
 // writeTarget is a path a tool call is about to change; op "" means

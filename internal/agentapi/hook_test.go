@@ -1,8 +1,10 @@
 package agentapi
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,9 +85,9 @@ func TestHookPreToolUse(t *testing.T) {
 		{name: "notebook", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"NotebookEdit","tool_input":{"notebook_path":"docs/n.ipynb"}}`,
 			deny: true, asked: "open_write docs/n.ipynb"},
 		{name: "codex apply_patch, second file refused", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"apply_patch","tool_input":{"command":"*** Begin Patch\n*** Update File: src/old.go\n@@\n+x\n*** Delete File: docs/gone.md\n*** End Patch\n"}}`,
-			deny: true, want: []string{"unlink docs/gone.md"}, asked: "unlink docs/gone.md"},
+			deny: true, want: []string{"deleting docs/gone.md is refused"}, asked: "unlink docs/gone.md"},
 		{name: "write the file's permissions refuse", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Write","tool_input":{"file_path":"src/root.go"}}`,
-			deny: true, want: []string{"permissions refuse this change, not intentfs's policy", "FILE_PERMISSIONS", "src/root.go belongs to root:root 0644", "not an intentfs decision", "intentfs doctor"}, asked: "create src/root.go"},
+			deny: true, want: []string{"file system's own permissions, not intentfs's policy", "FILE_PERMISSIONS", "src/root.go belongs to root:root 0644", "not an intentfs decision", "intentfs doctor"}, asked: "create src/root.go"},
 		{name: "write both the policy and the permissions refuse", input: `{"hook_event_name":"PreToolUse","cwd":"` + mnt + `","tool_name":"Write","tool_input":{"file_path":"docs/root.md"}}`,
 			deny: true, want: []string{"OUT_OF_SCOPE", "echo INT-002 > ", "Even then the file's own permissions refuse your uid (docs/root.md belongs to root:root 0644"}, asked: "create docs/root.md"},
 		{name: "outside any mount", input: `{"hook_event_name":"PreToolUse","cwd":"/","tool_name":"Write","tool_input":{"file_path":"/elsewhere/x"}}`},
@@ -272,5 +274,77 @@ func TestAdvice(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestHookDenyReasonReadsAsPolicy(t *testing.T) {
+	for _, c := range []struct {
+		op, path, want string
+	}{
+		{"open_write", "README.md", "writing README.md is refused (OUT_OF_SCOPE). README.md is outside the scope. "},
+		{"create", "docs/a.md", "creating docs/a.md is refused (OUT_OF_SCOPE). "},
+		{"unlink", "old.txt", "deleting old.txt is refused (OUT_OF_SCOPE). "},
+		{"mkdir", "d", "creating the directory d is refused (OUT_OF_SCOPE). "},
+		{"something_new", "x", "changing x is refused (OUT_OF_SCOPE). "},
+	} {
+		r := &control.CheckResult{Op: c.op, Path: c.path, Code: "OUT_OF_SCOPE", Reason: c.path + " is outside the scope.", ActiveIntent: "INT-001"}
+		got := HookDenyReason("/ws", r)
+		if !strings.HasPrefix(got, policyDenialPrefix+c.want) {
+			t.Errorf("%s %s: %q\nwant it to begin %q", c.op, c.path, got, policyDenialPrefix+c.want)
+		}
+		if !strings.HasSuffix(got, Advice("/ws", r)) {
+			t.Errorf("%s %s: %q lacks the advice", c.op, c.path, got)
+		}
+	}
+}
+
+func TestReplacedFileIsTheOneNamedBesideIt(t *testing.T) {
+	for _, c := range []struct {
+		op, path string
+		named    []string
+		want     string
+	}{
+		{"create", "sedAb12Cd", []string{"README.md"}, "README.md"},
+		{"create", "docs/.x.swp", []string{"docs/a.md", "src/b.go"}, "docs/a.md"},
+		{"create", "sedAb12Cd", []string{"README.md", "NOTES.md"}, ""}, // two candidates: no guess
+		{"create", "new.txt", []string{"new.txt", "README.md"}, ""},    // the command named it
+		{"unlink", "README.md", []string{"README.md"}, ""},
+		{"create", "src/tmp1", []string{"README.md"}, ""}, // another directory
+		{"create", "tmp1", nil, ""},
+	} {
+		got := replacedFile(control.Denial{Op: c.op, Path: c.path}, c.named)
+		if got != c.want {
+			t.Errorf("%s %s with %v named: %q, want %q", c.op, c.path, c.named, got, c.want)
+		}
+	}
+}
+
+func TestNamedFilesAreTheCommandsExistingFiles(t *testing.T) {
+	mp := t.TempDir()
+	for _, f := range []string{"README.md", "src/a.go"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(mp, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mp, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("README.md", filepath.Join(mp, "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cwd, input string
+		want       []string
+	}{
+		{mp, `{"command":"sed -i 's/a/b/' README.md"}`, []string{"README.md"}},
+		{mp + "/src", `{"command":"sed -i -e s/x/y/ a.go ../README.md;cat missing.go"}`, []string{"src/a.go", "README.md"}},
+		{mp, `{"cmd":"mv \"src/a.go\" /etc/passwd link.md src"}`, []string{"src/a.go"}}, // outside the mount, a symlink, a directory: not files here
+		{mp, `{"file_path":"README.md"}`, nil},
+		{"", `{"command":"rm README.md"}`, nil},
+	} {
+		got := namedFiles(mp, &HookInput{Cwd: c.cwd, ToolInput: json.RawMessage(c.input)})
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s in %s: %v, want %v", c.input, c.cwd, got, c.want)
+		}
 	}
 }

@@ -187,7 +187,7 @@ func (g *Gate) WouldHold(h Held, rules []*policy.ApprovalRule) *policy.ApprovalR
 func matching(h Held, rules []*policy.ApprovalRule) []*policy.ApprovalRule {
 	var matched []*policy.ApprovalRule
 	for _, r := range rules {
-		if !r.Matches(h.Op, h.Path, h.Path2) {
+		if !r.MatchesEffect(h.Op, h.Destroys, h.Path, h.Path2) {
 			continue
 		}
 		if r.LargerThan > 0 {

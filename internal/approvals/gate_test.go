@@ -269,6 +269,40 @@ func TestRateMemoryIsBounded(t *testing.T) {
 	}
 }
 
+// TestRulesOnDeletionsHoldWhatDestroys: a rule on deleting files holds
+// every change that destroys a file's content, whatever its operation,
+// with larger_than measured on what it destroys; a change of the same
+// operation that destroys nothing passes.
+func TestRulesOnDeletionsHoldWhatDestroys(t *testing.T) {
+	rules := rulesOf(t, "  - {name: big, ops: [delete], larger_than: 1KiB, timeout: 1s}\n")
+	cases := []struct {
+		name     string
+		op       policy.Op
+		destroys bool
+		size     int64
+		held     bool
+	}{
+		{"truncation cutting 2 KiB", policy.OpTruncate, true, 2048, true},
+		{"truncation cutting 100 bytes", policy.OpTruncate, true, 100, false},
+		{"O_TRUNC open of 4 KiB", policy.OpOpenWrite, true, 4096, true},
+		{"rename over 4 KiB", policy.OpRename, true, 4096, true},
+		{"open for writing, nothing destroyed", policy.OpOpenWrite, false, 4096, false},
+		{"rename onto a free name", policy.OpRename, false, 4096, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // a held change waits out the rule's timeout
+			g := New(Options{})
+			h := Held{Op: c.op, Path: "src/f", Path2: "src/g", Uid: 1000, Pid: 1, Destroys: c.destroys,
+				Size: func() (int64, bool) { return c.size, true }}
+			v := g.Hold(context.Background(), h, rules)
+			if held := !v.Proceed; held != c.held {
+				t.Fatalf("held = %v (%+v), want %v", held, v, c.held)
+			}
+		})
+	}
+}
+
 func TestWouldHoldReportsWithoutHolding(t *testing.T) {
 	rules := rulesOf(t, "  - {name: deletes, ops: [delete], paths: [\"src/**\"]}\n  - {name: mass, ops: [write], more_than: 2, within: 10s}\n")
 	write := Held{Op: policy.OpOpenWrite, Path: "docs/a", Uid: 1000, Pid: 1}

@@ -88,8 +88,12 @@ type Held struct {
 	Session     string
 	Process     *ledger.Process
 	Uid, Pid    uint32
-	// Size, if set, returns the size of the file a deletion removes; it
-	// is asked only when a rule with larger_than covers the change.
+	// Destroys is set when the change destroys content of an existing
+	// file (policy.Request.Destroys): rules on deletions cover it.
+	Destroys bool
+	// Size, if set, returns how many bytes of content the change
+	// destroys (a deletion, the whole file); it is asked only when a
+	// rule with larger_than covers the change.
 	Size func() (int64, bool)
 }
 

@@ -59,6 +59,9 @@ type Options struct {
 	Argv []string
 	// Transport and AgentFiles are as for intentfs mount.
 	Transport, AgentFiles string
+	// SigningKeys are as for intentfs mount --signing-key: in a
+	// container, a secret mounted into it, owned by root.
+	SigningKeys []string
 	// Version is recorded in the ledger.
 	Version string
 	// Log receives the daemon's log.
@@ -147,7 +150,8 @@ func Run(o Options) (int, error) {
 	// docker exec ... intentfs status finds the mount.
 	reg := registry.DefaultRegistry()
 	d, err := daemon.Start(daemon.Config{Source: o.Source, Mountpoint: o.Mountpoint, Version: o.Version, Log: o.Log,
-		Registry: reg, OwnerUID: 0, OwnerGID: 0, Transport: o.Transport, AgentFiles: o.AgentFiles})
+		Registry: reg, OwnerUID: 0, OwnerGID: 0, Transport: o.Transport, AgentFiles: o.AgentFiles,
+		SigningKeys: o.SigningKeys})
 	if err != nil {
 		return ExitCannotRun, fmt.Errorf("mounting %s at %s: %w", o.Source, o.Mountpoint, err)
 	}
@@ -239,6 +243,13 @@ func launch(o Options, d *daemon.Daemon, u runner.User, reg registry.Registry, u
 	// /run/intentfs holds the control socket and the registry; /run/user
 	// nothing of the agent's. The source is hidden by the seal itself.
 	hide := []string{reg.Dir, "/run/intentfs"}
+	// The repository's linked worktrees elsewhere (another agent's, a
+	// human's) are hidden like the source.
+	covers, err := runner.RepositoryCovers(d.Source(), mp, u)
+	if err != nil {
+		return ExitCannotRun, err
+	}
+	hide = append(hide, covers...)
 	code, err := runner.Launch(runner.Options{
 		Config: runner.Config{Mountpoint: mp, Dir: mp, Source: d.Source(), Hide: hide,
 			Uid: u.Uid, Gid: u.Gid, Groups: u.Groups, Env: runner.Environment(agentEnv(o.Env), u, mp, mp), Argv: argv,

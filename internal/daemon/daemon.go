@@ -24,7 +24,9 @@ import (
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/gitgate"
+	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/procinfo"
 	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/session"
@@ -79,6 +81,14 @@ type Config struct {
 	// CLAUDE.md), "" or "none" for none (the zero value changes nothing in
 	// the source; the CLI defaults to "auto"), or a comma-separated list.
 	AgentFiles string
+	// Export, if set, streams every ledger record to an OTLP receiver
+	// (see internal/otelexport); its Source, Mountpoint and
+	// ServiceVersion are filled in from this config.
+	Export *otelexport.Config
+	// SigningKeys are SSH private key files the daemon signs the
+	// ledger's checkpoints with (see signing.go); none: records are
+	// unsigned.
+	SigningKeys []string
 }
 
 // sessionEndTimeout bounds the wait for killed sessions to end.
@@ -130,6 +140,9 @@ type Daemon struct {
 	approvals *approvals.Gate
 	feed      feed.Hub
 	selects   *selectLimiter
+	// exporter copies the ledger's records to an OTLP receiver; nil when
+	// none is configured.
+	exporter *otelexport.Exporter
 	// counters are the mount's running totals; wouldDeny counts the
 	// changes observe mode let through that the policy refuses,
 	// wouldHold those an approval rule would have held.
@@ -143,6 +156,8 @@ type Daemon struct {
 	lessonMu   sync.Mutex
 	deniedDirs map[string]bool
 	agentFiles *sidecar.AgentFiles
+	// signing is nil when the mount has no signing key.
+	signing *signing
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -164,6 +179,12 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if cfg.Mountpoint, err = canonicalDir(cfg.Mountpoint, "mountpoint"); err != nil {
 		return nil, err
 	}
+	// The mount governs git through the source's own .git directory: a
+	// .git file or symlink would lead git in the mount to a repository it
+	// writes directly, past the commit gate and the notes.
+	if err := gitlayout.CheckOwnGitDir(cfg.Source); err != nil {
+		return nil, err
+	}
 	if cfg.Mountpoint == cfg.Source || isBelow(cfg.Mountpoint, cfg.Source) {
 		return nil, fmt.Errorf("the mountpoint %s must not be inside the source %s", cfg.Mountpoint, cfg.Source)
 	}
@@ -174,9 +195,16 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	raiseFileLimit(cfg.Log)
+	// The keys are read first, before anything else is set up: a key
+	// that cannot be used must fail the mount, not leave records
+	// unsigned.
+	keys, err := loadSigningKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
-		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter()}
+		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter(), signing: keys}
 	d.denials.size = 100
 	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
 	d.approvals = d.newGate()
@@ -201,8 +229,19 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	cleanup = append(cleanup, d.sessions.Close)
+	var committed func(*ledger.Record)
+	if cfg.Export != nil {
+		ec := *cfg.Export
+		ec.Source, ec.Mountpoint, ec.ServiceVersion = cfg.Source, cfg.Mountpoint, cfg.Version
+		if d.exporter, err = otelexport.New(context.Background(), ec, cfg.Log); err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, d.shutdownExport)
+		committed = d.exporter.Offer
+	}
 	if d.session, err = d.layout.Open(workspace.SessionOptions{Holder: "the mount at " + cfg.Mountpoint, Version: cfg.Version,
-		Log: cfg.Log, LedgerMaxBytes: cfg.LedgerMaxBytes, Record: d.Record, Changed: func() { _ = d.engine.Reload() }}); err != nil {
+		Log: cfg.Log, LedgerMaxBytes: cfg.LedgerMaxBytes, Record: d.Record, Changed: func() { _ = d.engine.Reload() },
+		Committed: committed}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.session.Close() })
@@ -275,6 +314,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	go d.flushMapEvery(ctx, mapFlushInterval)
 	go d.summarizeDenialsEvery(ctx)
+	go d.checkpointEvery(ctx)
 	// The upstream is fetched before git needs it, so a pull does not
 	// wait for a first fetch.
 	d.mirrorNow().Kick()
@@ -394,7 +434,13 @@ func (d *Daemon) Close() error {
 		// closes.
 		rootErr := d.root.Close()
 		d.mirror.Close()
+		// The last records are signed before the ledger closes.
+		d.checkpoint("unmount")
 		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.session.Close()}
+		// Every record is committed now: the stream gets what is left,
+		// within its timeout. It is a copy, so its failure does not fail
+		// the unmount.
+		d.shutdownExport()
 		d.closeErr = errors.Join(errs...)
 		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)
 		close(d.closed)
@@ -426,6 +472,21 @@ func (d *Daemon) Unmount() error {
 	case <-time.After(30 * time.Second):
 		return errors.New("unmounted, but the ledger did not finish flushing within 30s")
 	}
+}
+
+// shutdownExport flushes the audit stream, waiting at most
+// otelexport.ShutdownTimeout.
+func (d *Daemon) shutdownExport() {
+	if d.exporter == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), otelexport.ShutdownTimeout)
+	defer cancel()
+	if err := d.exporter.Shutdown(ctx); err != nil {
+		d.log.Warn("the audit stream did not shut down cleanly", "err", err)
+	}
+	s := d.exporter.Stats()
+	d.log.Info("audit stream closed", "endpoint", s.Endpoint, "exported", s.Exported, "failed", s.Failed, "dropped", s.Dropped)
 }
 
 // Mountpoint returns the canonical mountpoint.

@@ -119,6 +119,9 @@ func (d *Daemon) attachNotes(gitDir string) {
 }
 
 func (d *Daemon) syncNotes() {
+	// What the sync attaches is signed: the checkpoint goes with it, to
+	// HEAD's note (gitnotes attaches trailing checkpoints).
+	d.checkpoint("notes sync")
 	if err := d.FlushLedger(); err != nil {
 		d.log.Warn("attaching notes: the ledger cannot be flushed", "err", err)
 		return
@@ -130,7 +133,7 @@ func (d *Daemon) syncNotes() {
 		d.log.Warn("attaching notes", "err", err)
 		return
 	}
-	res, err := gitnotes.SyncFrom(ctx, repo, d.LedgerPath(), "", &d.notes.cursor)
+	res, err := gitnotes.SyncFrom(ctx, repo, d.LedgerPath(), "", ledger.KeepOf(d.engine.Snapshot().Intents.NotesInclude()), &d.notes.cursor)
 	if err != nil {
 		d.log.Warn("attaching notes failed; intentfs notes sync attaches them later", "err", err)
 		return

@@ -70,7 +70,7 @@ func (d *Daemon) Record(c ledger.Change) {
 			}
 		}
 	}
-	if d.git != nil && c.PostHash != "" && c.RestoredFrom == "" {
+	if d.git != nil && c.PostHash != "" && c.RestoredFrom == "" && c.Event != ledger.EventAccept {
 		// Content git wrote that already existed is not authorship.
 		c.RestoredFrom = d.git.Restored(context.Background(), c.Path, c.PostHash, c.Process)
 	}
@@ -286,6 +286,7 @@ func (d *Daemon) Status() control.Status {
 		st.Transport, st.Passthrough = m.transport, m.passthrough
 	}
 	st.Upstream = d.mirrorNow().Status()
+	st.Signing = d.signingStatus()
 	if in := d.engine.Snapshot().Intents.Get(st.ActiveIntent); in != nil {
 		st.IntentName, st.IntentStatus = in.Name, string(in.Status)
 	}
@@ -303,6 +304,10 @@ func (d *Daemon) Status() control.Status {
 		st.RecentDenials = st.RecentDenials[len(st.RecentDenials)-10:]
 	}
 	st.FilePermissions = d.scopePermissions(st.Sessions)
+	if d.exporter != nil {
+		s := d.exporter.Stats()
+		st.Export = &s
+	}
 	return st
 }
 

@@ -287,6 +287,8 @@ func (c *Checker) judge(rel string, entries []Entry, what string) (*Entry, *Find
 		switch {
 		case e.Event == ledger.EventRevert:
 			return &entries[i], nil // intentfs revert, on a person's command, restoring a recorded version
+		case e.Event == ledger.EventAccept:
+			return &entries[i], nil // intentfs accept: a person took this content as theirs
 		case e.Code == string(policy.CodeExempt):
 			// intentfs's own write in the source (its section of the
 			// agents' CLAUDE.md / AGENTS.md): nothing an agent governs

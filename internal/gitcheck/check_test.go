@@ -75,6 +75,23 @@ func TestCheck(t *testing.T) {
 			gittest.Commit(t, f.dir, "work", map[string]string{"src/a.go": "package a\n\nfunc A() {}\n", "src/b.go": "package a\n"})
 		},
 	}, {
+		name: "content a human accepted, with no intent, is accounted for",
+		act: func(f *fixture) {
+			f.record(ledger.EventAccept, "", "README.md", "# our project\n")
+			f.ix.Add(ledger.NewRecord(ledger.Change{Event: ledger.EventAccept, Path: "go.mod"}, "test"))
+			if out, err := shIn(f.dir, "git rm -q go.mod && git commit -qm rm"); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			gittest.Commit(t, f.dir, "human", map[string]string{"README.md": "# our project\n"})
+		},
+	}, {
+		name: "content other than what a human accepted is not accounted for",
+		act: func(f *fixture) {
+			f.record(ledger.EventAccept, "", "README.md", "# our project\n")
+			gittest.Commit(t, f.dir, "human", map[string]string{"README.md": "# their project\n"})
+		},
+		want: []string{"README.md: committed content matches no recorded version"},
+	}, {
 		name: "the plumbing attack: content written into history without the work tree",
 		act: func(f *fixture) {
 			cmd := "blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit -qm sneaky"

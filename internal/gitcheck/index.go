@@ -150,6 +150,17 @@ func (ix *Index) Add(r *ledger.Record) {
 		}
 	case ledger.EventDelete:
 		ix.deleted[p] = append(ix.deleted[p], e)
+	case ledger.EventAccept:
+		// A human took the path as it was: its content (or its absence)
+		// and its mode are accounted for.
+		if post := ledger.Str(g.PostHash); post != "" && p != "" {
+			k := makeContentKey(p, post)
+			ix.content[k] = append(ix.content[k], e)
+			ix.written[p]++
+			ix.modes[p] = append(ix.modes[p], e)
+		} else if p != "" {
+			ix.deleted[p] = append(ix.deleted[p], e)
+		}
 	case ledger.EventSymlink:
 		// The target's hash, where the record has it (records made
 		// before it was recorded have none, and account for any target).

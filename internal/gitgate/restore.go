@@ -77,7 +77,8 @@ func (v *versionIndex) put(p, h, by string) {
 func (v *versionIndex) add(r *ledger.Record) {
 	g := r.Gov()
 	switch g.Event {
-	case ledger.EventCreate, ledger.EventWrite, ledger.EventTruncate, ledger.EventRename, ledger.EventDelete, ledger.EventRevert:
+	case ledger.EventCreate, ledger.EventWrite, ledger.EventTruncate, ledger.EventRename, ledger.EventDelete, ledger.EventRevert,
+		ledger.EventAccept:
 	default:
 		return
 	}

@@ -9,10 +9,15 @@ import (
 // can write refs/notes/intentfs, the agent included, so where a local
 // ledger exists it, not the notes, says what the local chain holds.
 type Local struct {
-	// Lines holds ledger.LineHash of every line of the local ledger.
+	// Lines holds ledger.LineHash of every line of the local ledger, and
+	// ledger.PublicHash of each: the notes carry a line in its public
+	// form, or (written before public forms existed) as it is.
 	Lines map[string]bool
 	// Chains holds the chain id of every header of the local ledger.
 	Chains map[string]bool
+	// last is the newest line added: no prev_public names its public
+	// hash yet.
+	last []byte
 }
 
 // NewLocal returns an empty Local, to fill with Add.
@@ -21,6 +26,12 @@ func NewLocal() *Local { return &Local{Lines: map[string]bool{}, Chains: map[str
 // Add notes one line of the local ledger and its record.
 func (l *Local) Add(raw []byte, r *ledger.Record) {
 	l.Lines[ledger.LineHash(raw)] = true
+	// The public hash of each line is in the next line's prev_public:
+	// the ledger's own chain says it, and no line is decoded again.
+	if p := r.Gov().PrevPublic; p != "" && p != ledger.Genesis {
+		l.Lines[p] = true
+	}
+	l.last = append(l.last[:0], raw...)
 	if g := r.Gov(); g.Event == ledger.EventHeader && g.Chain != "" {
 		l.Chains[g.Chain] = true
 	}
@@ -48,11 +59,16 @@ type Counted struct {
 // why the caller counts Others only when asked to where a local ledger
 // exists.
 func Count(set *Set, local *Local) *Counted {
+	if local != nil && len(local.last) > 0 {
+		if h, err := ledger.PublicHash(local.last); err == nil {
+			local.Lines[h] = true
+		}
+	}
 	whole := wholeChains(set)
 	c := &Counted{}
 	for i, l := range set.Lines {
 		switch chain, ok := whole[i]; {
-		case local != nil && local.Lines[ledger.LineHash(l.Raw)]:
+		case local != nil && local.ownLine(l):
 			c.Own = append(c.Own, l)
 		case !ok, local != nil && local.Chains[chain]:
 			c.Ignored = append(c.Ignored, l)
@@ -69,23 +85,17 @@ func Count(set *Set, local *Local) *Counted {
 // it has two successors (a fork) or a record id seen with other bytes
 // elsewhere in the notes (a changed record).
 func wholeChains(set *Set) map[int]string {
-	hashes := make([]string, len(set.Lines))
-	next := map[string][]int{}
-	for i, l := range set.Lines {
-		hashes[i] = ledger.LineHash(l.Raw)
-		prev := l.Record.Gov().Prev
-		next[prev] = append(next[prev], i)
-	}
+	ix := indexChains(set)
 	changed := map[string]bool{}
 	for _, c := range set.Conflicts {
 		changed[c.Record.ID] = true
 	}
 	headers := map[string]int{}
-	for _, root := range next[ledger.Genesis] {
+	for _, root := range ix.roots() {
 		headers[set.Lines[root].Record.Gov().Chain]++
 	}
 	whole := map[int]string{}
-	for _, root := range next[ledger.Genesis] {
+	for _, root := range ix.roots() {
 		g := set.Lines[root].Record.Gov()
 		if g.Event != ledger.EventHeader || g.Chain == "" || headers[g.Chain] != 1 {
 			continue
@@ -99,7 +109,7 @@ func wholeChains(set *Set) map[int]string {
 			if changed[set.Lines[i].Record.ID] {
 				ok = false
 			}
-			succ := next[hashes[i]]
+			succ := ix.successors(i)
 			if len(succ) > 1 {
 				ok = false
 			}
@@ -116,4 +126,18 @@ func wholeChains(set *Set) map[int]string {
 		}
 	}
 	return whole
+}
+
+// ownLine reports whether a note's line is one of the local ledger's: by
+// its exact bytes (a line from before public forms, or one in the default
+// public form, which is its own public form), else by its public hash.
+func (l *Local) ownLine(n Line) bool {
+	if l.Lines[ledger.LineHash(n.Raw)] {
+		return true
+	}
+	if n.Record.Gov().PrevPublic == "" {
+		return false
+	}
+	h, err := ledger.PublicHash(n.Raw)
+	return err == nil && l.Lines[h]
 }

@@ -56,7 +56,7 @@ func (c *clone) work(intent, msg string, files map[string]string) string {
 
 func (c *clone) sync() *SyncResult {
 	c.t.Helper()
-	res, err := Sync(context.Background(), c.repo, c.ledgerPath(), "")
+	res, err := Sync(context.Background(), c.repo, c.ledgerPath(), "", ledger.Keep{})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestSyncFromACursor(t *testing.T) {
 	var cur Cursor
 	syncCur := func() *SyncResult {
 		t.Helper()
-		res, err := SyncFrom(ctx, a.repo, a.ledgerPath(), "", &cur)
+		res, err := SyncFrom(ctx, a.repo, a.ledgerPath(), "", ledger.Keep{}, &cur)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,13 +64,28 @@ func (s *Set) add(commit string, raw []byte) {
 	}
 	l := Line{Raw: append([]byte(nil), raw...), Record: &r, Commit: commit}
 	if i, ok := s.ids[r.ID]; ok {
-		if !bytes.Equal(s.Lines[i].Raw, l.Raw) {
+		if !sameRecord(s.Lines[i], l) {
 			s.Conflicts = append(s.Conflicts, l)
 		}
 		return
 	}
 	s.ids[r.ID] = len(s.Lines)
 	s.Lines = append(s.Lines, l)
+}
+
+// sameRecord reports whether two lines of one record id say the same: the
+// same bytes, or, for a record with a public form, the same public form
+// (one note may carry more of it than another).
+func sameRecord(a, b Line) bool {
+	if bytes.Equal(a.Raw, b.Raw) {
+		return true
+	}
+	if a.Record.Gov().PrevPublic == "" || b.Record.Gov().PrevPublic == "" {
+		return false
+	}
+	pa, errA := ledger.PublicHash(a.Raw)
+	pb, errB := ledger.PublicHash(b.Raw)
+	return errA == nil && errB == nil && pa == pb
 }
 
 // Read returns every record of the notes under Ref (an empty set when

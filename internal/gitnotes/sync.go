@@ -65,12 +65,18 @@ const sinceSlack = 24 * time.Hour
 // own commit record (and what came before it), so its note says it passed
 // the gate. Records after the last committed change stay pending until a
 // later commit or sync.
-func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string) (*SyncResult, error) {
-	return SyncFrom(ctx, repo, ledgerPath, prefix, &Cursor{})
+//
+// Each record goes into the notes in its public form (ledger.PublicForm)
+// with the fields keep names: the notes travel to every remote, and the
+// local ledger keeps the rest. A record written before public forms
+// existed (it has no prev_public) goes in as its exact line, or the
+// chain could not be followed through it.
+func Sync(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string, keep ledger.Keep) (*SyncResult, error) {
+	return SyncFrom(ctx, repo, ledgerPath, prefix, keep, &Cursor{})
 }
 
 // SyncFrom is Sync resuming at cur, which it moves on.
-func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string, cur *Cursor) (*SyncResult, error) {
+func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string, keep ledger.Keep, cur *Cursor) (*SyncResult, error) {
 	res := &SyncResult{Commits: map[string]int{}}
 	if err := EnsureRewriteConfig(ctx, repo); err != nil {
 		return nil, err
@@ -94,7 +100,10 @@ func SyncFrom(ctx context.Context, repo *gitexec.Repo, ledgerPath, prefix string
 	if err != nil {
 		return nil, err
 	}
-	if err := attachPlan(ctx, repo, pending, plan, res); err != nil {
+	if plan, attached, err = attachTrailingCheckpoints(ctx, repo, pending, plan, attached); err != nil {
+		return nil, err
+	}
+	if err := attachPlan(ctx, repo, pending, plan, keep, res); err != nil {
 		return nil, err
 	}
 	res.Pending = len(pending) - attached
@@ -226,9 +235,9 @@ func (pl *attachPlanner) lastRecordOf(ch gitexec.Change) (int, error) {
 	return last, nil
 }
 
-// attachPlan writes the plan's records into the commits' notes and counts
-// them in res.
-func attachPlan(ctx context.Context, repo *gitexec.Repo, pending []pendingLine, plan []attachment, res *SyncResult) error {
+// attachPlan writes the plan's records into the commits' notes, each in
+// its public form with what keep names, and counts them in res.
+func attachPlan(ctx context.Context, repo *gitexec.Repo, pending []pendingLine, plan []attachment, keep ledger.Keep, res *SyncResult) error {
 	notes := map[string][][]byte{}
 	var order []string
 	for _, a := range plan {
@@ -236,12 +245,28 @@ func attachPlan(ctx context.Context, repo *gitexec.Repo, pending []pendingLine, 
 			order = append(order, a.commit)
 		}
 		for _, p := range pending[a.start:a.end] {
-			notes[a.commit] = append(notes[a.commit], p.raw)
+			line, err := noteLine(p, keep)
+			if err != nil {
+				return err
+			}
+			notes[a.commit] = append(notes[a.commit], line)
 		}
 		res.Commits[a.commit] += a.end - a.start
 		res.Attached += a.end - a.start
 	}
 	return appendNotes(ctx, repo, order, notes)
+}
+
+// noteLine is the line a note carries for a ledger line.
+func noteLine(p pendingLine, keep ledger.Keep) ([]byte, error) {
+	if p.rec.Gov().PrevPublic == "" {
+		return p.raw, nil
+	}
+	line, err := ledger.PublicForm(p.raw, keep)
+	if err != nil {
+		return nil, fmt.Errorf("ledger line %d: %w", p.pos.Line, err)
+	}
+	return line, nil
 }
 
 // pendingLines reads the ledger's lines that no note has: from cur on

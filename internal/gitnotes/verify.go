@@ -56,18 +56,9 @@ func VerifyChains(set *Set) *ChainReport {
 	for _, c := range set.Conflicts {
 		rep.problem("record %s appears with different content in the notes of %s and another commit: one was changed", c.Record.ID, c.Commit)
 	}
-	hashes := make([]string, len(set.Lines))
-	byHash := map[string]int{}
-	next := map[string][]int{}
-	for i, l := range set.Lines {
-		h := ledger.LineHash(l.Raw)
-		hashes[i] = h
-		byHash[h] = i
-		prev := l.Record.Gov().Prev
-		next[prev] = append(next[prev], i)
-	}
+	ix := indexChains(set)
 	reached := make([]bool, len(set.Lines))
-	roots := slices.Clone(next[ledger.Genesis])
+	roots := slices.Clone(ix.roots())
 	sort.Slice(roots, func(a, b int) bool {
 		return set.Lines[roots[a]].Record.Timestamp < set.Lines[roots[b]].Record.Timestamp
 	})
@@ -82,7 +73,7 @@ func VerifyChains(set *Set) *ChainReport {
 			reached[i] = true
 			o.Records++
 			o.Last = set.Lines[i].Record.Timestamp
-			succ := next[hashes[i]]
+			succ := ix.successors(i)
 			if len(succ) > 1 {
 				ids := ""
 				for _, s := range succ {
@@ -101,8 +92,8 @@ func VerifyChains(set *Set) *ChainReport {
 		if reached[i] {
 			continue
 		}
-		prev := l.Record.Gov().Prev
-		if _, ok := byHash[prev]; !ok && prev != ledger.Genesis {
+		prev := link(l.Record)
+		if !ix.known[prev] && prev != ledger.Genesis {
 			rep.problem("record %s (note of %s) follows a line that is in no note: a record before it was removed or changed", l.Record.ID, short(l.Commit))
 		}
 	}

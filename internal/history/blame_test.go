@@ -116,3 +116,37 @@ func TestBlame(t *testing.T) {
 		})
 	}
 }
+
+// TestBlameCreditsAcceptedLinesToTheHuman: lines a person accepted
+// (intentfs accept) after editing outside the mount are theirs; lines a
+// record still explains keep it, even when that record's version is gone.
+func TestBlameCreditsAcceptedLinesToTheHuman(t *testing.T) {
+	const (
+		v1 = "a\nb\n"
+		v2 = "a\nb\nagent\n" // its bytes are gone: overwritten outside the mount
+		v3 = "a\nhuman\nb\nagent\n"
+	)
+	f := newFixture(t)
+	f.keep(v1)
+	f.write("f", v3)
+	proc := &ledger.Process{Pid: 7, Comm: "sh"}
+	f.record(
+		ledger.Change{Event: ledger.EventCreate, Path: "f", PostHash: hashOf(t, v1), Lines: 2, Intent: "INT-001", Process: proc},
+		ledger.Change{Event: ledger.EventWrite, Path: "f", PreHash: hashOf(t, v1), PostHash: hashOf(t, v2), Intent: "INT-002", Process: proc,
+			Ranges: []ledger.Range{{StartLine: 3, EndLine: 3, ContentHash: lineHash("agent")}}},
+		ledger.Change{Event: ledger.EventAccept, Path: "f", PostHash: hashOf(t, v3), Process: &ledger.Process{Pid: 9, Comm: "intentfs (alice)"}},
+	)
+	got, err := f.source().Blame("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ text, intent, contributor string }{{"a", "INT-001", "ai"}, {"human", "", "human"}, {"b", "INT-001", "ai"}, {"agent", "INT-002", "ai"}}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if g := got[i]; g.Text != w.text || g.Intent != w.intent || g.Contributor != w.contributor || g.Record == "" {
+			t.Errorf("line %d: %q by %q (%s, record %q), want %q by %q (%s)", i+1, g.Text, g.Intent, g.Contributor, g.Record, w.text, w.intent, w.contributor)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/safeio"
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -48,7 +49,8 @@ func (s *Source) query(f ledger.Filter, fn func(*ledger.Record) error) error {
 // isContent reports whether a record changed a file's content or name.
 func isContent(r *ledger.Record) bool {
 	switch r.Gov().Event {
-	case ledger.EventCreate, ledger.EventWrite, ledger.EventTruncate, ledger.EventDelete, ledger.EventRename, ledger.EventRevert:
+	case ledger.EventCreate, ledger.EventWrite, ledger.EventTruncate, ledger.EventDelete, ledger.EventRename, ledger.EventRevert,
+		ledger.EventAccept:
 		return true
 	}
 	return false
@@ -85,7 +87,7 @@ func (s *Source) RecordDiff(r *ledger.Record) (string, error) {
 	if g.Event == ledger.EventRename && g.PreHash == nil {
 		return fmt.Sprintf("rename %s → %s (content unchanged)\n", from, to), nil
 	}
-	return udiff.Unified("a/"+from, "b/"+to, pre, post), nil
+	return udiff.Unified("a/"+textsafe.Escape(from), "b/"+textsafe.Escape(to), pre, post), nil
 }
 
 // FileDiff is the unified diff of one file.
@@ -153,7 +155,7 @@ func (s *Source) NetFileDiffs(recs []*ledger.Record) ([]FileDiff, error) {
 		if err != nil {
 			return nil, err
 		}
-		if d := udiff.Unified("a/"+p, "b/"+p, pre, post); d != "" {
+		if d := udiff.Unified("a/"+textsafe.Escape(p), "b/"+textsafe.Escape(p), pre, post); d != "" {
 			out = append(out, FileDiff{Path: p, Diff: d})
 		}
 	}
@@ -173,6 +175,9 @@ type BlameLine struct {
 	Time    time.Time `json:"time,omitempty"`
 	Process string    `json:"process,omitempty"`
 	Event   string    `json:"event,omitempty"`
+	// Contributor is the Agent Trace contributor of the record: "human"
+	// for a line a person accepted (intentfs accept), "ai" otherwise.
+	Contributor string `json:"contributor,omitempty"`
 }
 
 // Blame attributes each line of the current file rel to the record that
@@ -310,6 +315,16 @@ func (b *blame) apply(r *ledger.Record) {
 		return
 	}
 	switch from := b.byID[strings.TrimPrefix(g.RestoredFrom, "record ")]; {
+	case g.Event == ledger.EventAccept:
+		// A person took the file as it is: lines a record still
+		// explains keep it, the rest are the person's.
+		b.lines = reattribute(b.lines, b.content, post, func(l string) *ledger.Record {
+			if by := b.byHunk(l); by != nil {
+				return by
+			}
+			return r
+		}, newOwnedLine)
+		clear(b.pending)
 	case g.RestoredFrom == "":
 		b.lines = reattribute(b.lines, b.content, post, func(string) *ledger.Record { return r }, newOwnedLine)
 	case b.seen[*g.PostHash] != nil:
@@ -352,6 +367,9 @@ func blameLines(lines []ownedLine) []BlameLine {
 		if l.rec != nil {
 			g := l.rec.Gov()
 			b.Record, b.Intent, b.Event = l.rec.ID, ledger.Str(g.IntentID), string(g.Event)
+			if len(l.rec.Files) > 0 && len(l.rec.Files[0].Conversations) > 0 {
+				b.Contributor = l.rec.Files[0].Conversations[0].Contributor.Type
+			}
 			b.Time, _ = time.Parse(time.RFC3339Nano, l.rec.Timestamp)
 			if g.Process != nil {
 				b.Process = fmt.Sprintf("%s[%d]", g.Process.Comm, g.Process.Pid)

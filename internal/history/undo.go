@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,13 +31,16 @@ type Step struct {
 	Record string `json:"record"` // the record undone
 	// Intent is the intent of the record undone: the revert of a change
 	// is recorded under the intent that made it.
-	Intent   string `json:"intent,omitempty"`
-	Event    string `json:"event"`
-	Action   string `json:"action"` // remove, restore, recreate, move-back, rmdir, mkdir, skip
-	Path     string `json:"path"`
-	To       string `json:"to,omitempty"`
-	Hash     string `json:"hash,omitempty"`  // the content restored
-	Moved    string `json:"moved,omitempty"` // the content a move-back carries
+	Intent string `json:"intent,omitempty"`
+	Event  string `json:"event"`
+	Action string `json:"action"` // remove, restore, recreate, move-back, rmdir, mkdir, skip
+	Path   string `json:"path"`
+	To     string `json:"to,omitempty"`
+	Hash   string `json:"hash,omitempty"`  // the content restored
+	Moved  string `json:"moved,omitempty"` // the content a move-back carries
+	// Mode is the mode a recreated file had when it was removed, as its
+	// record says ("" when it does not).
+	Mode     string `json:"mode,omitempty"`
 	Conflict string `json:"conflict,omitempty"`
 	Note     string `json:"note,omitempty"`
 }
@@ -178,7 +182,7 @@ func (p *planner) step(r *ledger.Record) Step {
 		}
 		*cur = entry{exists: true, hash: pre}
 	case ledger.EventDelete:
-		s.Action, s.Hash = "recreate", pre
+		s.Action, s.Hash, s.Mode = "recreate", pre, g.Mode
 		if cur.exists {
 			s.Conflict = "a file exists there again"
 		} else {
@@ -298,9 +302,9 @@ func apply(rootFd int, store *objects.Store, s Step) error {
 	case "rmdir":
 		return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 	case "mkdir":
-		return unix.Mkdirat(dirfd, name, 0o755)
+		return safeio.MkdirAt(dirfd, name, 0o755)
 	case "restore", "recreate":
-		return writeVersion(dirfd, name, store, s.Hash)
+		return writeVersion(dirfd, name, store, s.Hash, recordedMode(s.Mode))
 	case "move-back":
 		todir, toname, err := parent(rootFd, s.To)
 		if err != nil {
@@ -311,7 +315,7 @@ func apply(rootFd int, store *objects.Store, s Step) error {
 			return err
 		}
 		if s.Hash != "" {
-			return writeVersion(dirfd, name, store, s.Hash)
+			return writeVersion(dirfd, name, store, s.Hash, 0o644)
 		}
 		return nil
 	}
@@ -340,8 +344,10 @@ func keepExisting(dirfd int, name string, store *objects.Store) error {
 }
 
 // writeVersion puts the bytes of hash at name, atomically: a temporary
-// file beside it, renamed over it; an existing file keeps its mode.
-func writeVersion(dirfd int, name string, store *objects.Store, hash string) error {
+// file beside it, renamed over it; an existing file keeps its owner,
+// group and mode, a new one takes its directory's owner and group, and
+// mode.
+func writeVersion(dirfd int, name string, store *objects.Store, hash string, mode os.FileMode) error {
 	var data []byte
 	if hash != ledger.EmptyHash && hash != "" {
 		b, err := store.Read(hash)
@@ -350,18 +356,23 @@ func writeVersion(dirfd int, name string, store *objects.Store, hash string) err
 		}
 		data = b
 	}
-	mode := uint32(0o644)
-	var st unix.Stat_t
-	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-		mode = st.Mode & 0o7777
+	// The owner, group and mode of the file replaced, else the
+	// directory's owner and group: a revert run by root must not leave
+	// the checkout's owner a file they cannot write.
+	owner, err := safeio.OwnerAt(dirfd, name, mode)
+	if err != nil {
+		return err
 	}
 	tmp := fmt.Sprintf(".%s.intentfs-revert-%d", name, time.Now().UnixNano())
-	fd, err := unix.Openat(dirfd, tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+	fd, err := unix.Openat(dirfd, tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
 	f := os.NewFile(uintptr(fd), tmp)
 	_, err = f.Write(data)
+	if err == nil {
+		err = owner.Set(fd)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -375,6 +386,16 @@ func writeVersion(dirfd int, name string, store *objects.Store, hash string) err
 		unix.Unlinkat(dirfd, tmp, 0)
 	}
 	return err
+}
+
+// recordedMode is the permission bits a record names ("0600"), 0644 when
+// it names none.
+func recordedMode(m string) os.FileMode {
+	v, err := strconv.ParseUint(m, 8, 32)
+	if m == "" || err != nil {
+		return 0o644
+	}
+	return os.FileMode(v) & os.ModePerm
 }
 
 // fdReader reads a borrowed descriptor by offset, without taking ownership

@@ -76,13 +76,24 @@ func (s *Store) Has(hash string) bool {
 	return syscall.Stat(p, &st) == nil
 }
 
+// maxReadBytes bounds a version Read returns whole: the largest a diff
+// or a restore takes into memory.
+const maxReadBytes = 1<<31 - 1
+
 // Read returns the bytes of hash.
 func (s *Store) Read(hash string) ([]byte, error) {
 	p, ok := s.Path(hash)
 	if !ok {
 		return nil, fmt.Errorf("%q is not a sha256 hash", hash)
 	}
-	b, err := os.ReadFile(p)
+	// A clone can carry the store: read it as every workspace file is
+	// read (no symlink from the store's directory down, never blocking,
+	// a regular file, bounded).
+	rel, err := filepath.Rel(filepath.Dir(s.root), p)
+	if err != nil {
+		return nil, fmt.Errorf("object store: %w", err)
+	}
+	b, err := safeio.ReadFile(filepath.Dir(s.root), rel, maxReadBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("the bytes of %s are not in the object store", hash)
 	}

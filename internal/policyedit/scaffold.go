@@ -3,11 +3,15 @@ package policyedit
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -81,15 +85,29 @@ func Scaffold(source string) ([]string, error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(source, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", source, err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
+	// Written as the person running init (often root): into the real
+	// directory only, never through a committed symlink to elsewhere.
+	dirfd, err := safeio.OpenDir(dir)
+	if errors.Is(err, safeio.ErrSymlink) {
+		return nil, fmt.Errorf("%w; intentfs init writes only into a real %s/ directory: remove the link and run init again", err, policy.OrchestrationDir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", dir, err)
+	}
+	defer unix.Close(dirfd)
 	var written []string
 	for _, path := range []string{filepath.Join(source, policy.IntentsFile), filepath.Join(source, policy.OrchestrationDir, ".intentignore")} {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		fd, err := unix.Openat(dirfd, filepath.Base(path), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		if err != nil {
 			return written, fmt.Errorf("writing %s: %w", path, err)
 		}
+		f := os.NewFile(uintptr(fd), path)
 		_, err = f.WriteString(files[path])
 		if cerr := f.Close(); err == nil {
 			err = cerr

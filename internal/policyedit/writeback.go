@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
+	"github.com/intentfs/intentfs/internal/procinfo"
 	"github.com/intentfs/intentfs/internal/safeio"
+	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -27,7 +31,11 @@ var ErrConcurrentEdit = errors.New("the policy file kept changing while intentfs
 // new text, so the human's edit is never lost. The write is atomic (a
 // temporary file in the same directory, fsync'ed, then renamed).
 func UpdateFile(path string, edit func(data []byte) ([]byte, error)) error {
-	unlock, err := lockFile(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock"))
+	return updateFile(path, edit, lockWait)
+}
+
+func updateFile(path string, edit func(data []byte) ([]byte, error), wait time.Duration) error {
+	unlock, err := lockFile(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock"), wait)
 	if err != nil {
 		return err
 	}
@@ -97,15 +105,61 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// lockFile takes an exclusive flock on path, creating it.
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+// lockWait bounds how long an update waits for another writer's lock: a
+// human's command (intentfs intent block, the way to stop an agent) must
+// never wait on a lock without end, whoever holds it.
+const lockWait = 10 * time.Second
+
+// ErrLocked is returned when the policy's lock stayed held for the whole
+// wait.
+var ErrLocked = errors.New("the policy is locked by another writer")
+
+// lockFile takes an exclusive flock on path, creating it, waiting at most
+// wait for another holder to let go. A lock file the daemon (root)
+// creates belongs to the owner of its directory, so the policy's owner
+// can still take the lock to edit it after the mount ends.
+func lockFile(path string, wait time.Duration) (func(), error) {
+	owner, err := safeio.OwnerFor(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	if err := owner.Set(int(f.Fd())); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
-	return func() { f.Close() }, nil
+	deadline := time.Now().Add(wait)
+	pause := 10 * time.Millisecond
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			err = lockError(f, path, wait, err)
+			f.Close()
+			return nil, err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 250*time.Millisecond)
+	}
+}
+
+// lockError says why path could not be locked, naming who holds it.
+func lockError(f *os.File, path string, wait time.Duration, err error) error {
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
+		return fmt.Errorf("locking %s: %w", path, err)
+	}
+	holders := "a process this user cannot see"
+	if hs, herr := procinfo.LockHolders(f); herr == nil && len(hs) > 0 {
+		names := make([]string, len(hs))
+		for i, h := range hs {
+			names[i] = textsafe.Escape(h.String())
+		}
+		holders = strings.Join(names, "; ")
+	}
+	return fmt.Errorf("%w: %s stayed locked for %v, held by %s; stop that process or try again when it is done", ErrLocked, path, wait, holders)
 }

@@ -1,6 +1,7 @@
 package policyedit
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/intentfs/intentfs/policy"
 )
@@ -64,6 +66,43 @@ func TestUpdateFileReappliesOverAHumanEdit(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if !strings.Contains(string(b), "renamed by a human") || !strings.Contains(string(b), "IN_PROGRESS") || calls != 2 {
 		t.Fatalf("calls %d, file:\n%s", calls, b)
+	}
+}
+
+// TestUpdateFileWaitsForALockBoundedly: a writer that holds the policy's
+// lock (here another open file of this process) delays an update by at
+// most the wait, and the error names the holder; once it lets go, the
+// update goes through.
+func TestUpdateFileWaitsForALockBoundedly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "active_intents.yaml")
+	os.WriteFile(path, []byte("active_intents: []\n"), 0o644)
+	holder, err := os.OpenFile(filepath.Join(dir, ".active_intents.yaml.lock"), os.O_RDONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	appendLine := func(data []byte) ([]byte, error) { return append(data, "# edited\n"...), nil }
+	start := time.Now()
+	err = updateFile(path, appendLine, 300*time.Millisecond)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("update under a held lock: %v, want ErrLocked", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("update waited %v", took)
+	}
+	if want := fmt.Sprintf("pid %d", os.Getpid()); !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not name the holder (%s)", err, want)
+	}
+	if b, _ := os.ReadFile(path); strings.Contains(string(b), "edited") {
+		t.Fatal("the policy changed without the lock")
+	}
+	holder.Close()
+	if err := updateFile(path, appendLine, 300*time.Millisecond); err != nil {
+		t.Fatalf("update after the holder let go: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ package safeio
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -108,12 +109,10 @@ func HashFile(root, rel string) (string, error) {
 }
 
 // Replace replaces path with data atomically (WriteTemp, then rename).
-// The new file keeps the mode of the one it replaces, or gets mode if
-// there is none; a symlink at path is replaced, never followed.
+// The new file keeps the owner, group and mode of the one it replaces, or
+// gets its directory's owner and group and mode if there is none; a
+// symlink at path is replaced, never followed.
 func Replace(path string, data []byte, mode os.FileMode) error {
-	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
-		mode = st.Mode().Perm()
-	}
 	tmp, err := WriteTemp(path, data, mode)
 	if err != nil {
 		return err
@@ -125,17 +124,23 @@ func Replace(path string, data []byte, mode os.FileMode) error {
 	return nil
 }
 
-// WriteTemp writes data to a new temporary file beside path, with mode,
-// fsync'ed and closed, and returns its name: the first half of an atomic
-// replacement (rename it over path).
+// WriteTemp writes data to a new temporary file beside path, fsync'ed and
+// closed, and returns its name: the first half of an atomic replacement
+// (rename it over path). The file gets the owner, group and mode of the
+// regular file at path, or, if there is none, its directory's owner and
+// group and mode (see OwnerFor).
 func WriteTemp(path string, data []byte, mode os.FileMode) (string, error) {
+	owner, err := OwnerFor(path, mode)
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Chmod(mode)
+		err = owner.Set(int(f.Fd()))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -148,4 +153,26 @@ func WriteTemp(path string, data []byte, mode os.FileMode) (string, error) {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Name(), nil
+}
+
+// ErrSymlink is wrapped by OpenDir's error for a symlink in the
+// directory's place.
+var ErrSymlink = errors.New("it is a symlink, and intentfs never follows a symlink in a workspace (a clone can carry one that points anywhere)")
+
+// OpenDir opens the directory at path (O_PATH) without following a
+// symlink in its final component: the components above are the path a
+// person named, a directory inside the workspace is what a clone brings.
+// A symlink there gives an error wrapping ErrSymlink that names its
+// target.
+func OpenDir(path string) (int, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		return fd, nil
+	}
+	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP) {
+		if target, lerr := os.Readlink(path); lerr == nil {
+			return -1, fmt.Errorf("%s -> %s: %w", path, target, ErrSymlink)
+		}
+	}
+	return -1, &os.PathError{Op: "open", Path: path, Err: err}
 }

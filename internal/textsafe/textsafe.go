@@ -33,6 +33,27 @@ func Escape(s string) string {
 	if !needsEscape(s) {
 		return s
 	}
+	return escape(s, false)
+}
+
+// EscapeContent escapes file content for showing it (a diff, a blame):
+// as Escape does, except that newlines, tabs and backslashes are kept as
+// they are, so the text keeps its lines and indentation and code reads as
+// written. Carriage returns, escape sequences and every other control are
+// escaped: none reaches the terminal. Unlike Escape it is not reversible,
+// and is meant for output a person reads, never for text read back.
+func EscapeContent(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || c >= 0x80 {
+			return escape(s, true)
+		}
+	}
+	return s
+}
+
+// escape is Escape, keeping newlines, tabs and backslashes if content.
+func escape(s string, content bool) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
 	for i := 0; i < len(s); {
@@ -40,6 +61,8 @@ func Escape(s string) string {
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case content && (r == '\\' || r == '\n' || r == '\t'):
+			b.WriteRune(r)
 		case r == '\\':
 			b.WriteString(`\\`)
 		case r == '\n':

@@ -55,3 +55,22 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+func TestEscapeContent(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"code keeps lines, tabs, backslashes", "func f() {\n\treturn \"a\\n\"\n}\n", "func f() {\n\treturn \"a\\n\"\n}\n"},
+		{"OSC 52 clipboard write", "x\x1b]52;c;ZXZpbA==\x07y\n", `x\x1b]52;c;ZXZpbA==\x07y` + "\n"},
+		{"line erase", "ok\x1b[2K\rforged\n", `ok\x1b[2K\rforged` + "\n"},
+		{"C1 CSI", "a\u009b2Jb", `a\u009b2Jb`},
+		{"bidi override", "a\u202eb", `a\u202eb`},
+		{"invalid UTF-8", "a\xffb", `a\xffb`},
+		{"printable non-ASCII kept", "héllo wörld", "héllo wörld"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := EscapeContent(c.in); got != c.want {
+				t.Fatalf("EscapeContent(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}

@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -53,8 +56,26 @@ func (l Layout) WriteGitignore() (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	// Into the real .orchestration/ only, never through a symlink a clone
+	// committed in its place.
+	dirfd, err := safeio.OpenDir(filepath.Dir(path))
 	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	// Run as root, the file is the workspace owner's all the same.
+	owner, err := safeio.OwnerAt(dirfd, filepath.Base(path), 0o644)
+	if err != nil {
+		unix.Close(dirfd)
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	fd, err := unix.Openat(dirfd, filepath.Base(path), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	unix.Close(dirfd)
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if err := owner.Set(fd); err != nil {
+		f.Close()
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	if _, err := f.WriteString(orchestrationGitignore()); err != nil {
