@@ -35,6 +35,8 @@ type fakeBackend struct {
 	events    []feed.Event
 	// mounts are the mounts listed, fakeMount alone when empty.
 	mounts []Mount
+	// live, if set, carries events sent after the first ones.
+	live chan feed.Event
 }
 
 var fakeMount = Mount{Mountpoint: "/ws", Source: "/src", Socket: "/nonexistent"}
@@ -68,8 +70,16 @@ func (f *fakeBackend) Watch(ctx context.Context, _ Mount, fn func(feed.Event) er
 			return err
 		}
 	}
-	<-ctx.Done()
-	return ctx.Err()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev := <-f.live:
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 func (f *fakeBackend) IntentDiff(Mount, string) ([]history.FileDiff, error) { return f.diff, nil }
@@ -503,4 +513,35 @@ func TestEveryMount(t *testing.T) {
 			t.Fatalf("no %q in\n%s", want, body)
 		}
 	}
+}
+
+// TestEventStreamOutlivesReadTimeout: the server's read timeout bounds
+// reading a request; a stream that lasts longer keeps going.
+func TestEventStreamOutlivesReadTimeout(t *testing.T) {
+	b := &fakeBackend{live: make(chan feed.Event, 1)}
+	srv := httptest.NewUnstartedServer(nil)
+	addr := srv.Listener.Addr().(*net.TCPAddr)
+	a := newAuth(strings.Repeat("a", 64), "test", []string{addr.String()}, false)
+	srv.Config.Handler = a.wrap(newPages(b, a, nil))
+	srv.Config.ReadTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/events?m=%2Fws", nil)
+	req.Header.Set("Cookie", a.cookie+"="+a.token)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	time.Sleep(time.Second) // five read timeouts
+	b.live <- feed.Event{Kind: feed.KindChange, Event: "write", Path: "late.txt", Time: time.Now()}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "late.txt") {
+			return
+		}
+	}
+	t.Fatalf("the stream ended before the late event: %v", sc.Err())
 }
