@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,5 +134,8 @@ func TestUIBrowserApproveDeny(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("nothing-waits"))); err != nil {
 		t.Fatal(err)
 	}
+	// The status refreshes itself as events come in.
+	denied := fmt.Sprintf("%d denied", e.d.Status().Counters.Denied)
+	waitText(t, ctx, "#counters", denied)
 	screenshot(t, ctx, "ui-decided")
 }
