@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -308,13 +309,42 @@ type denialRing struct {
 	buf  []control.Denial
 }
 
+// saveWindow is how close together the refusals of one process in one
+// directory must come to be one line: a tool's save tries several
+// temporaries (vim's swap file names, a retry) within it.
+const saveWindow = time.Second
+
+// saveLookback bounds how far back add looks for the line a refusal
+// belongs to.
+const saveLookback = 8
+
+// add keeps dn, or counts it on the line of the same process's refusal of
+// the same operation in the same directory less than saveWindow before.
 func (r *denialRing) add(dn control.Denial) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for i := len(r.buf) - 1; i >= 0 && i >= len(r.buf)-saveLookback; i-- {
+		if sameSave(&r.buf[i], &dn) {
+			r.buf[i].Repeats++
+			return
+		}
+	}
 	r.buf = append(r.buf, dn)
 	if len(r.buf) > r.size {
 		r.buf = slices.Delete(r.buf, 0, len(r.buf)-r.size)
 	}
+}
+
+// sameSave reports whether dn repeats first: the same process refused the
+// same operation, with the same code, in the same directory, within
+// saveWindow of first.
+func sameSave(first, dn *control.Denial) bool {
+	if first.Process == nil || dn.Process == nil || first.Process.Pid != dn.Process.Pid {
+		return false
+	}
+	d := dn.Time.Sub(first.Time)
+	return d >= 0 && d < saveWindow && first.Op == dn.Op && first.Code == dn.Code && first.Session == dn.Session &&
+		first.Intent == dn.Intent && path.Dir(first.Path) == path.Dir(dn.Path)
 }
 
 func (r *denialRing) list() []control.Denial {

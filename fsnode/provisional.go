@@ -1,0 +1,245 @@
+package fsnode
+
+import (
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/internal/textsafe"
+	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
+)
+
+// A provisional file is a new file that the scope alone would refuse,
+// made beside a name the intent owns (see policy.Snapshot.Provisional):
+// the temporary of an atomic save. Writing it needs no decision; renaming
+// it onto a name is decided as a write of that name, and is its only way
+// to stay. One that is not renamed into the scope is removed by the daemon
+// once its last handle has been closed for ProvisionalIdle, after
+// ProvisionalMaxLife even if handles are open, and at unmount; the removal
+// is recorded. So no file outside the scope survives, and the scope
+// decides what every name it owns receives.
+
+// Defaults of the provisional window (see Options).
+const (
+	DefaultProvisionalIdle     = 5 * time.Second
+	DefaultProvisionalMaxLife  = 10 * time.Minute
+	DefaultProvisionalPerActor = 64
+)
+
+// CodeProvisionalRemoved is the code of the record of a provisional file
+// the daemon removed.
+const CodeProvisionalRemoved = "PROVISIONAL_REMOVED"
+
+// provisionalFile is one provisional file of the source.
+type provisionalFile struct {
+	rel      string
+	dev, ino uint64
+	// node is the file's node, whose open handles keep it; nil when the
+	// kernel knew none.
+	node    *Node
+	owner   string
+	g       grant
+	created time.Time
+	// idleSince is when the daemon first saw no handle open on it; zero
+	// while one is.
+	idleSince time.Time
+}
+
+// provisionalTable holds the provisional files of one mount, by path.
+type provisionalTable struct {
+	mu       sync.Mutex
+	byRel    map[string]*provisionalFile
+	perOwner map[string]int
+	// maxPerOwner bounds the provisional files of one session (or, outside
+	// sessions, one uid); idle and maxLife are the window.
+	maxPerOwner   int
+	idle, maxLife time.Duration
+	// stop ends the sweeper, started with the first provisional file.
+	stop    chan struct{}
+	running bool
+}
+
+func newProvisionalTable(idle, maxLife time.Duration, perOwner int) *provisionalTable {
+	if idle <= 0 {
+		idle = DefaultProvisionalIdle
+	}
+	if maxLife <= 0 {
+		maxLife = DefaultProvisionalMaxLife
+	}
+	if perOwner <= 0 {
+		perOwner = DefaultProvisionalPerActor
+	}
+	return &provisionalTable{byRel: map[string]*provisionalFile{}, perOwner: map[string]int{},
+		maxPerOwner: perOwner, idle: idle, maxLife: maxLife, stop: make(chan struct{})}
+}
+
+// ownerOf is whose share a provisional file counts in: its session's, or
+// outside sessions its uid's.
+func ownerOf(a Actor, c policy.Caller) string {
+	if a.Session != nil {
+		return "session " + a.Session.ID
+	}
+	return fmt.Sprintf("uid %d", c.Uid)
+}
+
+// hasRoom reports whether owner may make one more provisional file.
+func (t *provisionalTable) hasRoom(owner string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.perOwner[owner] < t.maxPerOwner
+}
+
+// holds reports whether rel is a provisional file and dev, ino its
+// identity.
+func (t *provisionalTable) holds(rel string, dev, ino uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.byRel[rel]
+	return ok && p.dev == dev && p.ino == ino
+}
+
+// holdsStat is holds for the stat of a regular file with one name: a file
+// with other names is never provisional, or writing it would change them.
+func (t *provisionalTable) holdsStat(rel string, st *syscall.Stat_t) bool {
+	return st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink == 1 && t.holds(rel, uint64(st.Dev), st.Ino)
+}
+
+// add makes the file at rel, of stat st, provisional. The share was
+// checked when the creation was decided; concurrent creations may pass it
+// by the number of requests in flight, which the kernel bounds.
+func (t *provisionalTable) add(p *provisionalFile, st *syscall.Stat_t) (start bool) {
+	p.dev, p.ino = uint64(st.Dev), st.Ino
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.byRel[p.rel]; ok {
+		t.perOwner[old.owner]--
+	}
+	t.byRel[p.rel] = p
+	t.perOwner[p.owner]++
+	start = !t.running
+	t.running = true
+	return start
+}
+
+// drop forgets rel, which stopped being provisional (renamed into the
+// scope, or unlinked), if it is the file of dev and ino.
+func (t *provisionalTable) drop(rel string, dev, ino uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.byRel[rel]; ok && p.dev == dev && p.ino == ino {
+		t.dropLocked(p)
+	}
+}
+
+func (t *provisionalTable) dropLocked(p *provisionalFile) {
+	delete(t.byRel, p.rel)
+	if t.perOwner[p.owner]--; t.perOwner[p.owner] <= 0 {
+		delete(t.perOwner, p.owner)
+	}
+}
+
+// due returns the provisional files whose window has ended at now, and
+// forgets them: idle for t.idle with no handle open, or older than
+// t.maxLife whatever is open; all of them if all.
+func (t *provisionalTable) due(now time.Time, all bool) []*provisionalFile {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*provisionalFile
+	for _, p := range t.byRel {
+		open := p.node != nil && p.node.handles.Load() > 0
+		switch {
+		case open:
+			p.idleSince = time.Time{}
+		case p.idleSince.IsZero():
+			p.idleSince = now
+		}
+		if all || now.Sub(p.created) >= t.maxLife || (!open && now.Sub(p.idleSince) >= t.idle) {
+			out = append(out, p)
+		}
+	}
+	for _, p := range out {
+		t.dropLocked(p)
+	}
+	return out
+}
+
+// sweepProvisional removes the provisional files whose window has ended,
+// until the mount closes.
+func (r *Root) sweepProvisional() {
+	tick := time.NewTicker(min(r.prov.idle/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.prov.stop:
+			return
+		case now := <-tick.C:
+			for _, p := range r.prov.due(now, false) {
+				r.removeProvisional(p, "its window ended")
+			}
+		}
+	}
+}
+
+// closeProvisional stops the sweeper and removes every provisional file
+// left: the mount is going away.
+func (r *Root) closeProvisional() {
+	r.prov.mu.Lock()
+	if r.prov.running {
+		close(r.prov.stop)
+		r.prov.running = false
+	}
+	r.prov.mu.Unlock()
+	for _, p := range r.prov.due(time.Now(), true) {
+		r.removeProvisional(p, "the mount closed")
+	}
+}
+
+// removeProvisional removes p from the source, as the daemon, if the file
+// at its path is still the provisional one, and records what it held.
+func (r *Root) removeProvisional(p *provisionalFile, why string) {
+	dir, name := splitRel(p.rel)
+	dirfd, err := openDir(r.rootFd, dir)
+	if err != nil {
+		if err != syscall.ENOENT {
+			r.log.Warn("removing a provisional file: its directory cannot be opened", "path", p.rel, "err", err)
+		}
+		return
+	}
+	defer syscall.Close(dirfd)
+	var st syscall.Stat_t
+	if err := fstatat(dirfd, name, &st); err != nil || uint64(st.Dev) != p.dev || st.Ino != p.ino {
+		return // gone already, or no longer the provisional file
+	}
+	d, kept := r.preImageBeforeRemoval(dirfd, name, p.node)
+	if err := unix.Unlinkat(dirfd, name, 0); err != nil {
+		r.log.Error("removing a provisional file failed", "path", p.rel, "err", err)
+		return
+	}
+	if p.node != nil {
+		r.forgetEntry(dir, name)
+	}
+	session := "no session"
+	if p.g.actor.Session != nil {
+		session = "session " + p.g.actor.Session.ID
+	}
+	rel := textsafe.Escape(p.rel)
+	r.gov.Record(ledger.Change{Event: ledger.EventDelete, Path: p.rel, PreHash: d.Hash, PreImage: kept, Op: "discard",
+		Code: CodeProvisionalRemoved, Validation: string(policy.ValidationFail), Intent: p.g.intent, Process: p.g.proc, Session: p.g.actor.Session,
+		Reason: fmt.Sprintf("%s was a temporary file outside the scope, made beside a name the intent owns at %s (%s), and was never renamed into the scope; the daemon removed it: %s",
+			rel, p.created.UTC().Format(time.RFC3339), session, why), Time: time.Now()})
+	// The creation looked allowed to the agent: what became of it is a
+	// refusal, and goes where refusals are shown (.intentfs/denials, the
+	// hooks), with what the agent can do instead.
+	var caller policy.Caller
+	if p.g.proc != nil {
+		caller = policy.Caller{Pid: p.g.proc.Pid, Uid: p.g.proc.Uid}
+	}
+	r.gov.Denied(policy.Request{Op: policy.OpCreate, Path: p.rel, Intent: p.g.intent, Caller: caller},
+		policy.Decision{Code: CodeProvisionalRemoved, Validation: policy.ValidationFail, Path: p.rel,
+			Reason: fmt.Sprintf("%s is outside the scope; it was kept as the temporary file of a save beside a name the intent owns, was never renamed onto a name of the scope, and is removed (%s). %s",
+				rel, why, p.g.decision.Reason)}, p.g.proc, p.g.actor.Session)
+}
