@@ -58,9 +58,11 @@ type provisionalTable struct {
 	// sessions, one uid); idle and maxLife are the window.
 	maxPerOwner   int
 	idle, maxLife time.Duration
-	// stop ends the sweeper, started with the first provisional file.
-	stop    chan struct{}
-	running bool
+	// stop ends the sweeper, started with the first provisional file;
+	// sweeping counts it until it has returned.
+	stop     chan struct{}
+	running  bool
+	sweeping sync.WaitGroup
 }
 
 func newProvisionalTable(idle, maxLife time.Duration, perOwner int) *provisionalTable {
@@ -121,6 +123,9 @@ func (t *provisionalTable) add(p *provisionalFile, st *syscall.Stat_t) (start bo
 	t.byRel[p.rel] = p
 	t.perOwner[p.owner]++
 	start = !t.running
+	if start {
+		t.sweeping.Add(1)
+	}
 	t.running = true
 	return start
 }
@@ -170,6 +175,7 @@ func (t *provisionalTable) due(now time.Time, all bool) []*provisionalFile {
 // sweepProvisional removes the provisional files whose window has ended,
 // until the mount closes.
 func (r *Root) sweepProvisional() {
+	defer r.prov.sweeping.Done()
 	tick := time.NewTicker(min(r.prov.idle/4, time.Second))
 	defer tick.Stop()
 	for {
@@ -188,11 +194,15 @@ func (r *Root) sweepProvisional() {
 // left: the mount is going away.
 func (r *Root) closeProvisional() {
 	r.prov.mu.Lock()
-	if r.prov.running {
+	select {
+	case <-r.prov.stop:
+	default:
 		close(r.prov.stop)
-		r.prov.running = false
 	}
 	r.prov.mu.Unlock()
+	// The sweeper must be done with the source's descriptor before the
+	// mount closes it.
+	r.prov.sweeping.Wait()
 	for _, p := range r.prov.due(time.Now(), true) {
 		r.removeProvisional(p, "the mount closed")
 	}

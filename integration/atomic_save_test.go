@@ -243,6 +243,12 @@ func TestAtomicSaveProvisionalFileCannotEscapeTheScope(t *testing.T) {
 		{"rename onto another temporary", `printf y > tmp2 && mv tmp tmp2`},
 		{"a hard link", `ln tmp smuggled`},
 		{"a hard link onto an owned name's sibling", `ln tmp README.md.bak`},
+		{"an exchange with the owned name", `/usr/bin/python3 -c '
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.renameat2(-100, b"tmp", -100, b"README.md", 2) != 0:
+    sys.exit("renameat2: " + os.strerror(ctypes.get_errno()))
+'`},
 	}
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
@@ -257,6 +263,9 @@ func TestAtomicSaveProvisionalFileCannotEscapeTheScope(t *testing.T) {
 			}
 			if c, _ := e.srcContent("LICENSE"); c != "license\n" {
 				t.Errorf("%s: LICENSE changed to %q", a.script, c)
+			}
+			if c, _ := e.srcContent("README.md"); c != saveSeed {
+				t.Errorf("%s: README.md changed to %q", a.script, c)
 			}
 			if c, _ := e.srcContent(".orchestration/active_intents.yaml"); c != policyBefore {
 				t.Errorf("%s: the policy changed", a.script)
@@ -305,18 +314,29 @@ else:
     except OSError as e:
         print("link refused:", e)
 '`)
+	t.Logf("O_TMPFILE: %s", out)
 	if strings.Contains(out, "LINKED") {
 		t.Errorf("an O_TMPFILE was linked into the source:\n%s", out)
 	}
 	if _, ok := e.srcContent("smuggled"); ok {
 		t.Error("smuggled exists in the source")
 	}
-	outside := filepath.Join(filepath.Dir(e.mnt), "moved-out")
-	defer os.Remove(outside)
-	if out, err := e.shAs(agentUID, agentGID, `printf 'x\n' > tmp && mv tmp `+outside); err != nil {
-		t.Logf("moving a temporary out of the mount: %v\n%s", err, out)
+	outDir, err := os.MkdirTemp("", "intentfs-moved-out")
+	if err != nil {
+		t.Fatal(err)
 	}
-	e.waitGone("tmp")
+	defer os.RemoveAll(outDir)
+	if err := os.Chown(outDir, agentUID, agentGID); err != nil {
+		t.Fatal(err)
+	}
+	// mv copies across file systems, then unlinks the temporary: the
+	// copy is the agent's own, outside the workspace.
+	if out, err := e.shAs(agentUID, agentGID, `printf 'x\n' > tmp && mv tmp `+outDir+`/moved`); err != nil {
+		t.Fatalf("moving a temporary out of the mount: %v\n%s", err, out)
+	}
+	if _, ok := e.srcContent("tmp"); ok {
+		t.Error("the temporary moved out of the mount is still in the source")
+	}
 	for _, r := range e.records() {
 		if r.Path() == "tmp" && r.Gov().Event != ledger.EventDenied && r.Gov().Code != fsnode.CodeProvisionalRemoved {
 			t.Errorf("the temporary moved out is in the ledger as %s", r.Gov().Event)
