@@ -172,6 +172,34 @@ func (t *provisionalTable) due(now time.Time, all bool) []*provisionalFile {
 	return out
 }
 
+// ofOwner returns owner's provisional files and forgets them.
+func (t *provisionalTable) ofOwner(owner string) []*provisionalFile {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*provisionalFile
+	for _, p := range t.byRel {
+		if p.owner == owner {
+			out = append(out, p)
+		}
+	}
+	for _, p := range out {
+		t.dropLocked(p)
+	}
+	return out
+}
+
+// SessionEnded removes the provisional files of the agent session id,
+// whose processes are gone: no save of theirs is in flight.
+func (n *Node) SessionEnded(id string) {
+	r := n.root
+	if r.closed.Load() {
+		return
+	}
+	for _, p := range r.prov.ofOwner(ownerOf(Actor{Session: &ledger.Session{ID: id}}, policy.Caller{})) {
+		r.removeProvisional(p, "its session ended")
+	}
+}
+
 // sweepProvisional removes the provisional files whose window has ended,
 // until the mount closes.
 func (r *Root) sweepProvisional() {

@@ -92,3 +92,19 @@ func TestProvisionalTableWindow(t *testing.T) {
 		})
 	}
 }
+
+func TestProvisionalTableOfOwner(t *testing.T) {
+	tbl := newProvisionalTable(time.Second, time.Minute, 64)
+	for i, owner := range []string{"session a", "session b", "session a", "uid 1000"} {
+		tbl.add(&provisionalFile{rel: string(rune('p' + i)), owner: owner}, &syscall.Stat_t{Dev: 1, Ino: uint64(i + 1)})
+	}
+	if got := tbl.ofOwner("session a"); len(got) != 2 {
+		t.Errorf("session a has %d provisional files, want 2", len(got))
+	}
+	if got := tbl.ofOwner("session a"); len(got) != 0 {
+		t.Errorf("session a's files were not forgotten: %d left", len(got))
+	}
+	if len(tbl.byRel) != 2 || tbl.perOwner["session a"] != 0 {
+		t.Errorf("other owners' files: %d, session a's share %d", len(tbl.byRel), tbl.perOwner["session a"])
+	}
+}

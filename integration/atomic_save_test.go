@@ -403,3 +403,28 @@ for name in ("a.tmp", "b.tmp", "c.tmp"):
 		t.Errorf("one save's %d refusals are %d lines of .intentfs/denials, want 1:\n%s", 3, got, after)
 	}
 }
+
+// TestAtomicSaveSessionEndRemovesItsTemporaries: a session's temporaries
+// outlive none of its saves: they are removed when it ends, and the
+// removal names the session.
+func TestAtomicSaveSessionEndRemovesItsTemporaries(t *testing.T) {
+	requireFUSE(t)
+	e := mountAt(t, sourceOutsideTmp(t), saveShapesPolicy, "", saveSeedFiles(), func(src string) { chownTree(t, src) })
+	out, code := e.runSession("--intent", "ONE-001", "--name", "saver", "--", "sh", "-c",
+		`exec 3>.README.md.swp && printf 'swap\n' >&3 && test -f .README.md.swp && echo MADE`)
+	if code != 0 || !strings.Contains(out, "MADE") {
+		t.Fatalf("a session's temporary beside README.md: exit %d\n%s", code, out)
+	}
+	r := e.waitRecord("the removal of the session's temporary", func(r *ledger.Record) bool {
+		return r.Gov().Event == ledger.EventDelete && r.Path() == ".README.md.swp" && r.Gov().Code == fsnode.CodeProvisionalRemoved
+	})
+	if s := r.Gov().Session; s == nil || s.Name != "saver" {
+		t.Errorf("the removal names session %+v, want saver", s)
+	}
+	if !strings.Contains(r.Gov().Reason, "session ended") {
+		t.Errorf("the removal does not say the session ended: %s", r.Gov().Reason)
+	}
+	if _, ok := e.srcContent(".README.md.swp"); ok {
+		t.Error("the session's temporary is still in the source")
+	}
+}
