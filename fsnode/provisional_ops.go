@@ -44,7 +44,9 @@ func (r *Root) mayBeProvisional(req policy.Request, d policy.Decision, snap *pol
 			return false, ""
 		}
 		return r.roomFor(a, req.Caller)
-	case policy.OpOpenWrite, policy.OpTruncate, policy.OpChmod, policy.OpChown, policy.OpUtimes, policy.OpUnlink:
+	case policy.OpOpenWrite, policy.OpTruncate, policy.OpChmod, policy.OpChown, policy.OpUtimes, policy.OpUnlink,
+		policy.OpSetxattr, policy.OpRemovexattr:
+		// Which attributes a provisional file may carry is changeXattr's.
 		return !req.IsDir && r.statBeneathSys(req.Path, &st) == nil && r.prov.holdsStat(req.Path, &st), ""
 	case policy.OpRename:
 		// A file of the scope moved to a new name beside it that the scope
@@ -82,6 +84,13 @@ func (r *Root) statBeneathSys(rel string, st *syscall.Stat_t) error {
 	defer syscall.Close(fd)
 	return syscall.Fstat(fd, st)
 }
+
+// provisionalXattr reports whether a provisional file's extended
+// attribute attr may be set or removed: its access ACL, which tools copy
+// from the file they save (sed -i, vim) and which stands for mode bits,
+// recorded with the save. Any other attribute would reach the scope
+// unrecorded when the file is renamed there.
+func provisionalXattr(attr string) bool { return attr == "system.posix_acl_access" }
 
 // refuseProvisional records the refusal g carries of a change that was
 // allowed only as work on a provisional file and turned out not to be.
@@ -204,6 +213,8 @@ func (n *Node) renameProvisional(ctx context.Context, name string, dst *Node, ne
 	var kept string
 	var cc contentChange
 	var ccErr error
+	// mode is what the temporary's mode and ACL made of the name's.
+	var mode string
 	errno = withDirs(n, dst, func(srcDir, dstDir int) error {
 		if dstExists {
 			pre, kept = n.root.preImageBeforeRemoval(dstDir, newName, dst.childNode(newName))
@@ -218,6 +229,11 @@ func (n *Node) renameProvisional(ctx context.Context, name string, dst *Node, ne
 				return err
 			}
 			defer syscall.Close(fd)
+			var st syscall.Stat_t
+			if err := syscall.Fstat(fd, &st); err != nil {
+				return err
+			}
+			mode = fmt.Sprintf("%04o", st.Mode&0o7777)
 			cc, err = n.root.analyze(newRel, pre.Hash, fd)
 			return err
 		})
@@ -227,7 +243,7 @@ func (n *Node) renameProvisional(ctx context.Context, name string, dst *Node, ne
 		return errno
 	}
 	c := ledger.Change{Event: ledger.EventCreate, Path: newRel, PreHash: pre.Hash, PostHash: cc.digest.Hash, Lines: cc.digest.Lines,
-		PreImage: kept, Ranges: cc.ranges, Class: cc.class, Attribute: cc.attribute, Op: "rename", Time: time.Now(),
+		PreImage: kept, Ranges: cc.ranges, Class: cc.class, Attribute: cc.attribute, Op: "rename", Time: time.Now(), Mode: mode,
 		Reason: "saved through " + textsafe.Escape(rel) + ", a temporary file beside it"}
 	if pre.Hash != "" {
 		c.Event = ledger.EventWrite

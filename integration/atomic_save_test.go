@@ -142,6 +142,9 @@ func TestAtomicSaveInEveryScopeShape(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s in scope %s: %v\n%s", tool.name, sh.intent, err, out)
 				}
+				if strings.Contains(out, "denied") {
+					t.Errorf("%s in scope %s warns of a refusal:\n%s", tool.name, sh.intent, out)
+				}
 				content, _ := e.srcContent(sh.target)
 				if !strings.Contains(content, tool.name+" new\n") {
 					t.Fatalf("%s in scope %s: the edit did not land:\n%s", tool.name, sh.intent, content)
@@ -160,6 +163,9 @@ func TestAtomicSaveInEveryScopeShape(t *testing.T) {
 				if names := e.dirNames(dir); !slices.Equal(names, namesBefore) {
 					t.Errorf("%s in scope %s: the source directory holds %v after the save, want %v", tool.name, sh.intent, names, namesBefore)
 				}
+			}
+			if denials := e.mustSh(`cat .intentfs/denials`); denials != "" {
+				t.Errorf("saves in scope %s were refused something:\n%s", sh.intent, denials)
 			}
 		})
 	}
@@ -243,6 +249,7 @@ func TestAtomicSaveProvisionalFileCannotEscapeTheScope(t *testing.T) {
 		{"rename onto another temporary", `printf y > tmp2 && mv tmp tmp2`},
 		{"a hard link", `ln tmp smuggled`},
 		{"a hard link onto an owned name's sibling", `ln tmp README.md.bak`},
+		{"an extended attribute to carry into the scope", `/usr/bin/python3 -c 'import os; os.setxattr("tmp", "user.payload", b"x")'`},
 		{"an exchange with the owned name", `/usr/bin/python3 -c '
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
