@@ -200,12 +200,13 @@ func (n *Node) renameProvisional(ctx context.Context, name string, dst *Node, ne
 	if errno != 0 {
 		return errno
 	}
-	if !g.traced() {
+	if !g.traced() || g.upstream != nil {
 		// An exempt name (git's state, an .intentignore'd path) is not
 		// the scope's: a temporary made beside a name of the scope does
-		// not go there.
+		// not go there. Nor does it become content git brings from the
+		// upstream, which is judged as git writes it, not at a rename.
 		g.decision = policy.Decision{Code: policy.CodeOutOfScope, Validation: policy.ValidationFail, Path: newRel,
-			Reason: fmt.Sprintf("%s is a temporary file outside the scope; it may only be renamed onto a governed name of the scope, and %s is exempt from governance", textsafe.Escape(rel), textsafe.Escape(newRel))}
+			Reason: fmt.Sprintf("%s is a temporary file outside the scope; it may only be renamed onto a governed name of the scope, and %s is not one (exempt from governance, or content only the upstream may bring)", textsafe.Escape(rel), textsafe.Escape(newRel))}
 		return n.root.refuseProvisional(ctx, g, policy.Request{Op: policy.OpRename, Path: rel, Path2: newRel})
 	}
 	movedNode := n.childNode(name)
@@ -275,6 +276,10 @@ func (n *Node) renameToProvisional(ctx context.Context, g grant, name, newName, 
 	gd, errno := n.root.authorizeAs(ctx, policy.Request{Op: policy.OpUnlink, Path: rel}, size, false)
 	if errno != 0 {
 		return errno
+	}
+	if gd.upstream != nil {
+		// A removal git makes for the upstream is not a move.
+		return n.root.refuseProvisional(ctx, g, req)
 	}
 	n.checkpointChild(name)
 	movedNode := n.childNode(name)
