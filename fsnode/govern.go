@@ -146,6 +146,12 @@ func (r *Root) decide(ctx context.Context, req policy.Request, provisional bool)
 		}
 		return g, syscall.EACCES
 	}
+	if req.Op != policy.OpRename && req.Op != policy.OpLink {
+		// A name the scope in force for this caller covers is governed
+		// from now on, even if another intent's save left a temporary
+		// there: its changes are recorded, and it is not removed.
+		r.prov.adopt(req.Path)
+	}
 	return g, 0
 }
 

@@ -140,6 +140,16 @@ func (t *provisionalTable) drop(rel string, dev, ino uint64) {
 	}
 }
 
+// adopt forgets rel, if it is a provisional file: an allowed change under
+// a scope that covers it governs it now.
+func (t *provisionalTable) adopt(rel string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.byRel[rel]; ok {
+		t.dropLocked(p)
+	}
+}
+
 func (t *provisionalTable) dropLocked(p *provisionalFile) {
 	delete(t.byRel, p.rel)
 	if t.perOwner[p.owner]--; t.perOwner[p.owner] <= 0 {

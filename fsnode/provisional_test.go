@@ -108,3 +108,20 @@ func TestProvisionalTableOfOwner(t *testing.T) {
 		t.Errorf("other owners' files: %d, session a's share %d", len(tbl.byRel), tbl.perOwner["session a"])
 	}
 }
+
+func TestProvisionalTableAdopt(t *testing.T) {
+	tbl := newProvisionalTable(time.Second, time.Minute, 64)
+	st := &syscall.Stat_t{Dev: 1, Ino: 7, Mode: syscall.S_IFREG, Nlink: 1}
+	tbl.add(&provisionalFile{rel: "notes.md", owner: "session a"}, st)
+	tbl.adopt("other.md")
+	if !tbl.holdsStat("notes.md", st) {
+		t.Fatal("adopting another name forgot notes.md")
+	}
+	tbl.adopt("notes.md")
+	if tbl.holdsStat("notes.md", st) || tbl.perOwner["session a"] != 0 {
+		t.Error("an adopted file is still provisional")
+	}
+	if got := tbl.due(time.Now().Add(time.Hour), true); len(got) != 0 {
+		t.Errorf("an adopted file is due for removal: %d", len(got))
+	}
+}
