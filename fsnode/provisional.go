@@ -30,8 +30,8 @@ const (
 	DefaultProvisionalPerActor = 64
 )
 
-// CodeProvisionalRemoved is the code of the record of a provisional file
-// the daemon removed.
+// CodeProvisionalRemoved is the code of the denial that records the
+// removal of a provisional file (op "discard", pre_hash what it held).
 const CodeProvisionalRemoved = "PROVISIONAL_REMOVED"
 
 // provisionalFile is one provisional file of the source.
@@ -262,32 +262,29 @@ func (r *Root) removeProvisional(p *provisionalFile, why string) {
 	if err := fstatat(dirfd, name, &st); err != nil || uint64(st.Dev) != p.dev || st.Ino != p.ino {
 		return // gone already, or no longer the provisional file
 	}
+	// Its bytes are kept, as any version a change destroys: what was
+	// smuggled can be read back.
 	d, kept := r.preImageBeforeRemoval(dirfd, name, p.node)
 	if err := unix.Unlinkat(dirfd, name, 0); err != nil {
 		r.log.Error("removing a provisional file failed", "path", p.rel, "err", err)
 		return
 	}
-	if p.node != nil {
-		r.forgetEntry(dir, name)
-	}
+	r.forgetEntry(dir, name)
 	session := "no session"
 	if p.g.actor.Session != nil {
 		session = "session " + p.g.actor.Session.ID
 	}
-	rel := textsafe.Escape(p.rel)
-	r.gov.Record(ledger.Change{Event: ledger.EventDelete, Path: p.rel, PreHash: d.Hash, PreImage: kept, Op: "discard",
-		Code: CodeProvisionalRemoved, Validation: string(policy.ValidationFail), Intent: p.g.intent, Process: p.g.proc, Session: p.g.actor.Session,
-		Reason: fmt.Sprintf("%s was a temporary file outside the scope, made beside a name the intent owns at %s (%s), and was never renamed into the scope; the daemon removed it: %s",
-			rel, p.created.UTC().Format(time.RFC3339), session, why), Time: time.Now()})
-	// The creation looked allowed to the agent: what became of it is a
-	// refusal, and goes where refusals are shown (.intentfs/denials, the
-	// hooks), with what the agent can do instead.
 	var caller policy.Caller
 	if p.g.proc != nil {
 		caller = policy.Caller{Pid: p.g.proc.Pid, Uid: p.g.proc.Uid}
 	}
-	r.gov.Denied(policy.Request{Op: policy.OpCreate, Path: p.rel, Intent: p.g.intent, Caller: caller},
+	// A denial, not a deletion: the file was never part of the tree, and
+	// nothing that restores deleted files may bring it back. The agent
+	// saw its creation succeed, so it is shown where refusals are.
+	rel := textsafe.Escape(p.rel)
+	r.gov.Discarded(policy.Request{Op: policy.OpCreate, Path: p.rel, Intent: p.g.intent, Caller: caller},
 		policy.Decision{Code: CodeProvisionalRemoved, Validation: policy.ValidationFail, Path: p.rel,
-			Reason: fmt.Sprintf("%s is outside the scope; it was kept as the temporary file of a save beside a name the intent owns, was never renamed onto a name of the scope, and is removed (%s). %s",
-				rel, why, p.g.decision.Reason)}, p.g.proc, p.g.actor.Session)
+			Reason: fmt.Sprintf("%s is outside the scope: a temporary file made beside a name the intent owns at %s (%s), never renamed onto a name of the scope, removed by intentfs because %s; it held %s. %s",
+				rel, p.created.UTC().Format(time.RFC3339), session, why, d.Hash, p.g.decision.Reason)},
+		d.Hash, kept, p.g.proc, p.g.actor.Session)
 }

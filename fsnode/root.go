@@ -37,6 +37,12 @@ type Governor interface {
 	Process(c *fuse.Caller) *ledger.Process
 	// Denied records a refused change, made in session s (nil: none).
 	Denied(req policy.Request, d policy.Decision, p *ledger.Process, s *ledger.Session)
+	// Discarded records that the daemon removed a provisional file that
+	// held content of hash preHash (kept as preImage says), made under
+	// req and shown, where
+	// refusals are, as refused with d: the creation looked allowed to
+	// the agent. Every one is recorded in full, with its hash.
+	Discarded(req policy.Request, d policy.Decision, preHash, preImage string, p *ledger.Process, s *ledger.Session)
 	// Record records a change that was made.
 	Record(c ledger.Change)
 	// DeclaredClass is the mutation class the agent declared for its

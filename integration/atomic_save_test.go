@@ -195,7 +195,7 @@ func (e *env) waitGone(rel string) {
 func (e *env) waitRemovalRecord(rel, content string) {
 	e.t.Helper()
 	r := e.waitRecord("the removal of "+rel, func(r *ledger.Record) bool {
-		return r.Gov().Event == ledger.EventDelete && r.Path() == rel && r.Gov().Code == fsnode.CodeProvisionalRemoved
+		return r.Gov().Event == ledger.EventDenied && r.Gov().Op == "discard" && r.Path() == rel && r.Gov().Code == fsnode.CodeProvisionalRemoved
 	})
 	if got := hashOf(r.Gov().PreHash); got != shaOf([]byte(content)) {
 		e.t.Errorf("the removal of %s records hash %s, want that of %q", rel, got, content)
@@ -423,7 +423,7 @@ func TestAtomicSaveSessionEndRemovesItsTemporaries(t *testing.T) {
 		t.Fatalf("a session's temporary beside README.md: exit %d\n%s", code, out)
 	}
 	r := e.waitRecord("the removal of the session's temporary", func(r *ledger.Record) bool {
-		return r.Gov().Event == ledger.EventDelete && r.Path() == ".README.md.swp" && r.Gov().Code == fsnode.CodeProvisionalRemoved
+		return r.Gov().Event == ledger.EventDenied && r.Gov().Op == "discard" && r.Path() == ".README.md.swp" && r.Gov().Code == fsnode.CodeProvisionalRemoved
 	})
 	if s := r.Gov().Session; s == nil || s.Name != "saver" {
 		t.Errorf("the removal names session %+v, want saver", s)
@@ -433,5 +433,43 @@ func TestAtomicSaveSessionEndRemovesItsTemporaries(t *testing.T) {
 	}
 	if _, ok := e.srcContent(".README.md.swp"); ok {
 		t.Error("the session's temporary is still in the source")
+	}
+}
+
+// TestAtomicSaveAuditTools: the records of saves through temporaries and
+// of a removed stray keep verify green, and revert puts the saved file
+// back without bringing the stray temporary back.
+func TestAtomicSaveAuditTools(t *testing.T) {
+	c, repo, ws := newPolicyRepo(t, saveShapesPolicy)
+	writeFile(t, filepath.Join(repo, "README.md"), saveSeed)
+	before := treeBytes(t, repo)
+	c.must("mount", repo, ws, "--intent", "ONE-001", "--agent-files", "none")
+	neutral := t.TempDir()
+	t.Cleanup(func() { c.dir = neutral; c.run("unmount", ws); syscallUnmount(ws) })
+	sh := execCommand("sh", "-c", `sed -i 's/^sed old/sed new/' README.md && printf 'junk\n' > stray.tmp`)
+	sh.Dir = ws
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	c.dir = ws
+	for deadline := time.Now().Add(strayWait); ; time.Sleep(200 * time.Millisecond) {
+		out := c.must("log", "--json", "--path", "stray.tmp", "--event", "denied")
+		if strings.Contains(out, fsnode.CodeProvisionalRemoved) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stray's removal is not in the log:\n%s", out)
+		}
+	}
+	if out := c.must("verify"); !strings.Contains(out, "OK:") {
+		t.Fatalf("verify:\n%s", out)
+	}
+	if out := c.must("revert", "--intent", "ONE-001"); !strings.Contains(out, "reverted:") {
+		t.Fatalf("revert:\n%s", out)
+	}
+	c.dir = t.TempDir()
+	c.must("unmount", ws)
+	if after := treeBytes(t, repo); !equalTrees(before, after) {
+		t.Fatalf("after revert:\n%v\nwant\n%v", after, before)
 	}
 }
