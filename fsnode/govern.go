@@ -123,9 +123,12 @@ func (r *Root) decide(ctx context.Context, req policy.Request, provisional bool)
 		}
 		if provisional && up == nil {
 			var why string
-			if g.provisional, why = r.mayBeProvisional(req, d, snap, a); g.provisional {
+			// A temporary whose removal the ledger could not record is
+			// not made: the refusal below stands (fail closed).
+			if g.provisional, why = r.mayBeProvisional(req, d, snap, a); g.provisional && r.gov.LedgerErr() == nil {
 				return g, 0
 			}
+			g.provisional = false
 			if why != "" {
 				d.Reason = joinReason(d.Reason, why)
 			}

@@ -386,6 +386,7 @@ func (d *Daemon) Close() error {
 		rootErr := d.root.Close()
 		d.mirror.Close()
 		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.session.Close()}
+		d.procs.Close()
 		d.closeErr = errors.Join(errs...)
 		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)
 		close(d.closed)
