@@ -249,7 +249,11 @@ func (d *Dir) readDenials(caller *fuse.Caller) []byte {
 		}
 		// One line per denial, whatever the names in it hold.
 		esc := textsafe.Escape
-		fmt.Fprintf(&b, "%s %s %s intent=%s code=%s%s: %s\n", dn.Time.UTC().Format(time.RFC3339), esc(dn.Op), esc(dn.Path), esc(intent), esc(dn.Code), comm, esc(dn.Reason))
+		repeats := ""
+		if dn.Repeats > 0 {
+			repeats = fmt.Sprintf(" (and %d more like it in the same second)", dn.Repeats)
+		}
+		fmt.Fprintf(&b, "%s %s %s intent=%s code=%s%s: %s%s\n", dn.Time.UTC().Format(time.RFC3339), esc(dn.Op), esc(dn.Path), esc(intent), esc(dn.Code), comm, esc(dn.Reason), repeats)
 	}
 	return []byte(b.String())
 }

@@ -103,6 +103,10 @@ type Denial struct {
 	Code    string          `json:"code"`
 	Reason  string          `json:"reason"`
 	Process *ledger.Process `json:"process,omitempty"`
+	// Repeats counts the further refusals of the same save this line
+	// stands for: the same process, operation and directory, within a
+	// second.
+	Repeats int `json:"repeats,omitempty"`
 }
 
 // Counters are the mount's running totals.

@@ -29,11 +29,16 @@ type grant struct {
 	// refContent, if set, is what a rename onto a git ref was judged
 	// from (see GitChange.Judged).
 	refContent []byte
+	// provisional is set when the scope refused the change and it is
+	// allowed only as work on a provisional file (see provisional.go):
+	// decision is the refusal, which is recorded if the change turns out
+	// not to be one.
+	provisional bool
 }
 
 // traced reports whether the change goes to the ledger; exempt paths
 // (.intentignore, .git internals) are not traced.
-func (g grant) traced() bool { return g.decision.Code != policy.CodeExempt }
+func (g grant) traced() bool { return g.decision.Code != policy.CodeExempt && !g.provisional }
 
 // authorize puts a change to the policy. On a denial it records it and
 // returns EACCES.
@@ -44,10 +49,16 @@ func (r *Root) authorize(ctx context.Context, req policy.Request) (g grant, errn
 // authorizeSized is authorize, then the approval hold (see hold.go);
 // size, if set, probes the size of a file the change deletes.
 func (r *Root) authorizeSized(ctx context.Context, req policy.Request, size func() (int64, bool)) (g grant, errno syscall.Errno) {
+	return r.authorizeAs(ctx, req, size, true)
+}
+
+// authorizeAs is authorizeSized; provisional says whether a change the
+// scope refuses may be allowed as work on a provisional file.
+func (r *Root) authorizeAs(ctx context.Context, req policy.Request, size func() (int64, bool), provisional bool) (g grant, errno syscall.Errno) {
 	// Deciding and recording are the daemon's work, also in a request
 	// that runs as its caller (see CallerScope).
 	if err := r.asDaemon(ctx, func() error {
-		g, errno = r.decide(ctx, req)
+		g, errno = r.decide(ctx, req, provisional)
 		if errno == 0 {
 			errno = r.hold(ctx, req, g, size)
 		}
@@ -59,7 +70,7 @@ func (r *Root) authorizeSized(ctx context.Context, req policy.Request, size func
 	return g, errno
 }
 
-func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.Errno) {
+func (r *Root) decide(ctx context.Context, req policy.Request, provisional bool) (grant, syscall.Errno) {
 	caller, _ := fuse.FromContext(ctx)
 	if caller != nil {
 		req.Caller = policy.Caller{Pid: caller.Pid, Uid: caller.Uid, Gid: caller.Gid}
@@ -111,6 +122,21 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 			// nothing.
 			return g, syscall.ENOTEMPTY
 		}
+		if provisional && up == nil {
+			var why string
+			// A temporary whose removal the ledger could not record is
+			// not made: the refusal below stands (fail closed).
+			if g.provisional, why = r.mayBeProvisional(req, d, snap, a); g.provisional && r.gov.LedgerErr() == nil {
+				return g, 0
+			}
+			g.provisional = false
+			if why != "" {
+				d.Reason = joinReason(d.Reason, why)
+			}
+		}
+		// A tool's temporary beside the file it edits: say which file.
+		r.nameMeantTarget(&req, &d)
+		g.decision = d
 		r.gov.Denied(req, d, g.proc, a.Session)
 		return g, syscall.EACCES
 	}
@@ -123,6 +149,12 @@ func (r *Root) decide(ctx context.Context, req policy.Request) (grant, syscall.E
 			return g, syscall.ENOSPC
 		}
 		return g, syscall.EACCES
+	}
+	if req.Op != policy.OpRename && req.Op != policy.OpLink {
+		// A name the scope in force for this caller covers is governed
+		// from now on, even if another intent's save left a temporary
+		// there: its changes are recorded, and it is not removed.
+		r.prov.adopt(req.Path)
 	}
 	return g, 0
 }

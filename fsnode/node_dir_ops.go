@@ -142,13 +142,24 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return n.unlinkForUpstream(ctx, name, rel, g)
 	}
 	mode := ""
+	var st syscall.Stat_t
 	errno = n.withDir(func(dirfd int) error {
+		if g.provisional {
+			// The provisional file leaves the table once it is gone;
+			// that it is the same file was checked when it was decided.
+			if err := fstatat(dirfd, name, &st); err != nil {
+				return err
+			}
+			if !n.root.prov.holdsStat(rel, &st) {
+				return syscall.EACCES
+			}
+		}
 		if g.traced() {
 			// The mode goes into the record, so that a revert recreates
 			// the file as private as it was.
-			var st syscall.Stat_t
-			if fstatat(dirfd, name, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-				mode = fmt.Sprintf("%04o", st.Mode&0o7777)
+			var fst syscall.Stat_t
+			if fstatat(dirfd, name, &fst) == nil && fst.Mode&syscall.S_IFMT == syscall.S_IFREG {
+				mode = fmt.Sprintf("%04o", fst.Mode&0o7777)
 			}
 			if finish = n.root.deferredRemoval(dirfd, name, n.childNode(name)); finish == nil {
 				pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
@@ -156,9 +167,17 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		}
 		return n.root.asCaller(ctx, func() error { return unix.Unlinkat(dirfd, name, 0) })
 	})
+	if errno == syscall.EACCES && g.provisional {
+		return n.root.refuseProvisional(ctx, g, policy.Request{Op: policy.OpUnlink, Path: rel})
+	}
 	if errno != 0 {
 		// The pending link, if any, is adopted at the next start.
 		return errno
+	}
+	if g.provisional {
+		// A temporary its tool removed: nothing of it is left to record.
+		n.root.prov.drop(rel, uint64(st.Dev), st.Ino)
+		return 0
 	}
 	n.root.record(g, ledger.Change{Event: ledger.EventDelete, Path: rel, PreHash: pre.Hash, PreImage: kept, Op: "unlink", Mode: mode, Finish: finish})
 	return 0
@@ -261,6 +280,9 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	isDir := srcSt.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	isDir2 := dstExists && dstSt.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	if n.root.prov.holdsStat(rel, &srcSt) {
+		return n.renameProvisional(ctx, name, dst, newName, rel, newRel, flags, &srcSt, dstExists)
+	}
 	req := policy.Request{Op: policy.OpRename, Path: rel, Path2: newRel, IsDir: isDir, IsDir2: isDir2, RenameFlags: flags}
 	// listed is set if the decision had to look at what the directories
 	// hold (a scope that is not a plain prefix): the rename is then
@@ -279,6 +301,9 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	g, errno := n.root.authorizeSized(ctx, req, destroyed)
 	if errno != 0 {
 		return errno
+	}
+	if g.provisional {
+		return n.renameToProvisional(ctx, g, name, newName, rel, newRel, flags)
 	}
 	// A directory moved or replaced must hold nothing git is bringing
 	// from the upstream (see upstream_removal.go).

@@ -63,6 +63,9 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if errno != 0 {
 		return nil, 0, errno
 	}
+	if g.provisional {
+		return n.openProvisional(ctx, rel, g, flags)
+	}
 	var pre objects.Digest
 	var kept string
 	if g.traced() {
@@ -137,6 +140,9 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 	}
 	if g.upstream != nil {
 		return n.createUpstream(ctx, name, rel, g, mode, out)
+	}
+	if g.provisional {
+		return n.createProvisional(ctx, name, rel, g, flags, mode, out)
 	}
 	var (
 		fd      = -1

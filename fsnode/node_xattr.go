@@ -106,9 +106,13 @@ func (n *Node) changeXattr(ctx context.Context, op policy.Op, attr string, fn fu
 	if !ok {
 		return syscall.ENOENT
 	}
-	g, errno := n.root.authorize(ctx, policy.Request{Op: op, Path: rel, IsDir: n.IsDir()})
+	req := policy.Request{Op: op, Path: rel, IsDir: n.IsDir()}
+	g, errno := n.root.authorize(ctx, req)
 	if errno != 0 {
 		return errno
+	}
+	if g.provisional && !provisionalXattr(attr) {
+		return n.root.refuseProvisional(ctx, g, req)
 	}
 	if errno := n.withProcPath(func(p string) error { return n.root.asCaller(ctx, func() error { return fn(p) }) }); errno != 0 {
 		return errno

@@ -69,6 +69,12 @@ func (g *fakeGovernor) Denied(req policy.Request, d policy.Decision, p *ledger.P
 	g.denials = append(g.denials, d)
 }
 
+// Discarded is a denial like the mount's: the removal of a temporary is
+// recorded as a refused creation with its hash.
+func (g *fakeGovernor) Discarded(req policy.Request, d policy.Decision, preHash, preImage string, p *ledger.Process, s *ledger.Session) {
+	g.Denied(req, d, p, s)
+}
+
 func (g *fakeGovernor) Record(c ledger.Change) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

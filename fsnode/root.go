@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -36,6 +37,12 @@ type Governor interface {
 	Process(c *fuse.Caller) *ledger.Process
 	// Denied records a refused change, made in session s (nil: none).
 	Denied(req policy.Request, d policy.Decision, p *ledger.Process, s *ledger.Session)
+	// Discarded records that the daemon removed a provisional file that
+	// held content of hash preHash (kept as preImage says), made under
+	// req and shown, where
+	// refusals are, as refused with d: the creation looked allowed to
+	// the agent. Every one is recorded in full, with its hash.
+	Discarded(req policy.Request, d policy.Decision, preHash, preImage string, p *ledger.Process, s *ledger.Session)
 	// Record records a change that was made.
 	Record(c ledger.Change)
 	// DeclaredClass is the mutation class the agent declared for its
@@ -71,6 +78,11 @@ type Options struct {
 	// open between calls (0: a quarter of the descriptor limit;
 	// negative: none are kept).
 	MaxCachedDirs int
+	// ProvisionalIdle, ProvisionalMaxLife and ProvisionalPerActor set the
+	// window of provisional files (see provisional.go); 0 is the default.
+	ProvisionalIdle     time.Duration
+	ProvisionalMaxLife  time.Duration
+	ProvisionalPerActor int
 }
 
 // Root holds the state shared by every node of one mount.
@@ -105,6 +117,9 @@ type Root struct {
 	closed atomic.Bool
 	// top is the root node, for invalidations made in the background.
 	top *Node
+	// prov are the provisional files: temporaries of atomic saves beside
+	// owned names (see provisional.go).
+	prov *provisionalTable
 }
 
 // NewRoot opens the source directory and returns the root node of the
@@ -127,7 +142,8 @@ func NewRoot(o Options) (*Node, error) {
 		return nil, fmt.Errorf("stat source %s: %w", o.Source, err)
 	}
 	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
-		control: o.ControlDir, callers: newCallers(switcher)}
+		control: o.ControlDir, callers: newCallers(switcher),
+		prov: newProvisionalTable(o.ProvisionalIdle, o.ProvisionalMaxLife, o.ProvisionalPerActor)}
 	r.dirFds.max = o.MaxCachedDirs
 	sys := probeNewSyscalls()
 	r.noXattrAt.Store(!sys.xattrAt)
@@ -146,9 +162,10 @@ func NewRoot(o Options) (*Node, error) {
 // Hashes returns the mount's hash cache, for status counters.
 func (n *Node) Hashes() *objects.HashCache { return n.root.hashes }
 
-// Close puts back what git removed and did not write again, then
-// releases the source directory handle.
+// Close removes the provisional files left, puts back what git removed
+// and did not write again, then releases the source directory handle.
 func (n *Node) Close() error {
+	n.root.closeProvisional()
 	n.root.closed.Store(true)
 	n.root.putBackAll()
 	return syscall.Close(n.root.rootFd)

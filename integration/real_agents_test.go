@@ -221,13 +221,13 @@ func TestRealClaudeCodeHooks(t *testing.T) {
 		}
 	}
 	// sed -i writes a new file beside README.md to rename over it: the
-	// refusal is of that file, and the model is told which file it meant.
+	// refusal names README.md, the file it meant, and says which temporary
+	// was refused.
 	if len(results) > 7 {
 		r := results[7]
 		tmp, _, _ := strings.Cut(strings.TrimPrefix(r.Text, "Exit code 4\nsed: couldn't open temporary file ./"), ":")
 		want := "PostToolUseFailure:Bash hook additional context: intentfs refused 1 change(s) in " + ws + " (each listed EACCES is a policy decision, not a bug; a \"Permission denied\" not listed here came from the file's own owner, mode or ACL: ask " + ws + "/.intentfs/check):\n" +
-			"- create " + tmp + " (OUT_OF_SCOPE): " + tmp + " is outside the owned_scope of INT-001 (src/**)\n" +
-			"  " + tmp + " is a new file the command made beside README.md, to put in its place (as sed -i and editors do): the change is to README.md.\n" +
+			"- create README.md (OUT_OF_SCOPE): README.md is outside the owned_scope of INT-001 (src/**) (the refused creation of " + tmp + " is a temporary file of a save of README.md, made beside it to be renamed over it)\n" +
 			"  What to do: No intent covers README.md. Stay inside the owned_scope of INT-001"
 		if r.Tool != "Bash" || !strings.HasPrefix(r.Context, want) {
 			t.Errorf("after the refused sed -i the model received %q, then\n%q\nwant it to begin\n%q", r.Text, r.Context, want)

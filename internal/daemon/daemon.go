@@ -441,6 +441,7 @@ func (d *Daemon) Close() error {
 		// within its timeout. It is a copy, so its failure does not fail
 		// the unmount.
 		d.shutdownExport()
+		d.procs.Close()
 		d.closeErr = errors.Join(errs...)
 		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)
 		close(d.closed)

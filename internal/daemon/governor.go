@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -92,8 +93,51 @@ func (d *Daemon) Record(c ledger.Change) {
 	}
 }
 
+// Discarded records the removal of a provisional file the scope refused:
+// shown as a refusal, and one ledger record per removal, which names the
+// content it held. It is a denial, not a deletion: the file was never
+// part of the tree, and nothing that restores deleted files (revert, the
+// git gate's known versions) may bring it back.
+func (d *Daemon) Discarded(req policy.Request, dec policy.Decision, preHash, preImage string, p *ledger.Process, sess *ledger.Session) {
+	now := time.Now()
+	d.showDenial(req, dec, p, sess, now)
+	d.log.Warn("removed a provisional file", "path", dec.Path, "intent", req.Intent, "hash", preHash)
+	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: dec.Path, Intent: req.Intent,
+		Validation: string(dec.Validation), Op: "discard", Code: string(dec.Code), Reason: dec.Reason, PreHash: preHash, PreImage: preImage,
+		Process: p, Session: sess, Time: now}, d.cfg.Version))
+}
+
 // Denied records a refused change: ledger, recent-denials ring and log.
 func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Process, sess *ledger.Session) {
+	now := time.Now()
+	dn := d.showDenial(req, dec, p, sess, now)
+	// Repeats of a denial are counted, not recorded one by one (see
+	// denialgate.go): a refused loop must not fill the disk.
+	if !d.gate.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, dn.Path, dec.Reason, p, sess), p, sess, now) {
+		return
+	}
+	comm := ""
+	if p != nil {
+		comm = p.Comm
+	}
+	d.log.Warn("denied", "op", req.Op, "path", dn.Path, "intent", req.Intent, "code", dec.Code, "pid", req.Caller.Pid, "comm", comm, "reason", dec.Reason)
+	// The record names the refused path. When that is where a rename or
+	// link was going, from_path says where it came from, as a rename or
+	// link record would; the reason names both ends either way.
+	recPath, from := dn.Path, ""
+	if (req.Op == policy.OpRename && dn.Path == req.Path2) || (req.Op == policy.OpLink && dn.Path == req.Path) {
+		from = dn.Path2
+	}
+	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: recPath, FromPath: from, Intent: req.Intent,
+		Validation: string(dec.Validation), Op: string(req.Op), Code: string(dec.Code), Reason: dec.Reason,
+		Process: p, Session: sess, Time: now}, d.cfg.Version))
+	d.lessonOnDenial(req, dec)
+}
+
+// showDenial counts a refusal and puts it where refusals are shown: the
+// recent-denials ring (.intentfs/denials, the hooks, the MCP server) and
+// the feed.
+func (d *Daemon) showDenial(req policy.Request, dec policy.Decision, p *ledger.Process, sess *ledger.Session, now time.Time) control.Denial {
 	d.counters.denied.Add(1)
 	sessID := ""
 	if sess != nil {
@@ -113,34 +157,13 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 	if path == req.Path2 && req.Path2 != "" {
 		other = req.Path
 	}
-	now := time.Now()
 	dn := control.Denial{Time: now, Op: string(req.Op), Path: path, Path2: other, Intent: req.Intent,
 		Session: sessID, Code: string(dec.Code), Reason: dec.Reason, Process: p}
 	d.denials.add(dn)
 	if d.feed.Active() {
 		d.publishDenial(dn)
 	}
-	// Repeats of a denial are counted, not recorded one by one (see
-	// denialgate.go): a refused loop must not fill the disk.
-	if !d.gate.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, path, dec.Reason, p, sess), p, sess, now) {
-		return
-	}
-	comm := ""
-	if p != nil {
-		comm = p.Comm
-	}
-	d.log.Warn("denied", "op", req.Op, "path", path, "intent", req.Intent, "code", dec.Code, "pid", req.Caller.Pid, "comm", comm, "reason", dec.Reason)
-	// The record names the refused path. When that is where a rename or
-	// link was going, from_path says where it came from, as a rename or
-	// link record would; the reason names both ends either way.
-	recPath, from := path, ""
-	if (req.Op == policy.OpRename && path == req.Path2) || (req.Op == policy.OpLink && path == req.Path) {
-		from = other
-	}
-	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: recPath, FromPath: from, Intent: req.Intent,
-		Validation: string(dec.Validation), Op: string(req.Op), Code: string(dec.Code), Reason: dec.Reason,
-		Process: p, Session: sess, Time: now}, d.cfg.Version))
-	d.lessonOnDenial(req, dec)
+	return dn
 }
 
 // summarizeDenialsEvery records the counts of repeated denials at the end
@@ -318,13 +341,42 @@ type denialRing struct {
 	buf  []control.Denial
 }
 
+// saveWindow is how close together the refusals of one process in one
+// directory must come to be one line: a tool's save tries several
+// temporaries (vim's swap file names, a retry) within it.
+const saveWindow = time.Second
+
+// saveLookback bounds how far back add looks for the line a refusal
+// belongs to.
+const saveLookback = 8
+
+// add keeps dn, or counts it on the line of the same process's refusal of
+// the same operation in the same directory less than saveWindow before.
 func (r *denialRing) add(dn control.Denial) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for i := len(r.buf) - 1; i >= 0 && i >= len(r.buf)-saveLookback; i-- {
+		if sameSave(&r.buf[i], &dn) {
+			r.buf[i].Repeats++
+			return
+		}
+	}
 	r.buf = append(r.buf, dn)
 	if len(r.buf) > r.size {
 		r.buf = slices.Delete(r.buf, 0, len(r.buf)-r.size)
 	}
+}
+
+// sameSave reports whether dn repeats first: the same process refused the
+// same operation, with the same code, in the same directory, within
+// saveWindow of first.
+func sameSave(first, dn *control.Denial) bool {
+	if first.Process == nil || dn.Process == nil || first.Process.Pid != dn.Process.Pid {
+		return false
+	}
+	d := dn.Time.Sub(first.Time)
+	return d >= 0 && d < saveWindow && first.Op == dn.Op && first.Code == dn.Code && first.Session == dn.Session &&
+		first.Intent == dn.Intent && path.Dir(first.Path) == path.Dir(dn.Path)
 }
 
 func (r *denialRing) list() []control.Denial {

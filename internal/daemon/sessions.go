@@ -109,6 +109,11 @@ func sessionSummary(spec session.Spec) string {
 func (d *Daemon) sessionEnded(s *session.Session) {
 	info := s.Info()
 	d.log.Info("session ended", "session", s.ID(), "changes", info.Changes, "denials", info.Denials)
+	if d.root != nil {
+		// Its temporaries outlive no save: removed, and recorded, before
+		// the session's end is.
+		d.root.SessionEnded(s.ID())
+	}
 	d.Record(ledger.Change{Event: ledger.EventSessionEnd, Intent: s.Intent(), Session: s.Ref(),
 		Reason: fmt.Sprintf("ran %s; %d changes, %d denials", time.Since(info.Started).Round(time.Millisecond), info.Changes, info.Denials)})
 }

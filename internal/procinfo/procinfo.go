@@ -87,6 +87,19 @@ func NewCache() *Cache {
 	return &Cache{procRoot: "/proc", entries: map[image]*ledger.Process{}, byPid: map[uint32]*live{}, sweepAt: minSweep}
 }
 
+// Close releases the handles the cache holds on processes (a pidfd and a
+// /proc directory each): a daemon that unmounts within a longer-lived
+// process (the tests, a supervisor) must not keep them. The cache is not
+// used after.
+func (c *Cache) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for pid, l := range c.byPid {
+		l.close()
+		delete(c.byPid, pid)
+	}
+}
+
 // sweep drops the processes that have exited, with one poll(2) over all
 // their pidfds. c.mu is held.
 func (c *Cache) sweep() {
