@@ -217,7 +217,7 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	}
 	var st syscall.Stat_t
 	errno := n.withDir(func(dirfd int) error {
-		return n.root.asCaller(ctx, func() error { return fstatat(dirfd, name, &st) })
+		return n.asCallerIn(ctx, func() error { return fstatat(dirfd, name, &st) })
 	})
 	if errno != 0 {
 		return nil, errno
@@ -239,7 +239,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		return 0
 	}
 	errno := n.withParent(func(dirfd int, name string) error {
-		return n.root.asCaller(ctx, func() error { return fstatat(dirfd, name, &st) })
+		return n.asCallerOn(ctx, func() error { return fstatat(dirfd, name, &st) })
 	})
 	if errno != 0 {
 		return errno
@@ -256,7 +256,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	var target []byte
 	errno := n.withParent(func(dirfd int, name string) error {
-		return n.root.asCaller(ctx, func() error { return readlinkat(dirfd, name, &target) })
+		return n.asCallerOn(ctx, func() error { return readlinkat(dirfd, name, &target) })
 	})
 	return target, errno
 }

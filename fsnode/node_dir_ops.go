@@ -44,7 +44,7 @@ func (n *Node) makeEntryHashed(ctx context.Context, op policy.Op, ev ledger.Even
 	}
 	var st syscall.Stat_t
 	errno = n.withDir(func(dirfd int) error {
-		if err := n.root.asCaller(ctx, func() error { return mk(dirfd) }); err != nil {
+		if err := n.asCallerIn(ctx, func() error { return mk(dirfd) }); err != nil {
 			return err
 		}
 		if g.upstream != nil && isDir {
@@ -116,7 +116,7 @@ func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	}
 	var st syscall.Stat_t
 	errno = withDirs(sp, n, func(srcDir, dirfd int) error {
-		if err := n.root.asCaller(ctx, func() error { return unix.Linkat(srcDir, srcName, dirfd, name, 0) }); err != nil {
+		if err := n.asCallerIn(ctx, func() error { return unix.Linkat(srcDir, srcName, dirfd, name, 0) }, sp); err != nil {
 			return err
 		}
 		return fstatat(dirfd, name, &st)
@@ -165,7 +165,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 				pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
 			}
 		}
-		return n.root.asCaller(ctx, func() error { return unix.Unlinkat(dirfd, name, 0) })
+		return n.asCallerIn(ctx, func() error { return unix.Unlinkat(dirfd, name, 0) })
 	})
 	if errno == syscall.EACCES && g.provisional {
 		return n.root.refuseProvisional(ctx, g, policy.Request{Op: policy.OpUnlink, Path: rel})
@@ -234,7 +234,7 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	}
 	defer release()
 	if errno := n.withDir(func(dirfd int) error {
-		return n.root.asCaller(ctx, func() error { return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR) })
+		return n.asCallerIn(ctx, func() error { return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR) })
 	}); errno != 0 {
 		return errno
 	}
@@ -333,7 +333,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			}
 			post = n.root.digestRegularAt(srcDir, name)
 		}
-		return n.root.asCaller(ctx, func() error { return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags)) })
+		return n.asCallerIn(ctx, func() error { return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags)) }, dst)
 	})
 	if errno != 0 {
 		return errno

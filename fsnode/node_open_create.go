@@ -155,7 +155,12 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 		unlockChild = func() {}
 	)
 	defer func() { unlockChild() }()
+	dirRel, _ := splitRel(rel)
 	errno = n.withDir(func(dirfd int) error {
+		// The whole request runs as the caller (see CallerScope).
+		if err := n.root.callerReaches(ctx, dirRel); err != nil {
+			return err
+		}
 		var err error
 		fd, err = unix.Openat(dirfd, name, cleanOpenFlags(flags)|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
 		switch {

@@ -83,7 +83,7 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		errno = fs.ToErrno(err)
 	} else {
 		errno = n.withParent(func(dirfd int, name string) error {
-			return n.root.asCaller(ctx, func() error { return setattrAt(dirfd, name, in, !n.root.noFchmodat2.Load()) })
+			return n.asCallerOn(ctx, func() error { return setattrAt(dirfd, name, in, !n.root.noFchmodat2.Load()) })
 		})
 		if errno == 0 {
 			errno = n.Getattr(ctx, nil, out)

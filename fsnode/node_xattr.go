@@ -51,7 +51,7 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	var sz int
 	if !n.IsRoot() && !n.root.noXattrAt.Load() {
 		errno := n.withParent(func(dirfd int, name string) error {
-			return n.root.asCaller(ctx, func() (err error) { sz, err = getxattrat(dirfd, name, attr, dest); return err })
+			return n.asCallerOn(ctx, func() (err error) { sz, err = getxattrat(dirfd, name, attr, dest); return err })
 		})
 		if errno != syscall.ENOSYS {
 			if errno == syscall.ENOTSUP && n.isSymlink() {
@@ -62,7 +62,7 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 		n.root.noXattrAt.Store(true)
 	}
 	errno := n.withProcPath(func(p string) error {
-		return n.root.asCaller(ctx, func() (err error) { sz, err = unix.Getxattr(p, attr, dest); return err })
+		return n.asCallerOn(ctx, func() (err error) { sz, err = unix.Getxattr(p, attr, dest); return err })
 	})
 	if errno == syscall.ENOTSUP {
 		errno = syscall.ENODATA
@@ -75,7 +75,7 @@ func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	var sz int
 	if !n.IsRoot() && !n.root.noXattrAt.Load() {
 		errno := n.withParent(func(dirfd int, name string) error {
-			return n.root.asCaller(ctx, func() (err error) { sz, err = listxattrat(dirfd, name, dest); return err })
+			return n.asCallerOn(ctx, func() (err error) { sz, err = listxattrat(dirfd, name, dest); return err })
 		})
 		if errno != syscall.ENOSYS {
 			return uint32(sz), errno
@@ -83,7 +83,7 @@ func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 		n.root.noXattrAt.Store(true)
 	}
 	errno := n.withProcPath(func(p string) error {
-		return n.root.asCaller(ctx, func() (err error) { sz, err = unix.Listxattr(p, dest); return err })
+		return n.asCallerOn(ctx, func() (err error) { sz, err = unix.Listxattr(p, dest); return err })
 	})
 	if errno == syscall.ENOTSUP {
 		return 0, 0

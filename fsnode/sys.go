@@ -28,9 +28,15 @@ func splitRel(rel string) (dir, name string) {
 	return path.Clean("/" + dir)[1:], name
 }
 
+// joinRel joins a workspace-relative directory and a name in it; an
+// empty name is the directory itself (what an event on a directory's own
+// attributes names).
 func joinRel(dir, name string) string {
-	if dir == "" {
+	switch {
+	case dir == "":
 		return name
+	case name == "":
+		return dir
 	}
 	return dir + "/" + name
 }

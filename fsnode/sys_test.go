@@ -67,4 +67,13 @@ func TestSplitJoinRel(t *testing.T) {
 			t.Errorf("splitRel(%q) = %q %q", tt.rel, d, n)
 		}
 	}
+	// An event on a directory's own attributes names the directory and
+	// no name in it: the path is the directory's.
+	for _, tt := range []struct{ dir, name, want string }{
+		{"", "", ""}, {"a", "", "a"}, {"a/b", "", "a/b"}, {"", "a", "a"},
+	} {
+		if got := joinRel(tt.dir, tt.name); got != tt.want {
+			t.Errorf("joinRel(%q, %q) = %q, want %q", tt.dir, tt.name, got, tt.want)
+		}
+	}
 }

@@ -69,6 +69,7 @@ func TestReportsChangesUnderRootByDirectoryAndName(t *testing.T) {
 			return os.WriteFile(filepath.Join(root, "sub", "b"), []byte("x"), 0o644)
 		}, Event{Kind: Content, Dir: "sub", Name: "b"}},
 		{"chmod", func() error { return os.Chmod(filepath.Join(root, "a"), 0o600) }, Event{Kind: Attr, Name: "a"}},
+		{"chmod of a directory", func() error { return os.Chmod(filepath.Join(root, "sub"), 0o700) }, Event{Kind: Attr, Dir: "sub"}},
 		{"remove", func() error { return os.Remove(filepath.Join(root, "a")) }, Event{Kind: Entry, Name: "a"}},
 		{"directory moved", func() error { return os.Rename(filepath.Join(root, "sub"), filepath.Join(root, "moved")) }, Event{Kind: Entry, Name: "moved"}},
 		// Paths remembered for a moved directory's handle are dropped.
