@@ -44,7 +44,7 @@ func wantBlame(t *testing.T, c *cli, src, rel, after string, want ...string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("blame %s after %s\n got %q\nwant %q\n%s\nlog:\n%s", rel, after, got, want, c.must("blame", "--source", src, rel), c.must("log", "--source", src, "--json"))
+			t.Errorf("blame %s after %s\n got %q\nwant %q\n%s\nlog:\n%s", rel, after, got, want, c.must("blame", "--source", src, rel), c.must("log", "--source", src))
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
