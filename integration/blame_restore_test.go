@@ -29,7 +29,12 @@ func TestBlameKeepsAuthorshipThroughGitRestores(t *testing.T) {
 	gitAs(t, mnt, "git fetch -q origin && git rebase -q origin/main")
 	rebased := []string{"package api:-", "// human:-", ":-", "func util() {}:-", "// agent:INT-001"}
 	wantBlame(t, c, src, "src/util.go", "git rebase origin/main", rebased...)
-	t.Logf("intentfs blame src/util.go after git rebase origin/main:\n%s", c.must("blame", "--source", src, "src/util.go"))
+	out := c.must("blame", "--source", src, "src/util.go")
+	t.Logf("intentfs blame src/util.go after git rebase origin/main:\n%s", out)
+	// The agent's line is still its own append's, not git's.
+	if !lineWith(out, "INT-001", "sh[", "// agent") {
+		t.Errorf("the rebased line is not credited to the agent's append:\n%s", out)
+	}
 
 	// The agent's commit cherry-picked onto main.
 	gitAs(t, mnt, "git checkout -q main && git merge -q --ff-only origin/main && git cherry-pick feat >/dev/null")

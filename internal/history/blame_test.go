@@ -16,6 +16,8 @@ func TestBlame(t *testing.T) {
 		v2 = "a\nB\nc\n"
 		// human is a file as it was before the ledger.
 		human = "h1\nh2\n"
+		// rebased is the human's next version, from upstream.
+		rebased = "h1\nh1b\nh2\n"
 	)
 	// change is a record of the test: contents stand for their hashes.
 	type change struct {
@@ -153,6 +155,21 @@ func TestBlame(t *testing.T) {
 			},
 			file: "f", disk: human + "agent\n",
 			want: []line{{"h1", "INT-001", 0}, {"h2", "INT-001", 0}, {"agent", "INT-001", 0}},
+		},
+		{
+			name: "a rebase keeps the owners of the lines it replays",
+			kept: []string{human, human + "agent\n", rebased, rebased + "agent\n"},
+			changes: []change{
+				{event: ledger.EventWrite, path: "f", pre: human, post: human + "agent\n", intent: "INT-001"},
+				// git rebase: the new base from a commit, then the
+				// agent's commit replayed on it, each written anew.
+				{event: ledger.EventDelete, path: "f", pre: human + "agent\n", intent: "INT-002", pid: 20},
+				{event: ledger.EventCreate, path: "f", post: rebased, intent: "INT-002", pid: 20, from: "commit 0123abcd"},
+				{event: ledger.EventDelete, path: "f", pre: rebased, intent: "INT-002", pid: 20},
+				{event: ledger.EventCreate, path: "f", post: rebased + "agent\n\n", intent: "INT-002", pid: 20},
+			},
+			file: "f", disk: rebased + "agent\n\n",
+			want: []line{{"h1", "", 0}, {"h1b", "", 0}, {"h2", "", 0}, {"agent", "INT-001", 0}, {"", "INT-002", 20}},
 		},
 		{
 			name: "a restore of content from a commit is nobody's",

@@ -270,7 +270,7 @@ func rewrites(del, next *ledger.Record) bool {
 
 // run replays chain (newest first) oldest first.
 func (rp *replay) run(chain []*ledger.Record) *blame {
-	b := &blame{rp: rp, s: rp.s, pending: map[string]*ledger.Record{}, seen: map[string][]ownedLine{}}
+	b := &blame{rp: rp, s: rp.s, pending: map[string]*ledger.Record{}, seen: map[string][]ownedLine{}, wrote: map[string]*ledger.Record{}}
 	for i := len(chain) - 1; i >= 0; i-- {
 		r := chain[i]
 		if i == len(chain)-1 {
@@ -278,7 +278,9 @@ func (rp *replay) run(chain []*ledger.Record) *blame {
 		} else {
 			b.catchUp(r)
 		}
-		b.apply(r)
+		// A creation past the start of the chain follows a deletion by
+		// the same process (see rewrites).
+		b.apply(r, i != len(chain)-1 && r.Gov().Event == ledger.EventCreate)
 	}
 	return b
 }
@@ -330,6 +332,9 @@ type blame struct {
 	// seen keeps the owners of each version replayed, by content hash,
 	// for a restore of it.
 	seen map[string][]ownedLine
+	// wrote is the last record to own each line text in the versions
+	// replayed, for a rewrite that brings the line back.
+	wrote map[string]*ledger.Record
 }
 
 func (b *blame) byHunk(line string) *ledger.Record { return b.pending[lineHash(line)] }
@@ -367,8 +372,9 @@ func (b *blame) catchUp(r *ledger.Record) {
 }
 
 // apply replays r: its new lines are its own, unless git restored the
-// content, when they belong to whoever wrote that version.
-func (b *blame) apply(r *ledger.Record) {
+// content, when they belong to whoever wrote that version. rewrite says
+// that r wrote the file anew after its process deleted it.
+func (b *blame) apply(r *ledger.Record, rewrite bool) {
 	g := r.Gov()
 	post, err := b.s.version(r.Path(), ledger.Str(g.PostHash))
 	if err != nil || g.PostHash == nil {
@@ -388,6 +394,17 @@ func (b *blame) apply(r *ledger.Record) {
 			return r
 		}, newOwnedLine)
 		clear(b.pending)
+	case g.RestoredFrom == "" && rewrite:
+		// A file written anew that is no earlier version (git's rebase
+		// and cherry-pick write the merge of the new base and the
+		// replayed commit): a line the file had before, by a record,
+		// is that record's again; the rest are r's.
+		b.lines = reattribute(b.lines, b.content, post, func(l string) *ledger.Record {
+			if by := b.wrote[l]; by != nil && strings.TrimSpace(l) != "" {
+				return by
+			}
+			return r
+		}, newOwnedLine)
 	case g.RestoredFrom == "":
 		b.lines = reattribute(b.lines, b.content, post, func(string) *ledger.Record { return r }, newOwnedLine)
 	case b.seen[*g.PostHash] != nil:
@@ -411,6 +428,11 @@ func (b *blame) apply(r *ledger.Record) {
 	}
 	b.content, b.hash = post, *g.PostHash
 	b.seen[*g.PostHash] = slices.Clone(b.lines)
+	for _, l := range b.lines {
+		if l.rec != nil {
+			b.wrote[l.text] = l.rec
+		}
+	}
 }
 
 // restoredFrom is the earlier record whose version r restored, if r is
