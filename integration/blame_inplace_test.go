@@ -77,6 +77,7 @@ func TestBlameKeepsTheHumansLinesThroughInPlaceSaves(t *testing.T) {
 		return r.Path() == "src/util.go" && r.Gov().Process != nil && strings.HasPrefix(r.Gov().Process.Comm, "vim")
 	})
 	wantBlame(t, c, src, "src/util.go", "vim's in-place save", append(humanUtil, "// agent line:INT-001")...)
+	t.Logf("intentfs blame src/util.go after vim's save:\n%s", c.must("blame", "--source", src, "src/util.go"))
 
 	// Python's open("w") + write of the whole content, then an ftruncate
 	// and rewrite on one descriptor.
