@@ -13,7 +13,7 @@ func TestBlameKeepsAuthorshipThroughGitRestores(t *testing.T) {
 	t.Parallel()
 	c, e, origin, _ := gateRepo(t)
 	src, mnt := e.src, e.mnt
-	agent := append(humanUtil, "// agent:INT-001")
+	agent := []string{"package api:-", ":-", "func util() {}:-", "// agent:INT-001"}
 	gitAs(t, mnt, "git checkout -qb feat && echo '// agent' >> src/util.go && git commit -qam agent")
 	wantBlame(t, c, src, "src/util.go", "the agent's append", agent...)
 
