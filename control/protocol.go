@@ -4,6 +4,7 @@
 package control
 
 import (
+	"github.com/intentfs/intentfs/internal/objects"
 	"time"
 
 	"github.com/intentfs/intentfs/internal/accept"
@@ -171,6 +172,8 @@ type Status struct {
 	// changing: refusals the kernel makes before intentfs sees them, so
 	// they never appear among the denials.
 	FilePermissions []PermissionProblem `json:"file_permissions,omitempty"`
+	// Store is the object store's use against its bound.
+	Store objects.Usage `json:"object_store"`
 }
 
 // PermissionProblem is a part of an intent's scope that a session's uid

@@ -142,6 +142,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return n.unlinkForUpstream(ctx, name, rel, g)
 	}
 	mode := ""
+	var lostErr error
 	errno = n.withDir(func(dirfd int) error {
 		if g.traced() {
 			// The mode goes into the record, so that a revert recreates
@@ -151,11 +152,16 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 				mode = fmt.Sprintf("%04o", st.Mode&0o7777)
 			}
 			if finish = n.root.deferredRemoval(dirfd, name, n.childNode(name)); finish == nil {
-				pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
+				if pre, kept, lostErr = n.root.preImageForRemoval(dirfd, name, n.childNode(name), callerUID(ctx)); lostErr != nil {
+					return lostErr
+				}
 			}
 		}
 		return n.root.asCaller(ctx, func() error { return unix.Unlinkat(dirfd, name, 0) })
 	})
+	if lostErr != nil {
+		return n.root.failChange(ctx, policy.Request{Op: policy.OpUnlink, Path: rel}, lostErr)
+	}
 	if errno != 0 {
 		// The pending link, if any, is adopted at the next start.
 		return errno
@@ -167,21 +173,32 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 // preImageBeforeRemoval hashes the regular file name in dirfd and keeps
 // its bytes, with one open, before an unlink or a rename over it.
 func (r *Root) preImageBeforeRemoval(dirfd int, name string, node *Node) (objects.Digest, string) {
+	d, kept, _ := r.preImageForRemoval(dirfd, name, node, objects.UnknownUID)
+	return d, kept
+}
+
+// preImageForRemoval is preImageBeforeRemoval for a removal by uid that
+// is refused when the bytes cannot be kept (a *preImageLost error).
+func (r *Root) preImageForRemoval(dirfd int, name string, node *Node, uid uint32) (objects.Digest, string, error) {
 	fd, err := openatForHash(dirfd, name)
 	if err != nil {
-		return objects.Digest{}, ""
+		return objects.Digest{}, "", nil
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return objects.Digest{}, ""
+		return objects.Digest{}, "", nil
 	}
 	d, err := r.hashes.HashFd(fd)
 	if err != nil {
 		r.log.Error("content hash failed", "name", name, "err", err)
-		return objects.Digest{}, ""
+		return objects.Digest{}, "", nil
 	}
-	return d, r.keepBeforeRemoval(dirfd, name, fd, &st, d, node)
+	kept, err := r.keepBeforeRemoval(dirfd, name, fd, &st, d, node, uid)
+	if err != nil {
+		return d, kept, &preImageLost{err}
+	}
+	return d, kept, nil
 }
 
 // digestRegularAt hashes name in dirfd if it is a regular file; other

@@ -40,18 +40,26 @@ type Store struct {
 	// bufs holds read buffers for hashing, so filing many small objects
 	// does not allocate (and clear) a buffer per object.
 	bufs sync.Pool
+	// bound, set by the daemon before it keeps anything, limits what the
+	// store may hold (nil: no bound, only the filesystem's space).
+	bound *bound
 }
 
 // contentHash is ledger.ContentHash through a pooled buffer.
 func (s *Store) contentHash(r io.Reader) (hash string, lines int, err error) {
+	hash, lines, _, err = s.contentHashSize(r)
+	return hash, lines, err
+}
+
+// contentHashSize is contentHash that also returns the size read.
+func (s *Store) contentHashSize(r io.Reader) (hash string, lines int, size int64, err error) {
 	buf, _ := s.bufs.Get().(*[]byte)
 	if buf == nil {
 		b := make([]byte, 128<<10)
 		buf = &b
 	}
 	defer s.bufs.Put(buf)
-	hash, lines, _, err = ledger.ContentHashBuffer(r, *buf)
-	return hash, lines, err
+	return ledger.ContentHashBuffer(r, *buf)
 }
 
 // New returns the store of source.
@@ -118,8 +126,10 @@ func (s *Store) prepare(hash string) (string, error) {
 // KeepLink keeps the file name in dirfd as the bytes of hash by hard
 // linking it into the store: no copy, so removing a large tree stays
 // cheap. The caller must know that nothing else can still write to the
-// inode (no other links, no writable handle); otherwise use KeepFd.
-func (s *Store) KeepLink(dirfd int, name, hash string) error {
+// inode (no other links, no writable handle); otherwise use KeepFd. A
+// link takes no new space, so it is never refused; size, the file's,
+// counts against the bound from now on.
+func (s *Store) KeepLink(dirfd int, name, hash string, size int64) error {
 	p, err := s.prepare(hash)
 	if err != nil {
 		return err
@@ -132,19 +142,37 @@ func (s *Store) KeepLink(dirfd int, name, hash string) error {
 	if err == unix.EEXIST {
 		return nil
 	}
+	if err == nil {
+		s.noteAdded(size)
+	}
 	return err // EXDEV and friends: the caller copies instead
 }
 
 // KeepFd copies the file open (readable) at fd into the store as hash:
 // a reflink where the filesystem offers one, else an in-kernel copy.
-func (s *Store) KeepFd(fd int, hash string) error {
+func (s *Store) KeepFd(fd int, hash string) error { return s.KeepFdFor(fd, hash, UnknownUID) }
+
+// KeepFdFor is KeepFd for a change by uid, which the copy is counted
+// against. Bytes already stored cost nothing; a copy the bound or the
+// filesystem's space for unprivileged users cannot take is refused with
+// an *UnavailableError.
+func (s *Store) KeepFdFor(fd int, hash string, uid uint32) (err error) {
 	if s.Has(hash) {
 		return nil
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("object store: %w", err)
 	}
 	p, err := s.prepare(hash)
 	if err != nil {
 		return err
 	}
+	if err := s.reserve(st.Size, filepath.Dir(p)); err != nil {
+		return err
+	}
+	kept := false
+	defer func() { s.settle(st.Size, kept, uid) }()
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".copy-*")
 	if err != nil {
 		return fmt.Errorf("object store: %w", err)
@@ -168,7 +196,11 @@ func (s *Store) KeepFd(fd int, hash string) error {
 		tmp.Close()
 		return fmt.Errorf("object store: the file changed while it was copied (%s, not %s)", got, hash)
 	}
-	return commitTemp(tmp, p)
+	if err := commitTemp(tmp, p); err != nil {
+		return err
+	}
+	kept = true
+	return nil
 }
 
 // KeepBytes stores b as the bytes of hash, for versions the daemon itself
@@ -184,6 +216,12 @@ func (s *Store) KeepBytes(b []byte, hash string) error {
 	if err != nil {
 		return err
 	}
+	size := int64(len(b))
+	if err := s.reserve(size, filepath.Dir(p)); err != nil {
+		return err
+	}
+	kept := false
+	defer func() { s.settle(size, kept, UnknownUID) }()
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".copy-*")
 	if err != nil {
 		return fmt.Errorf("object store: %w", err)
@@ -193,7 +231,11 @@ func (s *Store) KeepBytes(b []byte, hash string) error {
 		tmp.Close()
 		return fmt.Errorf("object store: %w", err)
 	}
-	return commitTemp(tmp, p)
+	if err := commitTemp(tmp, p); err != nil {
+		return err
+	}
+	kept = true
+	return nil
 }
 
 // commitTemp makes the copy at tmp private and renames it to p, the name
@@ -363,7 +405,7 @@ func (s *Store) Adopt(pending string) (string, int, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("object store: %w", err)
 	}
-	hash, lines, err := s.contentHash(fdReader(fd))
+	hash, lines, size, err := s.contentHashSize(fdReader(fd))
 	unix.Close(fd)
 	if err != nil {
 		return "", 0, fmt.Errorf("object store: hashing %s: %w", pending, err)
@@ -372,7 +414,11 @@ func (s *Store) Adopt(pending string) (string, int, error) {
 	if err != nil {
 		return hash, lines, err
 	}
-	return hash, lines, os.Rename(pending, p)
+	if err := os.Rename(pending, p); err != nil {
+		return hash, lines, err
+	}
+	s.noteAdded(size)
+	return hash, lines, nil
 }
 
 // fdReader reads a descriptor it does not own.
