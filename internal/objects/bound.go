@@ -63,7 +63,7 @@ func (e *UnavailableError) Error() string {
 	if e.Avail >= 0 {
 		return fmt.Sprintf("the object store's filesystem has %d bytes available to unprivileged users, too few for this %d-byte version: the daemon does not write into root's reserved blocks; free space, or run `intentfs gc`", e.Avail, e.Size)
 	}
-	return fmt.Sprintf("the object store holds %d bytes of its %d-byte bound, too much for this %d-byte version: run `intentfs gc` to drop pre-images no record needs, or raise the bound (intentfs mount --store-max-bytes)", e.Used, e.Max, e.Size)
+	return fmt.Sprintf("this %d-byte version does not fit in the object store, which holds %d bytes of its %d-byte bound: run `intentfs gc` to drop pre-images no record needs, raise the bound (intentfs mount --store-max-bytes), or give up undo for files this large (intentfs mount --keep-max-bytes)", e.Size, e.Used, e.Max)
 }
 
 // Is makes errors.Is(err, syscall.ENOSPC) true: the store is full.
