@@ -317,16 +317,22 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	movedNode, swappedNode := n.childNode(name), dst.childNode(newName)
 	var pre, post objects.Digest
 	var kept string
+	var lostErr error
 	errno = withDirs(n, dst, func(srcDir, dstDir int) error {
 		if g.traced() {
-			// What is replaced is destroyed: keep its bytes.
+			// What is replaced is destroyed: keep its bytes, or refuse.
 			if dstExists && flags&policy.RenameExchange == 0 {
-				pre, kept = n.root.preImageBeforeRemoval(dstDir, newName, dst.childNode(newName))
+				if pre, kept, lostErr = n.root.preImageForRemoval(dstDir, newName, dst.childNode(newName), callerUID(ctx)); lostErr != nil {
+					return lostErr
+				}
 			}
 			post = n.root.digestRegularAt(srcDir, name)
 		}
 		return n.root.asCaller(ctx, func() error { return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags)) })
 	})
+	if lostErr != nil {
+		return n.root.failChange(ctx, policy.Request{Op: policy.OpRename, Path: newRel}, lostErr)
+	}
 	if errno != 0 {
 		return errno
 	}

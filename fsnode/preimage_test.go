@@ -27,6 +27,13 @@ func TestChangeRefusedWhenPreImageCannotBeKept(t *testing.T) {
 		{"create over it", func(k *kernel) fuse.Status { return k.create("src/a.txt", "new\n") }},
 		{"truncate", func(k *kernel) fuse.Status { return k.truncate("src/a.txt", 1) }},
 		{"unlink of a hard-linked file", func(k *kernel) fuse.Status { return k.unlink("src/a.txt") }},
+		{"rename over a hard-linked file", func(k *kernel) fuse.Status {
+			if st := k.create("src/b.txt", "b\n"); st != fuse.OK {
+				return st
+			}
+			k.gov.take()
+			return k.rename("src/b.txt", "src/a.txt", 0)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := t.TempDir()
