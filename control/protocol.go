@@ -11,6 +11,7 @@ import (
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
@@ -174,6 +175,10 @@ type Status struct {
 	FilePermissions []PermissionProblem `json:"file_permissions,omitempty"`
 	// Store is the object store's use against its bound.
 	Store objects.Usage `json:"object_store"`
+	// Export is the OTLP audit stream's state, when one is configured:
+	// where it goes and how many records were exported, failed or
+	// dropped.
+	Export *otelexport.Stats `json:"export,omitempty"`
 }
 
 // PermissionProblem is a part of an intent's scope that a session's uid

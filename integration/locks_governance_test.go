@@ -40,7 +40,7 @@ func TestAgentCannotLockOutTheHuman(t *testing.T) {
 	} {
 		t.Run(lock.name, func(t *testing.T) {
 			agent := commandIn(ws, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "sh", "-c", lock.cmd)
-			var out strings.Builder
+			var out syncBuffer
 			agent.Stdout, agent.Stderr = &out, &out
 			agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			if err := agent.Start(); err != nil {

@@ -308,7 +308,7 @@ func TestRealClaudeCodeUsesTheMCPServer(t *testing.T) {
 	wantResult(t, results, 2, "mcp__intentfs__request_scope", false,
 		"Scope request filed for docs/**, README.md. A human decides it; until then changes outside the scope are still refused. Call pending to follow it.")
 	wantResult(t, results, 3, "mcp__intentfs__select_intent", false,
-		"INT-002 is now the active intent of the mount "+ws+" (for every process working in it). Call get_context to load its scope and constraints.")
+		"INT-002 is now the active intent of the mount "+ws+" for every process working in it outside a session (sessions started with intentfs run keep their own). Call get_context to load its scope and constraints.")
 	wantResult(t, results, 4, "Write", false, "File created successfully at: "+ws+"/docs/guide.md (file state is current in your context — no need to Read it back)")
 
 	// The mount: the request waits for the human with both globs, the

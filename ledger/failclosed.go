@@ -112,6 +112,9 @@ func (w *Writer) flushPending() error {
 			w.noteFsync(time.Since(start))
 			w.size += int64(n)
 			w.pending = w.pending[:0]
+			w.committed(w.pendingRecs)
+			clear(w.pendingRecs)
+			w.pendingRecs = w.pendingRecs[:0]
 			return nil
 		}
 		err = fmt.Errorf("syncing ledger: %w", err)
@@ -181,4 +184,7 @@ func (w *Writer) appendLine(r *Record) {
 	}
 	w.appended.Add(1)
 	w.pending = append(w.pending, line...)
+	if w.opts.Committed != nil {
+		w.pendingRecs = append(w.pendingRecs, r)
+	}
 }

@@ -39,6 +39,12 @@ type WriterOptions struct {
 	// MaxBytes rotates the file when it would grow past this size
 	// (DefaultMaxBytes if 0).
 	MaxBytes int64
+	// Committed, if set, is called with each record once it is on disk,
+	// in the order of the ledger, from the writer's goroutine: it must
+	// not block or change the record. A record that is never committed
+	// (the writer closed while the ledger could not be written) is never
+	// passed to it.
+	Committed func(*Record)
 }
 
 // Writer is the one appender of a ledger. Records are queued by Append and
@@ -64,6 +70,7 @@ type Writer struct {
 	// pending holds encoded lines not yet committed (see failclosed.go);
 	// reserve is the room kept for recording a failure.
 	pending        []byte
+	pendingRecs    []*Record
 	droppedDenials int
 	reserve        *os.File
 	failed         atomic.Pointer[failure]
@@ -228,7 +235,21 @@ func (w *Writer) writeNow(r *Record) error {
 		return err
 	}
 	w.size += int64(len(line))
-	return w.f.Sync()
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	w.committed([]*Record{r})
+	return nil
+}
+
+// committed hands records that are on disk to the Committed hook.
+func (w *Writer) committed(recs []*Record) {
+	if w.opts.Committed == nil {
+		return
+	}
+	for _, r := range recs {
+		w.opts.Committed(r)
+	}
 }
 
 // encode stamps the chain and VCS fields and returns the line with its

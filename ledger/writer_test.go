@@ -219,3 +219,44 @@ func TestGitHead(t *testing.T) {
 		t.Fatalf("detached: %q", rev)
 	}
 }
+
+// TestWriterCommittedSeesEveryRecordOnDiskInOrder: the Committed hook
+// (what the audit-stream exporter subscribes to) gets each record,
+// header included, in the ledger's order, and only once its line is in
+// the file.
+func TestWriterCommittedSeesEveryRecordOnDiskInOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	var seen []string
+	var notOnDisk []string
+	w, err := OpenWriter(path, WriterOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "t",
+		Committed: func(r *Record) {
+			if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), r.ID) {
+				notOnDisk = append(notOnDisk, r.ID)
+			}
+			seen = append(seen, r.ID)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		w.Append(NewRecord(Change{Event: EventWrite, Path: fmt.Sprintf("f%d", i), Intent: "INT-001"}, "t"))
+		if i%10 == 0 {
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	if err := Scan(path, func(_ int, r *Record) error { want = append(want, r.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 51 || strings.Join(seen, ",") != strings.Join(want, ",") {
+		t.Errorf("committed %d records %v, the ledger holds %d %v", len(seen), seen, len(want), want)
+	}
+	if len(notOnDisk) > 0 {
+		t.Errorf("records handed over before they were on disk: %v", notOnDisk)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -162,6 +163,9 @@ func runCheck(a *app, args []string) error {
 		revs = base.Revs
 	}
 	rules, err := checkRules(ctx, a, g, revs)
+	if errors.Is(err, gitcheck.ErrNoBase) && base != nil && base.NoUpstream {
+		return errors.New(base.NoBaseAdvice(ctx, g.repo))
+	}
 	if err != nil {
 		return err
 	}

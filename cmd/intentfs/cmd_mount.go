@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/registry"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/policy"
@@ -53,6 +54,15 @@ one queue per CPU and a reply and the next request in one system call;
 /dev/fuse (also if mounting over io_uring fails). The default is
 $INTENTFS_TRANSPORT, else auto. "intentfs status" shows the transport in use.
 
+--otlp-endpoint (or the standard OTEL_EXPORTER_OTLP_ENDPOINT,
+OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL and
+OTEL_EXPORTER_OTLP_HEADERS variables) streams every ledger record to an
+OpenTelemetry Collector as an OTLP log record with OCSF File System Activity
+attributes. The stream is a copy: when the collector is slow or down, records
+are dropped and counted ("intentfs status"), never waited for; the ledger
+stays the record. Command lines stay on the machine unless --otlp-cmdline.
+See docs/otel.md.
+
 --signing-key FILE signs the ledger: the daemon reads the SSH private key
 once at start (a regular file, not a symlink, mode 0600, owned by root or
 by you, outside SOURCE and MOUNTPOINT, without a passphrase) and keeps it in
@@ -68,6 +78,8 @@ Examples:
   intentfs mount ./repo /workspace --intent INT-001
   intentfs mount ./repo /workspace --foreground     # in containers; Ctrl-C unmounts
   intentfs mount ./repo /workspace --transport uring
+  intentfs mount ./repo /workspace --otlp-endpoint http://localhost:4318
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc intentfs mount ./repo /workspace
   sudo intentfs mount --signing-key /etc/intentfs/signing_key ./repo /workspace`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("intent", "", "select this intent at start")
@@ -81,6 +93,9 @@ Examples:
 			fs.String("agent-files", "auto", `workspace-root files in which intentfs keeps a marked section with the agent guide and recent lessons: "auto" (CLAUDE.md and AGENTS.md where present, else a new CLAUDE.md), "none", or names such as "CLAUDE.md,AGENTS.md"`)
 			fs.String("transport", defaultTransport(), `how FUSE requests reach the daemon: "auto", "uring" (FUSE over io_uring) or "dev" (/dev/fuse)`)
 			fs.Bool("nonempty", false, "mount over a MOUNTPOINT that has files of its own (hidden while mounted)")
+			fs.String("otlp-endpoint", "", "stream the ledger's records to this OTLP receiver URL (default: $OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT; none: no export)")
+			fs.String("otlp-protocol", "", `OTLP protocol: "http" (http/protobuf, port 4318) or "grpc" (port 4317) (default: $OTEL_EXPORTER_OTLP_PROTOCOL, else http)`)
+			fs.Bool("otlp-cmdline", false, "also export each process's command line and executable (they stay on the machine by default)")
 			fs.StringArray("signing-key", nil, "sign the ledger with this SSH private key (as git's gpg.format=ssh uses; mode 0600, owned by root or you, outside the workspace); repeat it to sign with an old and a new key while rotating (see docs/signing.md)")
 		},
 		run: runMount,
@@ -99,6 +114,13 @@ func runMount(a *app, args []string) error {
 
 	if _, err := daemon.ParseTransport(flagString(a, "transport")); err != nil {
 		return usagef("--transport: %v", err)
+	}
+	export, err := otelexport.Resolve(os.Getenv, flagString(a, "otlp-endpoint"), flagString(a, "otlp-protocol"))
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if export != nil {
+		export.Fields.Cmdline, _ = a.fs.GetBool("otlp-cmdline")
 	}
 	// Check the policy here too, so its errors reach the user's terminal
 	// even when the daemon would start in the background.
@@ -119,6 +141,7 @@ func runMount(a *app, args []string) error {
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file"),
 		AgentFiles: flagString(a, "agent-files")}
 	cfg.AllowNonEmpty, _ = a.fs.GetBool("nonempty")
+	cfg.Export = export
 	cfg.Transport, _ = daemon.ParseTransport(flagString(a, "transport")) // checked above
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
 	cfg.SigningKeys, _ = a.fs.GetStringArray("signing-key")

@@ -129,6 +129,13 @@ func printStatus(a *app, st *control.Status) {
 	} else {
 		fmt.Fprintf(w, "source watch: off (a change made directly in the source shows within %v; see the mount's log for why)\n", cache)
 	}
+	if x := st.Export; x != nil {
+		fmt.Fprintf(w, "export:     %s (OTLP %s): %d exported, %d failed, %d dropped, %d queued\n", textsafe.Escape(x.Endpoint), x.Protocol,
+			x.Exported, x.Failed, x.Dropped, x.Queued)
+		if x.LastError != "" {
+			fmt.Fprintf(w, "            EXPORT FAILING (the ledger is unaffected): %s\n", textsafe.Escape(x.LastError))
+		}
+	}
 	c := st.Counters
 	fmt.Fprintf(w, "counters:   %d allowed, %d denied, %d recorded, %d bytes hashed (%d cache hits)\n", c.Allowed, c.Denied, c.Recorded, c.BytesHashed, c.HashCacheHits)
 	if st.Enforcement == "observe" || c.WouldDeny > 0 || c.WouldHold > 0 {

@@ -65,7 +65,7 @@ type app struct {
 
 func commands() []*command {
 	return []*command{
-		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), checkCmd(), approvalsCmd(), approveCmd(), denyCmd(), watchCmd(), notesCmd(), unmountCmd(), runCmd(), sessionsCmd(), intentCmd(), policyCmd(), contextCmd(), agentGuideCmd(), doctorCmd(), hookCmd(), mcpCmd(), verifyCmd(), acceptCmd(), diffCmd(), revertCmd(), blameCmd(), gcCmd(), demoCmd(), containerCmd(), versionCmd(),
+		initCmd(), mountCmd(), selectCmd(), statusCmd(), logCmd(), checkCmd(), approvalsCmd(), approveCmd(), denyCmd(), watchCmd(), notesCmd(), unmountCmd(), runCmd(), sessionsCmd(), intentCmd(), policyCmd(), contextCmd(), agentGuideCmd(), doctorCmd(), hookCmd(), mcpCmd(), verifyCmd(), acceptCmd(), diffCmd(), revertCmd(), blameCmd(), gcCmd(), demoCmd(), containerCmd(), uiCmd(), versionCmd(),
 	}
 }
 

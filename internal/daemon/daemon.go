@@ -26,6 +26,7 @@ import (
 	"github.com/intentfs/intentfs/internal/gitgate"
 	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/procinfo"
 	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/session"
@@ -85,6 +86,10 @@ type Config struct {
 	// CLAUDE.md), "" or "none" for none (the zero value changes nothing in
 	// the source; the CLI defaults to "auto"), or a comma-separated list.
 	AgentFiles string
+	// Export, if set, streams every ledger record to an OTLP receiver
+	// (see internal/otelexport); its Source, Mountpoint and
+	// ServiceVersion are filled in from this config.
+	Export *otelexport.Config
 	// SigningKeys are SSH private key files the daemon signs the
 	// ledger's checkpoints with (see signing.go); none: records are
 	// unsigned.
@@ -152,6 +157,9 @@ type Daemon struct {
 	approvals *approvals.Gate
 	feed      feed.Hub
 	selects   *selectLimiter
+	// exporter copies the ledger's records to an OTLP receiver; nil when
+	// none is configured.
+	exporter *otelexport.Exporter
 	// counters are the mount's running totals; wouldDeny counts the
 	// changes observe mode let through that the policy refuses,
 	// wouldHold those an approval rule would have held.
@@ -238,8 +246,19 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	cleanup = append(cleanup, d.sessions.Close)
+	var committed func(*ledger.Record)
+	if cfg.Export != nil {
+		ec := *cfg.Export
+		ec.Source, ec.Mountpoint, ec.ServiceVersion = cfg.Source, cfg.Mountpoint, cfg.Version
+		if d.exporter, err = otelexport.New(context.Background(), ec, cfg.Log); err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, d.shutdownExport)
+		committed = d.exporter.Offer
+	}
 	if d.session, err = d.layout.Open(workspace.SessionOptions{Holder: "the mount at " + cfg.Mountpoint, Version: cfg.Version,
-		Log: cfg.Log, LedgerMaxBytes: cfg.LedgerMaxBytes, Record: d.Record, Changed: func() { _ = d.engine.Reload() }}); err != nil {
+		Log: cfg.Log, LedgerMaxBytes: cfg.LedgerMaxBytes, Record: d.Record, Changed: func() { _ = d.engine.Reload() },
+		Committed: committed}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.session.Close() })
@@ -441,6 +460,10 @@ func (d *Daemon) Close() error {
 		// The last records are signed before the ledger closes.
 		d.checkpoint("unmount")
 		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.session.Close()}
+		// Every record is committed now: the stream gets what is left,
+		// within its timeout. It is a copy, so its failure does not fail
+		// the unmount.
+		d.shutdownExport()
 		d.closeErr = errors.Join(errs...)
 		d.log.Info("unmounted", "mountpoint", d.cfg.Mountpoint, "records", d.writer.Stats().Appended)
 		close(d.closed)
@@ -472,6 +495,21 @@ func (d *Daemon) Unmount() error {
 	case <-time.After(30 * time.Second):
 		return errors.New("unmounted, but the ledger did not finish flushing within 30s")
 	}
+}
+
+// shutdownExport flushes the audit stream, waiting at most
+// otelexport.ShutdownTimeout.
+func (d *Daemon) shutdownExport() {
+	if d.exporter == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), otelexport.ShutdownTimeout)
+	defer cancel()
+	if err := d.exporter.Shutdown(ctx); err != nil {
+		d.log.Warn("the audit stream did not shut down cleanly", "err", err)
+	}
+	s := d.exporter.Stats()
+	d.log.Info("audit stream closed", "endpoint", s.Endpoint, "exported", s.Exported, "failed", s.Failed, "dropped", s.Dropped)
 }
 
 // Mountpoint returns the canonical mountpoint.

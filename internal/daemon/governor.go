@@ -307,6 +307,10 @@ func (d *Daemon) Status() control.Status {
 	if d.store != nil {
 		st.Store = d.store.Usage()
 	}
+	if d.exporter != nil {
+		s := d.exporter.Stats()
+		st.Export = &s
+	}
 	return st
 }
 

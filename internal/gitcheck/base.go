@@ -53,15 +53,34 @@ func (d *DefaultBase) AdviseBase(ctx context.Context, repo *gitexec.Repo, rep *R
 	}
 	for _, root := range strings.Fields(string(out)) {
 		if failed[root] {
-			subject, _ := repo.Line(ctx, "log", "-1", "--format=%s", root)
-			d.Advice = fmt.Sprintf("no upstream was found, so the range was all of HEAD's history, and its initial commit %s (%q) was not made through a mount. "+
-				"If it is the human's work from before intentfs, check what came after it: intentfs check %s..HEAD (or name the last commit before the agent's work as <base> in intentfs check <base>..HEAD; "+
-				"an upstream (git branch --set-upstream-to=origin/main, or upstream: in %s) makes this the default)",
-				ledger.ShortHash(root), subject, ledger.ShortHash(root), policy.IntentsFile)
+			d.Advice = initialCommitAdvice(ctx, repo, root, "was not made through a mount")
 			return
 		}
 	}
 	d.Advice = generic
+}
+
+// NoBaseAdvice says which range to give instead of d's, when d has no
+// upstream to start from and its range (all of HEAD's history) thus has
+// no base to read the rules from: the range after HEAD's initial commit.
+func (d *DefaultBase) NoBaseAdvice(ctx context.Context, repo *gitexec.Repo) string {
+	out, err := repo.Output(ctx, "rev-list", "--max-parents=0", "HEAD")
+	if roots := strings.Fields(string(out)); err == nil && len(roots) == 1 {
+		return initialCommitAdvice(ctx, repo, roots[0], "has no commit before it to read the rules from")
+	}
+	return "no upstream was found, so the range would be all of HEAD's history, which has no base to read the rules from. " +
+		"Give the range your review covers: intentfs check <base>..HEAD, with <base> the last commit before the agent's work; " +
+		"or give the branch an upstream (git branch --set-upstream-to=origin/main) or declare upstream: {url, ref} in " + policy.IntentsFile
+}
+
+// initialCommitAdvice names HEAD's initial commit root, says what is
+// wrong with it (why), and gives the range after it.
+func initialCommitAdvice(ctx context.Context, repo *gitexec.Repo, root, why string) string {
+	subject, _ := repo.Line(ctx, "log", "-1", "--format=%s", root)
+	return fmt.Sprintf("no upstream was found, so the range was all of HEAD's history, and its initial commit %s (%q) %s. "+
+		"If it is the human's work from before intentfs, check what came after it: intentfs check %s..HEAD (or name the last commit before the agent's work as <base> in intentfs check <base>..HEAD; "+
+		"an upstream (git branch --set-upstream-to=origin/main, or upstream: in %s) makes this the default)",
+		ledger.ShortHash(root), subject, why, ledger.ShortHash(root), policy.IntentsFile)
 }
 
 // DefaultRange is the merge-base with the upstream up to HEAD, or HEAD.

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -73,51 +72,15 @@ target/
 // Scaffold writes the example policy and ignore file into
 // source/.orchestration. It refuses to overwrite either.
 func Scaffold(source string) ([]string, error) {
-	dir := filepath.Join(source, policy.OrchestrationDir)
-	files := map[string]string{
-		filepath.Join(source, policy.IntentsFile):                       fmt.Sprintf(exampleIntents, time.Now().UTC().Format(time.RFC3339)),
-		filepath.Join(source, policy.OrchestrationDir, ".intentignore"): exampleIgnore,
-	}
-	for path := range files {
-		if _, err := os.Lstat(path); err == nil {
-			return nil, fmt.Errorf("%s already exists; intentfs init does not overwrite it", path)
+	for _, f := range scaffoldFiles(source) {
+		if _, err := os.Lstat(f.path); err == nil {
+			return nil, fmt.Errorf("%s already exists; intentfs init does not overwrite it", f.path)
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(source, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", source, err)
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("creating %s: %w", dir, err)
-	}
-	// Written as the person running init (often root): into the real
-	// directory only, never through a committed symlink to elsewhere.
-	dirfd, err := safeio.OpenDir(dir)
-	if errors.Is(err, safeio.ErrSymlink) {
-		return nil, fmt.Errorf("%w; intentfs init writes only into a real %s/ directory: remove the link and run init again", err, policy.OrchestrationDir)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", dir, err)
-	}
-	defer unix.Close(dirfd)
-	var written []string
-	for _, path := range []string{filepath.Join(source, policy.IntentsFile), filepath.Join(source, policy.OrchestrationDir, ".intentignore")} {
-		fd, err := unix.Openat(dirfd, filepath.Base(path), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-		if err != nil {
-			return written, fmt.Errorf("writing %s: %w", path, err)
-		}
-		f := os.NewFile(uintptr(fd), path)
-		_, err = f.WriteString(files[path])
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return written, fmt.Errorf("writing %s: %w", path, err)
-		}
-		written = append(written, path)
-	}
-	return written, nil
+	written, _, err := writeScaffold(source, false)
+	return written, err
 }
 
 // ScaffoldMissing writes those of Scaffold's files that are missing and
@@ -125,25 +88,50 @@ func Scaffold(source string) ([]string, error) {
 // its policy gets its other files (the ignore file) without an error.
 // It returns what it wrote and what it kept.
 func ScaffoldMissing(source string) (written, kept []string, err error) {
-	files := []struct{ path, content string }{
+	return writeScaffold(source, true)
+}
+
+type scaffoldFile struct{ path, content string }
+
+func scaffoldFiles(source string) []scaffoldFile {
+	return []scaffoldFile{
 		{filepath.Join(source, policy.IntentsFile), fmt.Sprintf(exampleIntents, time.Now().UTC().Format(time.RFC3339))},
 		{filepath.Join(source, policy.OrchestrationDir, ".intentignore"), exampleIgnore},
 	}
+}
+
+// writeScaffold creates the scaffold's files that do not exist; one that
+// does is kept (keep) or an error. Written as the person running init
+// (often root): into the real directory only, never through a committed
+// symlink to elsewhere.
+func writeScaffold(source string, keep bool) (written, kept []string, err error) {
 	dir := filepath.Join(source, policy.OrchestrationDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(source, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("creating %s: %w", source, err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
-	for _, f := range files {
-		fd, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
-		if errors.Is(err, os.ErrExist) {
+	dirfd, err := safeio.OpenDir(dir)
+	if errors.Is(err, safeio.ErrSymlink) {
+		return nil, nil, fmt.Errorf("%w; intentfs init writes only into a real %s/ directory: remove the link and run init again", err, policy.OrchestrationDir)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening %s: %w", dir, err)
+	}
+	defer unix.Close(dirfd)
+	for _, f := range scaffoldFiles(source) {
+		fd, err := unix.Openat(dirfd, filepath.Base(f.path), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		if keep && errors.Is(err, unix.EEXIST) {
 			kept = append(kept, f.path)
 			continue
 		}
 		if err != nil {
 			return written, kept, fmt.Errorf("writing %s: %w", f.path, err)
 		}
-		_, err = fd.WriteString(f.content)
-		if cerr := fd.Close(); err == nil {
+		file := os.NewFile(uintptr(fd), f.path)
+		_, err = file.WriteString(f.content)
+		if cerr := file.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {

@@ -31,6 +31,9 @@ type SessionOptions struct {
 	Record func(ledger.Change)
 	// Changed is called after the workflow rewrote the policy.
 	Changed func()
+	// Committed, if set, sees each ledger record once it is on disk (see
+	// ledger.WriterOptions.Committed).
+	Committed func(*ledger.Record)
 }
 
 // Session is a source opened for writing: its lock is held, so this
@@ -54,7 +57,7 @@ func (l Layout) Open(opts SessionOptions) (*Session, error) {
 	}
 	git := ledger.NewGitHead(l.source)
 	writer, err := ledger.OpenWriter(l.LedgerPath(), ledger.WriterOptions{Rev: git.Revision, Log: opts.Log,
-		Source: l.source, Version: opts.Version, MaxBytes: opts.LedgerMaxBytes})
+		Source: l.source, Version: opts.Version, MaxBytes: opts.LedgerMaxBytes, Committed: opts.Committed})
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("opening the ledger of %s: %w", l.source, err)
