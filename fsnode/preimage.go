@@ -110,7 +110,7 @@ func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Sta
 	// Linking shows: anyone holding the file open would see its link count
 	// stay 1 after the unlink. So link only what nobody has open.
 	if st.Nlink == 1 && (node == nil || node.handles.Load() == 0) {
-		if err := r.objects.KeepLink(dirfd, name, d.Hash, st.Size); err == nil {
+		if err := r.objects.KeepLink(dirfd, name, d.Hash); err == nil {
 			return preImageStored, nil
 		} else if err != unix.EXDEV && err != syscall.EPERM {
 			r.log.Warn("linking a pre-image failed; copying", "err", err)

@@ -72,8 +72,8 @@ func TestFenceStoreBounded(t *testing.T) {
 				t.Fatalf("15 versions of a 2 MiB file were all kept, past a %d-byte bound", bound)
 			}
 			use := e.d.Status().Store
-			if use.Bytes > bound {
-				t.Errorf("store holds %d bytes, over its %d-byte bound", use.Bytes, bound)
+			if use.CopiedBytes > bound || use.Bytes > bound {
+				t.Errorf("store holds %d bytes (%d copied), over its %d-byte bound", use.Bytes, use.CopiedBytes, bound)
 			}
 			if use.CopiedByUID[agentUID] == 0 {
 				t.Errorf("the copies are not counted against uid %d: %+v", agentUID, use.CopiedByUID)

@@ -279,9 +279,10 @@ func gcCmd() *command {
 		help: `Removes objects from .orchestration/objects that no record newer than the cut
 names (as pre_hash or post_hash) and that have been stored since before the
 cut. An object a retained record needs is never removed. It then prints the
-store's use against its bound (intentfs mount --store-max-bytes; by default
-10% of the filesystem, at most 2 GiB): a mounted workspace refuses a change
-whose pre-image does not fit (PREIMAGE_UNAVAILABLE) until gc frees room.
+store's use against its bound on the copies the daemon makes (intentfs
+mount --store-max-bytes; by default 10% of the filesystem, at most 2 GiB):
+a mounted workspace refuses a change whose pre-image does not fit
+(PREIMAGE_UNAVAILABLE) until gc frees room.
 
 Examples:
   intentfs gc --older-than 30d --dry-run

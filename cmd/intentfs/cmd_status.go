@@ -292,7 +292,7 @@ func signingLine(s control.Signing) string {
 
 // storeLine is the object store's use against its bound.
 func storeLine(u objects.Usage) string {
-	line := fmt.Sprintf("%d object(s), %d of %d bytes (%d%%); %d bytes free for unprivileged users", u.Objects, u.Bytes, u.MaxBytes, percentOf(u.Bytes, u.MaxBytes), u.AvailBytes)
+	line := fmt.Sprintf("%d object(s), %d bytes; copies take %d of the %d-byte bound (%d%%); %d bytes free for unprivileged users", u.Objects, u.Bytes, u.CopiedBytes, u.MaxBytes, percentOf(u.CopiedBytes, u.MaxBytes), u.AvailBytes)
 	if u.Refused > 0 {
 		line += fmt.Sprintf("; %d pre-image(s) refused, their changes too (PREIMAGE_UNAVAILABLE): run intentfs gc or mount with a larger --store-max-bytes", u.Refused)
 	}

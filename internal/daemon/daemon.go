@@ -58,8 +58,9 @@ type Config struct {
 	// default, 64 MiB; negative: none are kept); above it only hashes are
 	// recorded.
 	KeepMaxBytes int64
-	// StoreMaxBytes bounds the object store of pre-images (0: the
-	// default, objects.DefaultBound of its filesystem). A change whose
+	// StoreMaxBytes bounds the pre-images the daemon copies into the
+	// object store (0: the default, objects.DefaultBound of its
+	// filesystem; those hard-linked from removed files are not copies). A change whose
 	// pre-image the bound or the filesystem's space for unprivileged
 	// users cannot take is refused (PREIMAGE_UNAVAILABLE).
 	StoreMaxBytes int64

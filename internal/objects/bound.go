@@ -2,6 +2,7 @@ package objects
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -13,10 +14,13 @@ import (
 // usually root, writes the copies: without a bound an agent that rewrites
 // a large file in a loop fills the filesystem with root-owned bytes, past
 // its own quota and into the blocks reserved for root. So a daemon's store
-// has a bound, and a copy that would pass it, or that would take space
-// unprivileged users cannot take (statfs f_bavail), is refused: the
-// caller then refuses the change (a change whose pre-image cannot be kept
-// is not made).
+// has a bound on the bytes it copied, and a copy that would pass it, or
+// that would take space unprivileged users cannot take (statfs f_bavail),
+// is refused: the caller then refuses the change (a change whose
+// pre-image cannot be kept is not made). A pre-image hard-linked in from
+// a removed file is not a copy: its blocks were the file's, stay its
+// owner's (on that user's quota) and are never refused, so removing a
+// large tree does not stop every later edit.
 const (
 	// DefaultMaxBytes caps the default bound.
 	DefaultMaxBytes int64 = 2 << 30
@@ -39,6 +43,9 @@ type Usage struct {
 	// Bytes and Objects are what the store holds.
 	Bytes   int64 `json:"bytes"`
 	Objects int   `json:"objects"`
+	// CopiedBytes are the bytes of the objects the daemon copied in,
+	// which MaxBytes bounds (the rest were linked from removed files).
+	CopiedBytes int64 `json:"copied_bytes"`
 	// MaxBytes is the bound (0: none, a store read by the CLI).
 	MaxBytes int64 `json:"max_bytes"`
 	// AvailBytes is the filesystem's space for unprivileged users
@@ -63,7 +70,7 @@ func (e *UnavailableError) Error() string {
 	if e.Avail >= 0 {
 		return fmt.Sprintf("the object store's filesystem has %d bytes available to unprivileged users, too few for this %d-byte version: the daemon does not write into root's reserved blocks; free space, or run `intentfs gc`", e.Avail, e.Size)
 	}
-	return fmt.Sprintf("this %d-byte version does not fit in the object store, which holds %d bytes of its %d-byte bound: run `intentfs gc` to drop pre-images no record needs, raise the bound (intentfs mount --store-max-bytes), or give up undo for files this large (intentfs mount --keep-max-bytes)", e.Size, e.Used, e.Max)
+	return fmt.Sprintf("this %d-byte version does not fit in the object store, whose copies take %d bytes of its %d-byte bound: run `intentfs gc` to drop pre-images no record needs, raise the bound (intentfs mount --store-max-bytes), or give up undo for files this large (intentfs mount --keep-max-bytes)", e.Size, e.Used, e.Max)
 }
 
 // Is makes errors.Is(err, syscall.ENOSPC) true: the store is full.
@@ -71,14 +78,32 @@ func (e *UnavailableError) Is(target error) bool { return target == syscall.ENOS
 
 // bound is a store's limit and running count.
 type bound struct {
-	mu       sync.Mutex
-	max      int64
+	mu  sync.Mutex
+	max int64
+	// used is the copies' bytes, which the bound limits.
 	used     int64
-	objects  int
 	reserved int64
 	counted  time.Time
-	byUID    map[uint32]int64
-	refused  int64
+	// last is the latest walk of the store, at counted; the next is due
+	// after every.
+	last    tally
+	every   time.Duration
+	byUID   map[uint32]int64
+	refused int64
+}
+
+// isCopy reports whether a stored object is one the daemon copied in:
+// copies are its user's and mode 0400; a hard link keeps the removed
+// file's owner and mode (a file of the daemon's user that was 0400 is
+// counted as a copy, which only errs towards the bound).
+func isCopy(st *syscall.Stat_t) bool {
+	return int(st.Uid) == os.Geteuid() && st.Mode&0o7777 == privateFileMode
+}
+
+// tally is what a walk of the store counts.
+type tally struct {
+	bytes, copied int64
+	objects       int
 }
 
 // DefaultBound is the bound of a store on a filesystem of total bytes:
@@ -97,19 +122,24 @@ func (s *Store) SetBound(maxBytes int64) (int64, error) {
 		}
 		maxBytes = DefaultBound(int64(fs.Blocks) * fs.Bsize)
 	}
-	b := &bound{max: maxBytes, byUID: map[uint32]int64{}}
-	b.used, b.objects = s.count()
-	b.counted = time.Now()
+	b := &bound{max: maxBytes, byUID: map[uint32]int64{}, every: recountEvery}
+	b.recount(s)
 	s.bound = b
 	return maxBytes, nil
 }
 
 // count walks the store.
-func (s *Store) count() (int64, int) {
-	var used int64
-	n := 0
-	_ = s.Walk(func(o Object) error { used += o.Size; n++; return nil })
-	return used, n
+func (s *Store) count() tally {
+	var t tally
+	_ = s.Walk(func(o Object) error {
+		t.bytes += o.Size
+		t.objects++
+		if o.copied {
+			t.copied += o.Size
+		}
+		return nil
+	})
+	return t
 }
 
 // availBytes is the space the filesystem of dir, in the store, leaves
@@ -139,9 +169,8 @@ func (s *Store) reserve(size int64, dir string) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.used+b.reserved+size > b.max && time.Since(b.counted) > recountEvery {
-		b.used, b.objects = s.count()
-		b.counted = time.Now()
+	if b.used+b.reserved+size > b.max && time.Since(b.counted) > b.every {
+		b.recount(s)
 	}
 	if b.used+b.reserved+size > b.max {
 		b.refused++
@@ -169,43 +198,38 @@ func (s *Store) settle(size int64, kept bool, uid uint32) {
 	defer b.mu.Unlock()
 	b.reserved -= size
 	if kept {
-		b.added(size)
+		b.used += size
 		b.byUID[uid] += size
 	}
 }
 
-// added counts an object that took no reservation (a hard link).
-func (b *bound) added(size int64) {
-	b.used += size
-	b.objects++
+// recount walks the store, with b.mu held, to correct the running count
+// (another process, intentfs gc, removes objects).
+func (b *bound) recount(s *Store) {
+	b.last = s.count()
+	b.used = b.last.copied
+	b.counted = time.Now()
 }
 
-// noteAdded counts an object linked into a bounded store.
-func (s *Store) noteAdded(size int64) {
-	if b := s.bound; b != nil {
-		b.mu.Lock()
-		b.added(size)
-		b.mu.Unlock()
-	}
-}
-
-// Usage reports the store's use against its bound. A store without one
-// (the CLI's) is walked.
+// Usage reports the store's use against its bound: a bounded store's
+// from its running count and a walk at most recountEvery old, another
+// store's from a walk.
 func (s *Store) Usage() Usage {
 	var u Usage
 	if b := s.bound; b != nil {
 		b.mu.Lock()
-		if time.Since(b.counted) > recountEvery {
-			b.used, b.objects = s.count()
-			b.counted = time.Now()
+		if time.Since(b.counted) > b.every {
+			b.recount(s)
 		}
-		u = Usage{Bytes: b.used, Objects: b.objects, MaxBytes: b.max, Refused: b.refused, CopiedByUID: map[uint32]int64{}}
+		u = Usage{Bytes: b.last.bytes + max(0, b.used-b.last.copied), Objects: b.last.objects, CopiedBytes: b.used,
+			MaxBytes: b.max, Refused: b.refused, CopiedByUID: map[uint32]int64{}}
 		for uid, n := range b.byUID {
 			u.CopiedByUID[uid] = n
 		}
 		b.mu.Unlock()
 	} else {
-		u.Bytes, u.Objects = s.count()
+		t := s.count()
+		u = Usage{Bytes: t.bytes, Objects: t.objects, CopiedBytes: t.copied}
 	}
 	u.AvailBytes, _ = availBytes(s.root)
 	return u

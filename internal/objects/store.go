@@ -47,19 +47,14 @@ type Store struct {
 
 // contentHash is ledger.ContentHash through a pooled buffer.
 func (s *Store) contentHash(r io.Reader) (hash string, lines int, err error) {
-	hash, lines, _, err = s.contentHashSize(r)
-	return hash, lines, err
-}
-
-// contentHashSize is contentHash that also returns the size read.
-func (s *Store) contentHashSize(r io.Reader) (hash string, lines int, size int64, err error) {
 	buf, _ := s.bufs.Get().(*[]byte)
 	if buf == nil {
 		b := make([]byte, 128<<10)
 		buf = &b
 	}
 	defer s.bufs.Put(buf)
-	return ledger.ContentHashBuffer(r, *buf)
+	hash, lines, _, err = ledger.ContentHashBuffer(r, *buf)
+	return hash, lines, err
 }
 
 // New returns the store of source.
@@ -127,9 +122,9 @@ func (s *Store) prepare(hash string) (string, error) {
 // linking it into the store: no copy, so removing a large tree stays
 // cheap. The caller must know that nothing else can still write to the
 // inode (no other links, no writable handle); otherwise use KeepFd. A
-// link takes no new space, so it is never refused; size, the file's,
-// counts against the bound from now on.
-func (s *Store) KeepLink(dirfd int, name, hash string, size int64) error {
+// link takes no new space and the blocks stay the file owner's, so it is
+// never refused and not counted against the bound.
+func (s *Store) KeepLink(dirfd int, name, hash string) error {
 	p, err := s.prepare(hash)
 	if err != nil {
 		return err
@@ -141,9 +136,6 @@ func (s *Store) KeepLink(dirfd int, name, hash string, size int64) error {
 	err = unix.Linkat(dirfd, name, unix.AT_FDCWD, p, 0)
 	if err == unix.EEXIST {
 		return nil
-	}
-	if err == nil {
-		s.noteAdded(size)
 	}
 	return err // EXDEV and friends: the caller copies instead
 }
@@ -303,6 +295,8 @@ type Object struct {
 	Hash    string
 	Size    int64
 	ModTime time.Time
+	// copied: the daemon wrote these bytes (see isCopy).
+	copied bool
 }
 
 // Walk calls fn for every stored object.
@@ -322,7 +316,11 @@ func (s *Store) Walk(fn func(Object) error) error {
 		if err != nil {
 			return nil
 		}
-		return fn(Object{Hash: "sha256:" + filepath.Base(filepath.Dir(p)) + d.Name(), Size: info.Size(), ModTime: info.ModTime()})
+		o := Object{Hash: "sha256:" + filepath.Base(filepath.Dir(p)) + d.Name(), Size: info.Size(), ModTime: info.ModTime()}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			o.copied = isCopy(st)
+		}
+		return fn(o)
 	})
 }
 
@@ -405,7 +403,7 @@ func (s *Store) Adopt(pending string) (string, int, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("object store: %w", err)
 	}
-	hash, lines, size, err := s.contentHashSize(fdReader(fd))
+	hash, lines, err := s.contentHash(fdReader(fd))
 	unix.Close(fd)
 	if err != nil {
 		return "", 0, fmt.Errorf("object store: hashing %s: %w", pending, err)
@@ -414,11 +412,7 @@ func (s *Store) Adopt(pending string) (string, int, error) {
 	if err != nil {
 		return hash, lines, err
 	}
-	if err := os.Rename(pending, p); err != nil {
-		return hash, lines, err
-	}
-	s.noteAdded(size)
-	return hash, lines, nil
+	return hash, lines, os.Rename(pending, p)
 }
 
 // fdReader reads a descriptor it does not own.

@@ -41,7 +41,7 @@ func TestKeepFdAndLink(t *testing.T) {
 	dir, _ := syscall.Open(src, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	defer syscall.Close(dir)
 	hg := sum([]byte("linked"))
-	if err := s.KeepLink(dir, "g", hg, int64(len("linked"))); err != nil {
+	if err := s.KeepLink(dir, "g", hg); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(src, "g"))
@@ -157,6 +157,7 @@ func TestStoreBound(t *testing.T) {
 	if _, err := s.SetBound(250); err != nil {
 		t.Fatal(err)
 	}
+	s.bound.every = 0 // count every time, for the assertions below
 	keep := func(content string) error {
 		p := filepath.Join(src, "f")
 		os.WriteFile(p, []byte(content), 0o644)
@@ -185,7 +186,23 @@ func TestStoreBound(t *testing.T) {
 		}
 	}
 	u := s.Usage()
-	if u.Bytes != 200 || u.Objects != 2 || u.MaxBytes != 250 || u.CopiedByUID[1000] != 200 || u.Refused != 1 {
-		t.Errorf("usage = %+v, want 200 bytes in 2 objects of 250, 200 by uid 1000, 1 refused", u)
+	if u.Bytes != 200 || u.CopiedBytes != 200 || u.Objects != 2 || u.MaxBytes != 250 || u.CopiedByUID[1000] != 200 || u.Refused != 1 {
+		t.Errorf("usage = %+v, want 200 bytes copied in 2 objects of 250, 200 by uid 1000, 1 refused", u)
+	}
+	// A pre-image linked from a removed file is not a copy: it takes no
+	// room under the bound, and copies still fit.
+	big := filepath.Join(src, "linked")
+	os.WriteFile(big, []byte(strings.Repeat("l", 1000)), 0o644)
+	dir, _ := syscall.Open(src, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	defer syscall.Close(dir)
+	if err := s.KeepLink(dir, "linked", sum([]byte(strings.Repeat("l", 1000)))); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(big)
+	if err := keep(strings.Repeat("d", 40)); err != nil {
+		t.Errorf("a copy that fits was refused after a link: %v", err)
+	}
+	if u := s.Usage(); u.Bytes != 1240 || u.CopiedBytes != 240 {
+		t.Errorf("usage after a link = %+v, want 1240 bytes, 240 copied", u)
 	}
 }
