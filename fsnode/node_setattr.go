@@ -75,9 +75,9 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		n.writeMu.Lock()
 		defer n.writeMu.Unlock()
 		n.checkpointOpenLocked()
-		pre, kept, errno := n.root.preImageAt(rel)
-		if errno != 0 {
-			return errno
+		pre, kept, err := n.root.preImageAt(rel, callerUID(ctx))
+		if err != nil {
+			return n.root.failChange(ctx, req, err)
 		}
 		c.PreHash, c.PreImage = pre.Hash, kept
 	}

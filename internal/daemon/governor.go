@@ -327,6 +327,9 @@ func (d *Daemon) Status() control.Status {
 		st.RecentDenials = st.RecentDenials[len(st.RecentDenials)-10:]
 	}
 	st.FilePermissions = d.scopePermissions(st.Sessions)
+	if d.store != nil {
+		st.Store = d.store.Usage()
+	}
 	if d.exporter != nil {
 		s := d.exporter.Stats()
 		st.Export = &s
