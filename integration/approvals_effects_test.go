@@ -1,9 +1,10 @@
 package integration
 
 import (
-	"github.com/intentfs/intentfs/ledger"
 	"strings"
 	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
 )
 
 // destroyPolicy holds every destruction of more than 1 KiB of content,
