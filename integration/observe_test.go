@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,6 +108,7 @@ func TestObserveModeAllowsAndRecordsWouldDeny(t *testing.T) {
 		}
 		paths = append(paths, r.Path())
 	}
+	slices.Sort(paths) // in the order their handles were released
 	if strings.Join(paths, " ") != "docs/new.md docs/old.md" {
 		t.Fatalf("log --would-deny lists %q, want only docs/new.md and docs/old.md", paths)
 	}
