@@ -26,10 +26,6 @@ func newWindow(within time.Duration) *window {
 	return &window{slice: max(within/rateBuckets, time.Millisecond)}
 }
 
-// add counts one change at now and returns how many the window holds,
-// this one included.
-func (w *window) add(now time.Time) int { return w.addN(now, 1) }
-
 // addN counts n changes at now (a move that removes n files at once) and
 // returns how many the window holds, these included.
 func (w *window) addN(now time.Time, n int) int {
