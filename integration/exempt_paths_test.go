@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/ledger"
 )
@@ -203,6 +206,30 @@ func TestMoveIntoGovernedTreeIsAWrite(t *testing.T) {
 		t.Errorf("docs/readme left the tree: %q %v", got, ok)
 	}
 	verifyClean(t, e.src)
+}
+
+// TestExchangeAcrossGovernedEdgeRefused: renameat2(RENAME_EXCHANGE) of a
+// governed and an exempt file would move content out of and into the
+// governed tree at once; it is refused, and both stay as they were.
+func TestExchangeAcrossGovernedEdgeRefused(t *testing.T) {
+	t.Parallel()
+	seed := exemptSeed()
+	seed["build/x.txt"] = "exempt\n"
+	e := mountPrepared(t, exemptPolicy, "INT-001", seed, func(src string) { chownTree(t, src) })
+	e.reachableByAgent()
+	var err error
+	asAgent(t, func() {
+		err = unix.Renameat2(unix.AT_FDCWD, filepath.Join(e.mnt, "src/c.txt"), unix.AT_FDCWD, filepath.Join(e.mnt, "build/x.txt"), unix.RENAME_EXCHANGE)
+	})
+	if err != syscall.EACCES {
+		t.Fatalf("exchange of src/c.txt with build/x.txt: %v, want EACCES", err)
+	}
+	if got, _ := e.srcContent("src/c.txt"); got != "original\n" {
+		t.Errorf("src/c.txt = %q after the refused exchange", got)
+	}
+	if got, _ := e.srcContent("build/x.txt"); got != "exempt\n" {
+		t.Errorf("build/x.txt = %q after the refused exchange", got)
+	}
 }
 
 func hasRecord(recs []*ledger.Record, ev ledger.Event, path string) bool {
