@@ -3,6 +3,7 @@ package fsnode
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall"
 	"time"
 
@@ -349,4 +350,81 @@ func (n *Node) recordMovedIn(ctx context.Context, g grant, dst *Node, name, newN
 		return 0
 	}
 	return n.root.refuse(ctx, req, CodeMoveTooLarge, reason, syscall.EACCES)
+}
+
+// eachOpenBelow calls fn for every handle open on node and on the nodes
+// the kernel knows below it: the handles a directory move takes along.
+func eachOpenBelow(node *Node, fn func(*File)) {
+	if node == nil {
+		return
+	}
+	todo := []*Node{node}
+	for i := 0; i < len(todo); i++ {
+		n := todo[i]
+		n.openMu.Lock()
+		open := slices.Clone(n.open)
+		n.openMu.Unlock()
+		for _, f := range open {
+			fn(f)
+		}
+		for _, ch := range n.Children() {
+			if c, ok := ch.Operations().(*Node); ok {
+				todo = append(todo, c)
+			}
+		}
+	}
+}
+
+// checkpointBelow records what the handles open for writing on node and
+// below it have written, before a move out of the governed tree records
+// their removal: the ledger shows each file's last governed content
+// before it shows the file gone.
+func checkpointBelow(node *Node) {
+	eachOpenBelow(node, func(f *File) {
+		if f.track.Load() != nil {
+			f.checkpoint(false)
+		}
+	})
+}
+
+// leaveGovernance marks the handles open for writing on node and below
+// it as outside the governed tree, where a move out has taken their
+// files: their later writes are not recorded under the names the files
+// no longer have.
+func leaveGovernance(node *Node) {
+	eachOpenBelow(node, func(f *File) {
+		if t := f.track.Load(); t != nil {
+			t.left.Store(true)
+		}
+	})
+}
+
+// rejoin starts recording the writes of f again, whose file a move out
+// of the governed tree had taken out and a move has brought back to rel:
+// from the content it has now, which the move's own record names.
+func (r *Root) rejoin(rel string, f *File, t *tracking) {
+	if r.gov.Snapshot().Exempt(rel, false) {
+		return // still outside
+	}
+	rfd, err := reopenReadOnly(f.fd)
+	if err != nil {
+		r.log.Error("a handle moved back under governance could not be tracked", "path", rel, "err", err)
+		return
+	}
+	defer syscall.Close(rfd)
+	d, err := r.hashes.HashFd(rfd)
+	if err != nil {
+		r.log.Error("a handle moved back under governance could not be tracked", "path", rel, "err", err)
+		return
+	}
+	kept := r.keepCopy(rfd, d)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(f.fd, &st); err != nil {
+		r.log.Error("a handle moved back under governance could not be tracked", "path", rel, "err", err)
+		return
+	}
+	t.mu.Lock()
+	t.base, t.baseKey, t.preImage = d, objects.VersionOf(&st), kept
+	t.mu.Unlock()
+	t.left.Store(false)
 }

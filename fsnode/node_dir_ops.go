@@ -354,6 +354,9 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	n.checkpointChild(name)
 	movedNode, swappedNode := n.childNode(name), dst.childNode(newName)
+	if cross == policy.CrossOut && isDir {
+		checkpointBelow(movedNode)
+	}
 	var pre, post objects.Digest
 	var kept string
 	var removed []removedEntry
@@ -412,6 +415,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		n.root.record(g, c)
 	case cross == policy.CrossOut:
 		n.root.recordMovedOut(g, removed)
+		leaveGovernance(movedNode)
 	default:
 		if errno := n.recordMovedIn(ctx, g, dst, name, newName, rel, newRel, &c, isDir, pre.Hash != "" && !isDir, isDir2); errno != 0 {
 			return errno

@@ -208,6 +208,40 @@ func TestMoveIntoGovernedTreeIsAWrite(t *testing.T) {
 	verifyClean(t, e.src)
 }
 
+// TestMoveOutWithOpenWriter: a file open for writing that a move takes
+// out of the governed tree has what it wrote recorded before its
+// removal, and nothing after under the exempt name; moved back in, its
+// later writes are recorded again.
+func TestMoveOutWithOpenWriter(t *testing.T) {
+	t.Parallel()
+	e := mountExempt(t, exemptPolicy)
+	script := `mkdir -p build src/h && echo x > src/h/f && exec 3>>src/h/f && echo one >&3 && mv src/h build/h && echo two >&3 && exec 3>&- &&
+echo y > src/g && exec 4>>src/g && mv src/g build/g && echo mid >&4 && mv build/g src/g && echo after >&4 && exec 4>&- && sleep 0.2 && rm -rf build/h`
+	if out, err := e.shAs(agentUID, agentGID, script); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	final := shaOf([]byte("y\nmid\nafter\n"))
+	e.waitRecord("the write to src/g after it came back", func(r *ledger.Record) bool {
+		return r.Gov().Event == ledger.EventWrite && r.Path() == "src/g" && ledger.Str(r.Gov().PostHash) == final
+	})
+	recs := e.records()
+	for _, r := range recs {
+		if strings.HasPrefix(r.Path(), "build/") {
+			t.Errorf("a record names the exempt %s: %s; records:\n%s", r.Path(), r.Gov().Event, describeRecords(recs))
+		}
+	}
+	var del *ledger.Record
+	for _, r := range recs {
+		if r.Gov().Event == ledger.EventDelete && r.Path() == "src/h/f" {
+			del = r
+		}
+	}
+	if del == nil || ledger.Str(del.Gov().PreHash) != shaOf([]byte("x\none\n")) {
+		t.Fatalf("src/h/f's removal does not carry what the handle wrote before the move; records:\n%s", describeRecords(recs))
+	}
+	verifyClean(t, e.src)
+}
+
 // TestExchangeAcrossGovernedEdgeRefused: renameat2(RENAME_EXCHANGE) of a
 // governed and an exempt file would move content out of and into the
 // governed tree at once; it is refused, and both stay as they were.
