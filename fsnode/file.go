@@ -70,6 +70,11 @@ type tracking struct {
 	writing bool
 	// released is set by the last checkpoint, at release.
 	released bool
+	// left is set while a rename has taken the file out of the governed
+	// tree: what the handle wrote until then was recorded before the move
+	// (as the file's removal), what it writes since is not governed.
+	// A rename back into the governed tree clears it (see rejoin).
+	left atomic.Bool
 	// truncated is set when the open truncated the file (O_TRUNC): the
 	// file's stat after the open is not the version base was taken of.
 	truncated bool
@@ -191,6 +196,9 @@ func (f *File) checkpointLocked(t *tracking, final bool) {
 	}
 	if final {
 		defer func() { t.released = true }()
+	}
+	if t.left.Load() {
+		return // outside the governed tree: nothing to record
 	}
 	if final && !t.created && t.node.openedAfter(t) {
 		// RELEASE comes after close(2) has returned, so another open may

@@ -301,6 +301,37 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return n.renameProvisional(ctx, name, dst, newName, rel, newRel, flags, &srcSt, dstExists)
 	}
 	req := policy.Request{Op: policy.OpRename, Path: rel, Path2: newRel, IsDir: isDir, IsDir2: isDir2, RenameFlags: flags}
+	// A move across the edge of the governed tree is recorded by its
+	// effect (see crossing.go): list what it takes along, within bounds.
+	cross := policy.CrossNone
+	if flags&policy.RenameExchange == 0 {
+		cross = n.root.gov.Snapshot().Crossing(rel, newRel, isDir)
+	}
+	var crossing []crossEntry
+	if cross != policy.CrossNone {
+		snap := n.root.gov.Snapshot()
+		governed := func(p string, dir bool) bool { return !snap.Exempt(p, dir) }
+		var err error
+		errno := n.withDir(func(dirfd int) error {
+			if cross == policy.CrossOut {
+				crossing, _, err = listCrossing(dirfd, name, rel, newRel, governed)
+			} else {
+				crossing, _, err = listCrossing(dirfd, name, newRel, rel, governed)
+			}
+			return nil
+		})
+		if errno != 0 {
+			return errno
+		}
+		if err != nil {
+			return n.root.refuse(ctx, req, CodeMoveTooLarge, crossingRefusal(cross == policy.CrossOut, rel, newRel, err), syscall.EACCES)
+		}
+		if cross == policy.CrossOut {
+			// Removed from the governed tree, each entry as its own
+			// unlink or rmdir for the approval rules on deletions.
+			req.Removes, req.Destroys = removals(crossing), true
+		}
+	}
 	// listed is set if the decision had to look at what the directories
 	// hold (a scope that is not a plain prefix): the rename is then
 	// checked again once it is made.
@@ -312,7 +343,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		req.Subtree2 = noteListing(&listed, dst.subtreeBelow(newName))
 	}
 	var destroyed func() (int64, bool)
-	if dstExists && flags&policy.RenameExchange == 0 {
+	if dstExists && flags&policy.RenameExchange == 0 && cross != policy.CrossOut {
 		destroyed = n.root.replaces(&req, &dstSt)
 	}
 	g, errno := n.root.authorizeSized(ctx, req, destroyed)
@@ -340,11 +371,22 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	n.checkpointChild(name)
 	movedNode, swappedNode := n.childNode(name), dst.childNode(newName)
+	if cross == policy.CrossOut && isDir {
+		checkpointBelow(movedNode)
+	}
 	var pre, post objects.Digest
 	var kept string
 	var lostErr error
+	var removed []removedEntry
 	errno = withDirs(n, dst, func(srcDir, dstDir int) error {
-		if g.traced() {
+		if g.traced() && cross == policy.CrossOut {
+			// What leaves the governed tree is destroyed for the ledger:
+			// keep its bytes. What it replaces at the exempt name is not
+			// governed.
+			if removed, lostErr = n.root.keepMovedOut(srcDir, crossing, callerUID(ctx)); lostErr != nil {
+				return lostErr
+			}
+		} else if g.traced() {
 			// What is replaced is destroyed: keep its bytes, or refuse.
 			if dstExists && flags&policy.RenameExchange == 0 {
 				if pre, kept, lostErr = n.root.preImageForRemoval(dstDir, newName, dst.childNode(newName), callerUID(ctx)); lostErr != nil {
@@ -393,7 +435,17 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			n.root.log.Warn("describing a rename over a file failed", "path", newRel, "err", errno)
 		}
 	}
-	n.root.record(g, c)
+	switch {
+	case !g.traced() || cross == policy.CrossNone:
+		n.root.record(g, c)
+	case cross == policy.CrossOut:
+		n.root.recordMovedOut(g, removed)
+		leaveGovernance(movedNode)
+	default:
+		if errno := n.recordMovedIn(ctx, g, dst, name, newName, rel, newRel, &c, isDir, pre.Hash != "" && !isDir, isDir2); errno != 0 {
+			return errno
+		}
+	}
 	if g.actor.Versions != nil && !isDir {
 		// What the session moved into place is its own version.
 		g.actor.Versions.Forget(rel)

@@ -28,6 +28,10 @@ func (r *Root) retrack(moved *Node, newRel string) {
 		open := slices.Clone(p.node.open)
 		p.node.openMu.Unlock()
 		for _, f := range open {
+			if t := f.track.Load(); t != nil && t.left.Load() {
+				r.rejoin(p.rel, f, t)
+				continue
+			}
 			if f.exemptWriter && f.track.Load() == nil {
 				r.retrackHandle(p.node, p.rel, f)
 			}

@@ -71,6 +71,12 @@ type Request struct {
 	// existing entry. Deciding ignores it; approval rules on deletions
 	// hold such a change as they hold an unlink (see ApprovalRule).
 	Destroys bool
+	// Removes, on a rename that takes a governed entry to an exempt name
+	// (CrossOut), lists every governed file and directory it takes along,
+	// which the move removes from the governed tree. Deciding ignores it;
+	// approval rules on deletions count each entry as its own unlink or
+	// rmdir, with the bytes it destroys.
+	Removes []Removal
 	// Intent is the id of the active intent, "" when none is selected.
 	Intent string
 	Caller Caller
@@ -232,6 +238,12 @@ func (s *Snapshot) Decide(r Request) Decision {
 		d := deny(CodeOutOfScope, targets[0].path, fmt.Sprintf("a hard link between %s (exempt from governance) and %s (governed) would let writes through %s change %s unrecorded: copy the file instead", exemptName, governed, exemptName, governed))
 		d.Binding = true
 		return d
+	}
+	if r.Op == OpRename && r.RenameFlags&RenameExchange != 0 && exemptAt[0] != exemptAt[1] {
+		if exemptAt[0] {
+			return exchangeAcross(targets[1].path, targets[0].path)
+		}
+		return exchangeAcross(targets[0].path, targets[1].path)
 	}
 	if exempt {
 		return Decision{Allow: true, Code: CodeExempt, Validation: ValidationExempt, Path: targets[0].path,

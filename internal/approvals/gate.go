@@ -114,7 +114,8 @@ func (g *Gate) Hold(ctx context.Context, h Held, rules []*policy.ApprovalRule) V
 	// A denial that covers the rest of a burst refuses every change the
 	// rule covers, whether or not the rate would hold it now: the rest
 	// of a refused rm -rf stays refused after its window has passed.
-	for _, r := range matched {
+	for _, m := range matched {
+		r := m.rule
 		if gr, ok := g.covering(r.Key(), h.Pid, now); ok && !gr.allow {
 			g.mu.Unlock()
 			return Verdict{Code: CodeDenied, Reason: fmt.Sprintf("approval rule %s holds %s; %s denied it for this process (decision %d)%s: ask the person supervising you before trying again",
@@ -183,40 +184,79 @@ func (g *Gate) WouldHold(h Held, rules []*policy.ApprovalRule) *policy.ApprovalR
 	return g.holding(matched, now)
 }
 
+// match is a rule that covers a change, and how many of the rule's
+// changes the change counts as.
+type match struct {
+	rule  *policy.ApprovalRule
+	count int
+}
+
 // matching returns the rules that cover h.
-func matching(h Held, rules []*policy.ApprovalRule) []*policy.ApprovalRule {
-	var matched []*policy.ApprovalRule
+func matching(h Held, rules []*policy.ApprovalRule) []match {
+	var matched []match
 	for _, r := range rules {
-		if !r.MatchesEffect(h.Op, h.Destroys, h.Path, h.Path2) {
+		count, size, ok := covers(r, h)
+		if !ok {
 			continue
 		}
 		if r.LargerThan > 0 {
-			if h.Size == nil {
+			if size == nil {
 				continue
 			}
 			// A size that cannot be read is a deletion that fails anyway
 			// (the file is gone); it is not held.
-			if size, ok := h.Size(); !ok || size <= r.LargerThan {
+			if n, ok := size(); !ok || n <= r.LargerThan {
 				continue
 			}
 		}
-		matched = append(matched, r)
+		matched = append(matched, match{rule: r, count: count})
 	}
 	return matched
+}
+
+// covers reports whether rule r covers h, as how many of the rule's
+// changes h counts as and the probe of the bytes it destroys that the
+// rule sees. A move out of the governed tree (h.Removes) is, for a rule
+// that does not name its operation, the removal of each entry it takes
+// along: each one the rule covers as an unlink or rmdir is counted, and
+// their bytes add up.
+func covers(r *policy.ApprovalRule, h Held) (int, func() (int64, bool), bool) {
+	if len(h.Removes) == 0 {
+		return 1, h.Size, r.MatchesEffect(h.Op, h.Destroys, h.Path, h.Path2)
+	}
+	if r.Matches(h.Op, h.Path, h.Path2) {
+		var total int64
+		for _, rm := range h.Removes {
+			total += rm.Size
+		}
+		return 1, func() (int64, bool) { return total, true }, true
+	}
+	count, total := 0, int64(0)
+	for _, rm := range h.Removes {
+		op := policy.OpUnlink
+		if rm.IsDir {
+			op = policy.OpRmdir
+		}
+		if r.Matches(op, rm.Path) {
+			count++
+			total += rm.Size
+		}
+	}
+	return count, func() (int64, bool) { return total, true }, count > 0
 }
 
 // holding returns the first of the matched rules that holds the change
 // now, counting it in every matching rate rule. Called with the lock
 // held.
-func (g *Gate) holding(matched []*policy.ApprovalRule, now time.Time) *policy.ApprovalRule {
+func (g *Gate) holding(matched []match, now time.Time) *policy.ApprovalRule {
 	var rule *policy.ApprovalRule
-	for _, r := range matched {
+	for _, m := range matched {
 		// Every matching rate rule counts the change, whichever holds it.
-		if r.MoreThan > 0 && g.rate(r, now).add(now) <= r.MoreThan {
+		if m.rule.MoreThan > 0 && g.rate(m.rule, now).addN(now, m.count) <= m.rule.MoreThan {
 			continue
 		}
 		if rule == nil {
-			rule = r
+			rule = m.rule
 		}
 	}
 	return rule

@@ -331,3 +331,42 @@ func TestWouldHoldReportsWithoutHolding(t *testing.T) {
 		t.Fatalf("%d entries wait after WouldHold, want none", n)
 	}
 }
+
+// TestMoveOutCountsEachRemoval: a move out of the governed tree is, for
+// the rules on deletions, the removal of each governed entry it takes
+// along: a count rule counts each of them (those under its paths), and
+// larger_than sees the bytes they add up to.
+func TestMoveOutCountsEachRemoval(t *testing.T) {
+	bulk := []policy.Removal{
+		{Path: "src/bulk/a", Size: 600}, {Path: "src/bulk/b", Size: 600},
+		{Path: "src/bulk/sub/c", Size: 600}, {Path: "src/bulk/sub", IsDir: true}, {Path: "src/bulk", IsDir: true},
+	}
+	cases := []struct {
+		name    string
+		rule    string
+		removes []policy.Removal
+		held    bool
+	}{
+		{"count rule sees every file and directory", "{name: mass, ops: [delete], more_than: 4, within: 10s, timeout: 1s}", bulk, true},
+		{"count rule below its count", "{name: mass, ops: [delete], more_than: 5, within: 10s, timeout: 1s}", bulk, false},
+		{"count rule on files only", "{name: mass, ops: [unlink], more_than: 2, within: 10s, timeout: 1s}", bulk, true},
+		{"count rule on directories only", "{name: mass, ops: [rmdir], more_than: 2, within: 10s, timeout: 1s}", bulk, false},
+		{"count rule counts only its paths", "{name: mass, ops: [delete], more_than: 1, within: 10s, paths: [\"src/bulk/sub/**\"], timeout: 1s}", bulk, true},
+		{"count rule whose paths it misses", "{name: mass, ops: [delete], paths: [\"docs/**\"], timeout: 1s}", bulk, false},
+		{"larger_than on the bytes destroyed in all", "{name: big, ops: [delete], larger_than: 1KiB, timeout: 1s}", bulk, true},
+		{"larger_than above them", "{name: big, ops: [delete], larger_than: 2KiB, timeout: 1s}", bulk, false},
+		{"a rule on rename holds it as a rename", "{name: mv, ops: [rename], timeout: 1s}", bulk, true},
+		{"a single file moved out is its unlink", "{name: del, ops: [delete], timeout: 1s}", []policy.Removal{{Path: "src/c.txt", Size: 3}}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // a held change waits out the rule's timeout
+			g := New(Options{})
+			h := Held{Op: policy.OpRename, Path: "src/bulk", Path2: "build/bulk", Uid: 1000, Pid: 1, Destroys: true, Removes: c.removes}
+			v := g.Hold(context.Background(), h, rulesOf(t, "  - "+c.rule+"\n"))
+			if held := !v.Proceed; held != c.held {
+				t.Fatalf("held = %v (%+v), want %v", held, v, c.held)
+			}
+		})
+	}
+}

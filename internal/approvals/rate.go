@@ -26,15 +26,15 @@ func newWindow(within time.Duration) *window {
 	return &window{slice: max(within/rateBuckets, time.Millisecond)}
 }
 
-// add counts one change at now and returns how many the window holds,
-// this one included.
-func (w *window) add(now time.Time) int {
+// addN counts n changes at now (a move that removes n files at once) and
+// returns how many the window holds, these included.
+func (w *window) addN(now time.Time, n int) int {
 	slot := now.UnixNano() / int64(w.slice)
 	b := &w.buckets[slot%rateBuckets]
 	if b.slot != slot {
 		b.slot, b.n = slot, 0
 	}
-	b.n++
+	b.n += n
 	w.last = now
 	total := 0
 	for _, b := range w.buckets {

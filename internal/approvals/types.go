@@ -95,6 +95,10 @@ type Held struct {
 	// destroys (a deletion, the whole file); it is asked only when a
 	// rule with larger_than covers the change.
 	Size func() (int64, bool)
+	// Removes, on a move out of the governed tree, lists the governed
+	// files and directories it removes (policy.Request.Removes): rules
+	// on deletions count each of them, with its bytes.
+	Removes []policy.Removal
 }
 
 // Verdict is the outcome of Hold for the change.

@@ -37,7 +37,7 @@ func (d *Daemon) Hold(ctx context.Context, h fsnode.HoldRequest) syscall.Errno {
 	}
 	req := h.Request
 	held := approvals.Held{Op: req.Op, Path: req.Path, Path2: req.Path2, Intent: req.Intent,
-		Session: sessionID(h.Session), Process: h.Process, Uid: req.Caller.Uid, Pid: req.Caller.Pid, Destroys: req.Destroys, Size: h.Size}
+		Session: sessionID(h.Session), Process: h.Process, Uid: req.Caller.Uid, Pid: req.Caller.Pid, Destroys: req.Destroys, Size: h.Size, Removes: req.Removes}
 	if h.Observe {
 		if rule := d.approvals.WouldHold(held, rules); rule != nil {
 			d.wouldHold(req, rule, h)
