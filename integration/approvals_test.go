@@ -15,7 +15,6 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/approvals"
-	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -384,14 +383,14 @@ func TestWatchJSONUnderLoad(t *testing.T) {
 	created, dropped, started := 0, uint64(0), false
 	done := make(chan error, 1)
 	go func() {
-		done <- control.Watch(ctx, e.d.SocketPath(), control.Request{}, func(ev feed.Event) error {
+		done <- control.Watch(ctx, e.d.SocketPath(), control.Request{}, func(ev control.Event) error {
 			mu.Lock()
 			defer mu.Unlock()
 			started = true
 			switch {
-			case ev.Kind == feed.KindChange && ev.Event == string(ledger.EventCreate) && strings.HasPrefix(ev.Path, "tree/"):
+			case ev.Kind == control.EventChange && ev.Event == string(ledger.EventCreate) && strings.HasPrefix(ev.Path, "tree/"):
 				created++
-			case ev.Kind == feed.KindDropped:
+			case ev.Kind == control.EventDropped:
 				dropped += ev.Dropped
 			}
 			return nil

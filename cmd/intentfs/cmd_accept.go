@@ -129,11 +129,12 @@ func workspaceRel(ws workspace, p string) string {
 // no mount, in the ledger directly under the source's lock.
 func acceptPaths(ws workspace, req accept.Request) ([]accept.Result, error) {
 	if ws.mount != nil {
-		resp, err := call(*ws.mount, control.Request{Op: "accept", Accept: &req})
+		wreq := control.AcceptRequest(req)
+		resp, err := call(*ws.mount, control.Request{Op: "accept", Accept: &wreq})
 		if err != nil {
 			return nil, err
 		}
-		return resp.Accepted, nil
+		return acceptedFromWire(resp.Accepted), nil
 	}
 	if !hasLocalLedger(ws) {
 		return nil, fmt.Errorf("%s has no ledger yet (it was never mounted): there is nothing for verify to hold against its files, so nothing to accept", ws.source)

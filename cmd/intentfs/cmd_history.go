@@ -145,9 +145,10 @@ Examples:
 			var plan *history.Plan
 			var applied int
 			if ws.mount != nil {
-				resp, cerr := call(*ws.mount, control.Request{Op: "revert", Revert: &req})
+				wreq := control.RevertRequest(req)
+				resp, cerr := call(*ws.mount, control.Request{Op: "revert", Revert: &wreq})
 				if resp != nil {
-					plan, applied = resp.Plan, resp.Applied
+					plan, applied = revertPlanFromWire(resp.Plan), resp.Applied
 				}
 				err = cerr
 			} else {

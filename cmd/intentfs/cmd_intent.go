@@ -427,7 +427,8 @@ func sendComplete(m checkMount, r workflow.Request) error {
 	if m.direct != nil {
 		return m.direct.IntentOp(r, cliProcess())
 	}
-	_, err := call(m.Entry, control.Request{Op: "intent", IntentOp: &r})
+	wr := intentRequestToWire(r)
+	_, err := call(m.Entry, control.Request{Op: "intent", IntentOp: &wr})
 	return err
 }
 

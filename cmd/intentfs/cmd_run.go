@@ -207,7 +207,8 @@ func checkAttribution(model, conversation string) error {
 func registerWith(e registry.Entry, spec session.Spec) func(int) (string, error) {
 	return func(pid int) (string, error) {
 		spec.RootPid = pid
-		resp, err := call(e, control.Request{Op: "session_start", Session: &spec})
+		wspec := control.SessionSpec(spec)
+		resp, err := call(e, control.Request{Op: "session_start", Session: &wspec})
 		if err != nil {
 			return "", err
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/textsafe"
-	"github.com/intentfs/intentfs/internal/upstream"
 )
 
 func statusCmd() *command {
@@ -241,7 +240,7 @@ func intentLine(st *control.Status) string {
 }
 
 // upstreamLine says what the mount's git may bring in outside the scope.
-func upstreamLine(u upstream.Status) string {
+func upstreamLine(u control.UpstreamStatus) string {
 	if !u.Configured {
 		return "none declared (git's writes outside the scope are refused; see `upstream:` in the policy file)"
 	}

@@ -135,7 +135,8 @@ func offline(ws workspace, what, lessonsFile string, fn func(s *orchestration.Se
 // they run in a mount (see mountForChecks), which honours --lessons-file.
 func runIntentOp(ws workspace, r workflow.Request) error {
 	if ws.mount != nil {
-		_, err := call(*ws.mount, control.Request{Op: "intent", IntentOp: &r})
+		wr := intentRequestToWire(r)
+		_, err := call(*ws.mount, control.Request{Op: "intent", IntentOp: &wr})
 		return err
 	}
 	return offline(ws, "intent "+r.Action, "", func(s *orchestration.Session) error { return s.Workflow.Do(r, cliProcess()) })

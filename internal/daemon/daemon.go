@@ -257,7 +257,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		}
 	}
 
-	ctlDir := control.NewDir(d, d.Process)
+	ctlDir := control.NewDir(controlBackend{d}, d.Process)
 	// The store keeps content other users may not read: private before
 	// anything is kept. Pre-images a crash left pending are filed under
 	// their hashes.
@@ -297,7 +297,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	_, sock, logPath := cfg.Registry.Paths(cfg.Mountpoint)
-	if d.ctl, err = control.Listen(sock, cfg.OwnerUID, cfg.OwnerGID, d, cfg.Log); err != nil {
+	if d.ctl, err = control.Listen(sock, cfg.OwnerUID, cfg.OwnerGID, controlBackend{d}, cfg.Log); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.ctl.Close() })

@@ -17,7 +17,6 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/agentapi"
-	"github.com/intentfs/intentfs/internal/session"
 )
 
 // GuideURI is the agent guide resource.
@@ -125,7 +124,7 @@ func (h handlers) selectIntent(ctx context.Context, _ *mcp.CallToolRequest, in S
 	}
 	// The mount answers .intentfs/status with the reader's session, so
 	// the status read after the selection says whose intent changed.
-	var sess *session.Info
+	var sess *control.SessionInfo
 	if st, err := h.m.Status(); err == nil {
 		sess = st.Session
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/session"
 )
 
 // fakeMount is a mount with INT-001 (src/**) active and INT-002 (docs/**).
@@ -205,7 +204,7 @@ func TestRequestScopePathsIsAnArray(t *testing.T) {
 type sessionMount struct{ fakeMount }
 
 func (s *sessionMount) Status() (*control.Status, error) {
-	return &control.Status{ActiveIntent: s.active, Session: &session.Info{ID: "s-1", Spec: session.Spec{Name: "claude"}}}, nil
+	return &control.Status{ActiveIntent: s.active, Session: &control.SessionInfo{ID: "s-1", SessionSpec: control.SessionSpec{Name: "claude"}}}, nil
 }
 
 func TestSelectIntentInASessionSaysOnlyTheSessionChanged(t *testing.T) {

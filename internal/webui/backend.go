@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/registry"
 	orchestration "github.com/intentfs/intentfs/internal/workspace"
@@ -33,7 +32,7 @@ type Backend interface {
 	// Call sends one control request.
 	Call(ctx context.Context, m Mount, req control.Request) (*control.Response, error)
 	// Watch follows the mount's events until ctx ends.
-	Watch(ctx context.Context, m Mount, fn func(feed.Event) error) error
+	Watch(ctx context.Context, m Mount, fn func(control.Event) error) error
 	// IntentDiff returns what an intent changed, file by file.
 	IntentDiff(m Mount, intent string) ([]history.FileDiff, error)
 	// Blame attributes each line of a file to the record that wrote it.
@@ -76,7 +75,7 @@ func (l Local) Call(ctx context.Context, m Mount, req control.Request) (*control
 }
 
 // Watch follows the mount's feed.
-func (l Local) Watch(ctx context.Context, m Mount, fn func(feed.Event) error) error {
+func (l Local) Watch(ctx context.Context, m Mount, fn func(control.Event) error) error {
 	return control.Watch(ctx, m.Socket, control.Request{}, fn)
 }
 
