@@ -172,7 +172,7 @@ func decisionsToWire(in []approvals.Decision) []control.Decision {
 func eventToWire(e feed.Event) control.Event {
 	return control.Event{Seq: e.Seq, Time: e.Time, Kind: e.Kind, Event: e.Event, Op: e.Op, Path: e.Path, Path2: e.Path2,
 		Intent: e.Intent, Session: e.Session, Code: e.Code, Reason: e.Reason, Pid: e.Pid, Uid: e.Uid, Comm: e.Comm,
-		ID: e.ID, Verdict: e.Verdict, By: e.By, Dropped: e.Dropped, Pending: pendingToWire(e.Pending)}
+		ID: e.ID, Verdict: e.Verdict, By: e.By, Dropped: e.Dropped}
 }
 
 func upstreamStatusToWire(s upstream.Status) control.UpstreamStatus { return control.UpstreamStatus(s) }

@@ -37,9 +37,8 @@ func TestControlWireKeepsTheJSON(t *testing.T) {
 		New: &policyedit.NewIntent{ID: "INT-1", Name: "n", Scope: []string{"s"}, Constraints: []string{"c"},
 			AcceptanceCriteria: []string{"a"}, Parent: "p", Now: now},
 		Force: true, Results: []workflow.CheckResult{{Text: "t", Check: "c", Passed: true, ExitCode: 1, Output: "o", Seconds: 1.5}}}
-	ev := feed.Event{Seq: 1, Time: now, Kind: feed.KindPending, Event: "create", Op: "o", Path: "p", Path2: "q", Intent: "i",
-		Session: "s", Code: "c", Reason: "r", Pid: 2, Uid: 3, Comm: "sh", ID: 4, Verdict: "v", By: "b", Dropped: 5,
-		Pending: []approvals.Pending{pending}}
+	ev := feed.Event{Seq: 1, Time: now, Kind: feed.KindHeld, Event: "create", Op: "o", Path: "p", Path2: "q", Intent: "i",
+		Session: "s", Code: "c", Reason: "r", Pid: 2, Uid: 3, Comm: "sh", ID: 4, Verdict: "v", By: "b", Dropped: 5}
 
 	cases := []struct {
 		name         string
@@ -85,5 +84,22 @@ func TestControlWireKeepsTheJSON(t *testing.T) {
 				t.Errorf("wire JSON differs:\n got  %s\n want %s", got, want)
 			}
 		})
+	}
+}
+
+// TestControlEventKindsAreTheFeeds: the daemon passes a feed event's
+// kind through unchanged, so the two lists must agree.
+func TestControlEventKindsAreTheFeeds(t *testing.T) {
+	for _, k := range [][2]string{
+		{feed.KindChange, control.EventChange}, {feed.KindDenied, control.EventDenied},
+		{feed.KindHeld, control.EventHeld}, {feed.KindDecided, control.EventDecided},
+		{feed.KindGovernance, control.EventGovernance}, {feed.KindDropped, control.EventDropped},
+		{approvals.KindHold, control.PendingHold}, {approvals.KindScopeRequest, control.PendingScopeRequest},
+		{approvals.VerdictApproved, control.VerdictApproved}, {approvals.VerdictDenied, control.VerdictDenied},
+		{approvals.VerdictTimedOut, control.VerdictTimedOut}, {approvals.VerdictCancelled, control.VerdictCancelled},
+	} {
+		if k[0] != k[1] {
+			t.Errorf("internal %q is %q on the wire", k[0], k[1])
+		}
 	}
 }
