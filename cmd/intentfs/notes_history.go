@@ -7,6 +7,7 @@ import (
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitnotes"
 	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/recordsource"
 	orchestration "github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
@@ -22,16 +23,13 @@ func withNotes(ws workspace, s *history.Source) *history.Source {
 		return s
 	}
 	ctx := context.Background()
-	s.Records = func(fn func(*ledger.Record) error) error { return queryNotes(ctx, ws, ledger.Filter{}, fn) }
 	g, err := openGit(ctx, ws)
 	if err != nil {
+		// Not a git work tree: no notes, no records.
+		s.Records = func(func(*ledger.Record) error) error { return nil }
 		return s
 	}
-	// The finder's git process ends when the command exits.
-	if v, err := g.repo.NewVersions(ctx, g.prefix); err == nil {
-		s.Versions = func(rel, hash string) ([]byte, error) { return v.Find(ctx, rel, hash) }
-	}
-	return s
+	return recordsource.FromNotes(ctx, g.repo, g.prefix, s)
 }
 
 // logFromNotes is `intentfs log` on a clone without a local ledger.
@@ -115,7 +113,7 @@ func verifyNotes(a *app, ws workspace) error {
 			fmt.Fprintf(a.stdout, "chain     %s\n", printable(p))
 		}
 		if sigs != nil {
-			printSignatures(a, signers, &signatureCounts{File: signers.File, Origins: sigs.Origins})
+			printSignatures(a, signers, &recordsource.SignatureCounts{File: signers.File, Origins: sigs.Origins})
 		} else {
 			printSignatures(a, signers, nil)
 		}
