@@ -13,7 +13,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/accept"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	orchestration "github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
@@ -97,11 +97,11 @@ func refuseInsideMount() error {
 	if err != nil {
 		return nil
 	}
-	mounts, err := registry.IntentfsMounts()
+	found, err := mounts.IntentfsMounts()
 	if err != nil {
 		return nil
 	}
-	for _, m := range mounts {
+	for _, m := range found {
 		if cwd == m.Mountpoint || strings.HasPrefix(cwd, strings.TrimSuffix(m.Mountpoint, "/")+"/") {
 			return fmt.Errorf("refused: the current directory %s is inside the mount %s, where agents work; cd out of it and run intentfs accept --mount %s with the paths", textsafe.Escape(cwd), textsafe.Escape(m.Mountpoint), textsafe.Escape(m.Mountpoint))
 		}

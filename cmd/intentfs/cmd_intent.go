@@ -15,8 +15,8 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/policyedit"
-	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/runner"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/internal/workflow"
@@ -417,7 +417,7 @@ func loadCompleteWorkspace(a *app) (workspace, *policy.Intents, error) {
 // checkMount is where checks run: the workspace's mount, or one made for
 // them.
 type checkMount struct {
-	registry.Entry
+	mounts.Entry
 	direct *daemon.Daemon // set for a temporary in-process mount
 	// registryDir is where the mount registered, for intentfs run.
 	registryDir string
@@ -483,7 +483,7 @@ func checkCommand(m checkMount, id, user, source string) (workflow.CheckCommand,
 // temporary directory with id active. Neither's intent changes.
 func mountForChecks(ws workspace, id, lessonsFile string) (checkMount, func(), error) {
 	if ws.mount != nil {
-		return checkMount{Entry: *ws.mount, registryDir: registry.RuntimeDir()}, func() {}, nil
+		return checkMount{Entry: *ws.mount, registryDir: mounts.RuntimeDir()}, func() {}, nil
 	}
 	if err := fuseUsable(); err != nil {
 		return checkMount{}, nil, fmt.Errorf("%w\n(the checks run inside a mount; use --force to complete without them)", err)
@@ -494,7 +494,7 @@ func mountForChecks(ws workspace, id, lessonsFile string) (checkMount, func(), e
 	}
 	daemon.SetProcessUmask()
 	d, err := daemon.Start(daemon.Config{Source: ws.source, Mountpoint: tmp, Intent: id, Version: version,
-		Log: discardLogger(), Registry: registry.Registry{Dir: tmp + ".run"}, OwnerUID: os.Getuid(), OwnerGID: os.Getgid(),
+		Log: discardLogger(), Registry: mounts.Registry{Dir: tmp + ".run"}, OwnerUID: os.Getuid(), OwnerGID: os.Getgid(),
 		LessonsFile: lessonsFile})
 	if err != nil {
 		os.Remove(tmp)
@@ -508,5 +508,5 @@ func mountForChecks(ws workspace, id, lessonsFile string) (checkMount, func(), e
 		os.Remove(tmp)
 		os.RemoveAll(tmp + ".run")
 	}
-	return checkMount{Entry: registry.Entry{Mountpoint: d.Mountpoint(), Source: ws.source}, direct: d, registryDir: tmp + ".run"}, cleanup, nil
+	return checkMount{Entry: mounts.Entry{Mountpoint: d.Mountpoint(), Source: ws.source}, direct: d, registryDir: tmp + ".run"}, cleanup, nil
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/otelexport"
-	"github.com/intentfs/intentfs/internal/registry"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
 	"github.com/intentfs/intentfs/policy"
 )
@@ -136,7 +136,7 @@ func runMount(a *app, args []string) error {
 		logOut = newCappedLog(maxDaemonLogBytes)
 	}
 	cfg := daemon.Config{Source: source, Mountpoint: mountpoint, Intent: intent, FailOpen: failOpen, Debug: debug,
-		Version: version, Log: slog.New(slog.NewTextHandler(logOut, nil)), Registry: registry.DefaultRegistry(),
+		Version: version, Log: slog.New(slog.NewTextHandler(logOut, nil)), Registry: mounts.DefaultRegistry(),
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file"),
 		AgentFiles: flagString(a, "agent-files")}
 	cfg.AllowNonEmpty, _ = a.fs.GetBool("nonempty")
@@ -206,7 +206,7 @@ func readyPipe() *os.File {
 // startBackground re-runs this command with --foreground in a new session,
 // its output going to the mount's log file, and waits for it to report.
 func startBackground(a *app, source, mountpoint string) error {
-	reg := registry.DefaultRegistry()
+	reg := mounts.DefaultRegistry()
 	if err := reg.Ensure(); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/textsafe"
 )
@@ -76,7 +76,7 @@ func statusReadOnly(a *app, mountpoint string) error {
 		return printJSON(a, st)
 	}
 	printStatus(a, st)
-	fmt.Fprintf(a.stdout, "read-only:  from %s; uid %d may not control this mount (it is not in this user's registry %s)\n", filepath.Join(mountpoint, ".intentfs", "status"), os.Geteuid(), registry.RuntimeDir())
+	fmt.Fprintf(a.stdout, "read-only:  from %s; uid %d may not control this mount (it is not in this user's registry %s)\n", filepath.Join(mountpoint, ".intentfs", "status"), os.Geteuid(), mounts.RuntimeDir())
 	return nil
 }
 

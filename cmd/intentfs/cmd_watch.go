@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 )
@@ -87,7 +87,7 @@ const watchBacklog = 30
 
 // recentRecords returns the mount's latest ledger records, or none when
 // the ledger cannot be read (the screen then shows live events only).
-func recentRecords(e registry.Entry) []*ledger.Record {
+func recentRecords(e mounts.Entry) []*ledger.Record {
 	resp, err := call(e, control.Request{Op: "status"})
 	if err != nil || resp.Status == nil || resp.Status.LedgerPath == "" {
 		return nil

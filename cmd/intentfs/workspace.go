@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/workflow"
 	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
@@ -20,7 +20,7 @@ import (
 // workspace is the source a command acts on, and its mount if it has one.
 type workspace struct {
 	source string
-	mount  *registry.Entry
+	mount  *mounts.Entry
 }
 
 // resolveWorkspace finds the source: --source, else the mount containing
@@ -50,8 +50,8 @@ func checkOrchestrationDir(source string) error {
 }
 
 func findWorkspace(sourceFlag string) (workspace, error) {
-	entries, _ := registry.DefaultRegistry().List()
-	bySource := func(src string) *registry.Entry {
+	entries, _ := mounts.DefaultRegistry().List()
+	bySource := func(src string) *mounts.Entry {
 		for _, e := range entries {
 			if e.Source == src {
 				return &e

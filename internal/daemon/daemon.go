@@ -25,10 +25,10 @@ import (
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/gitgate"
 	"github.com/intentfs/intentfs/internal/gitlayout"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/procinfo"
-	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/internal/upstream"
@@ -51,7 +51,7 @@ type Config struct {
 	Version string
 	Log     *slog.Logger
 	// Registry is where the mount registers for the CLI.
-	Registry registry.Registry
+	Registry mounts.Registry
 	// Owner is the uid/gid of the human who mounted; they own the socket.
 	OwnerUID, OwnerGID int
 	// KeepMaxBytes is the largest file whose pre-images are kept (0: the
@@ -301,7 +301,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.ctl.Close() })
-	if err = cfg.Registry.Register(registry.Entry{Mountpoint: cfg.Mountpoint, Source: cfg.Source, Pid: os.Getpid(),
+	if err = cfg.Registry.Register(mounts.Entry{Mountpoint: cfg.Mountpoint, Source: cfg.Source, Pid: os.Getpid(),
 		Socket: sock, Log: logPath, StartedAt: d.started}); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/history"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	orchestration "github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -46,7 +46,7 @@ type Backend interface {
 // Local is the Backend of a ui run on the machine of its mounts: the
 // mounts this user's registry lists (only one, if Only names it).
 type Local struct {
-	Registry registry.Registry
+	Registry mounts.Registry
 	// Only is the mountpoint shown, "" for all.
 	Only string
 }
