@@ -15,7 +15,7 @@ import (
 	"github.com/intentfs/intentfs/internal/accept"
 	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/textsafe"
-	orchestration "github.com/intentfs/intentfs/internal/workspace"
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -113,7 +113,7 @@ func refuseInsideMount() error {
 // workspace-relative name the ledger uses: an absolute path in the source
 // or the mount is made relative to it; anything else is taken as
 // relative to the workspace.
-func workspaceRel(ws workspace, p string) string {
+func workspaceRel(ws cliWorkspace, p string) string {
 	if !filepath.IsAbs(p) {
 		return p
 	}
@@ -127,7 +127,7 @@ func workspaceRel(ws workspace, p string) string {
 
 // acceptPaths records the acceptance through the mount's daemon, or, with
 // no mount, in the ledger directly under the source's lock.
-func acceptPaths(ws workspace, req accept.Request) ([]accept.Result, error) {
+func acceptPaths(ws cliWorkspace, req accept.Request) ([]accept.Result, error) {
 	if ws.mount != nil {
 		wreq := control.AcceptRequest(req)
 		resp, err := call(*ws.mount, control.Request{Op: "accept", Accept: &wreq})
@@ -145,7 +145,7 @@ func acceptPaths(ws workspace, req accept.Request) ([]accept.Result, error) {
 		who.Name = u.Username
 	}
 	var out []accept.Result
-	err := offline(ws, "accept", "", func(s *orchestration.Session) error {
+	err := offline(ws, "accept", "", func(s *workspace.Session) error {
 		now := time.Now()
 		var changes []ledger.Change
 		for _, p := range req.Paths {

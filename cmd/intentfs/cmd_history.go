@@ -14,11 +14,11 @@ import (
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/textsafe"
-	orchestration "github.com/intentfs/intentfs/internal/workspace"
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
 
-func historySource(ws workspace) *history.Source {
+func historySource(ws cliWorkspace) *history.Source {
 	return withNotes(ws, ws.layout().History())
 }
 
@@ -152,7 +152,7 @@ Examples:
 				}
 				err = cerr
 			} else {
-				err = offline(ws, "revert", "", func(s *orchestration.Session) error {
+				err = offline(ws, "revert", "", func(s *workspace.Session) error {
 					var rerr error
 					plan, applied, rerr = s.Revert(req, cliProcess())
 					return rerr
@@ -265,7 +265,7 @@ Examples:
 	}
 }
 
-func mountOf(ws workspace) string {
+func mountOf(ws cliWorkspace) string {
 	if ws.mount != nil {
 		return ws.mount.Mountpoint
 	}

@@ -262,14 +262,14 @@ func acceptInstalled(a *app, path, what string) {
 
 // workspaceHolding finds the workspace (a directory with a policy) that
 // holds path, if any.
-func workspaceHolding(path string) (workspace, bool) {
+func workspaceHolding(path string) (cliWorkspace, bool) {
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
 		if policy.HasPolicy(dir) {
 			ws, err := resolveWorkspace(dir)
 			return ws, err == nil
 		}
 		if dir == "/" || dir == "." {
-			return workspace{}, false
+			return cliWorkspace{}, false
 		}
 	}
 }

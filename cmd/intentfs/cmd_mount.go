@@ -19,7 +19,7 @@ import (
 	"github.com/intentfs/intentfs/internal/daemon"
 	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/otelexport"
-	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -88,7 +88,7 @@ Examples:
 			fs.Bool("debug", false, "log every FUSE request")
 			fs.Int64("ledger-max-bytes", 256<<20, "rotate the ledger to agent_trace.N.jsonl at this size")
 			fs.Int64("keep-max-bytes", 64<<20, "keep pre-images of files up to this size; above it only hashes (0: keep none, no undo)")
-			fs.String("lessons-file", orchestration.DefaultLessonsFile, "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
+			fs.String("lessons-file", workspace.DefaultLessonsFile, "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 			fs.String("agent-files", "auto", `workspace-root files in which intentfs keeps a marked section with the agent guide and recent lessons: "auto" (CLAUDE.md and AGENTS.md where present, else a new CLAUDE.md), "none", or names such as "CLAUDE.md,AGENTS.md"`)
 			fs.String("transport", defaultTransport(), `how FUSE requests reach the daemon: "auto", "uring" (FUSE over io_uring) or "dev" (/dev/fuse)`)
 			fs.Bool("nonempty", false, "mount over a MOUNTPOINT that has files of its own (hidden while mounted)")

@@ -21,16 +21,16 @@ type gitWorkspace struct {
 
 // gitFromFlags finds the workspace the flags name and opens its git
 // repository: the start of check and the notes commands.
-func gitFromFlags(ctx context.Context, a *app) (workspace, *gitWorkspace, error) {
+func gitFromFlags(ctx context.Context, a *app) (cliWorkspace, *gitWorkspace, error) {
 	ws, err := workspaceFromFlags(a)
 	if err != nil {
-		return workspace{}, nil, err
+		return cliWorkspace{}, nil, err
 	}
 	g, err := openGit(ctx, ws)
 	return ws, g, err
 }
 
-func openGit(ctx context.Context, ws workspace) (*gitWorkspace, error) {
+func openGit(ctx context.Context, ws cliWorkspace) (*gitWorkspace, error) {
 	repo, err := gitexec.Open(ws.source)
 	if err != nil {
 		return nil, err
@@ -44,13 +44,13 @@ func openGit(ctx context.Context, ws workspace) (*gitWorkspace, error) {
 
 // hasLocalLedger reports whether the workspace has a ledger of its own
 // (else its records are only in the notes: a fresh clone).
-func hasLocalLedger(ws workspace) bool {
+func hasLocalLedger(ws cliWorkspace) bool {
 	return recordsource.HasLedger(ws.layout().LedgerPath())
 }
 
 // allRecords is recordsource.All on the workspace's ledger and, when it
 // is in a git work tree (g not nil), its notes.
-func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *bool, trust *ledgersign.Trust, sink recordsource.Sink) (recordsource.Counts, error) {
+func allRecords(ctx context.Context, ws cliWorkspace, g *gitWorkspace, withNotes *bool, trust *ledgersign.Trust, sink recordsource.Sink) (recordsource.Counts, error) {
 	var repo *gitexec.Repo
 	if g != nil {
 		repo = g.repo
@@ -60,7 +60,7 @@ func allRecords(ctx context.Context, ws workspace, g *gitWorkspace, withNotes *b
 
 // notedRecords returns the records of the notes in time order, for the
 // commands that show history on a clone without a ledger of its own.
-func notedRecords(ctx context.Context, ws workspace) ([]*ledger.Record, error) {
+func notedRecords(ctx context.Context, ws cliWorkspace) ([]*ledger.Record, error) {
 	g, err := openGit(ctx, ws)
 	if err != nil {
 		return nil, nil // not a git work tree: no notes, no records
@@ -69,7 +69,7 @@ func notedRecords(ctx context.Context, ws workspace) ([]*ledger.Record, error) {
 }
 
 // queryNotes is ledger.Query over the notes.
-func queryNotes(ctx context.Context, ws workspace, f ledger.Filter, fn func(*ledger.Record) error) error {
+func queryNotes(ctx context.Context, ws cliWorkspace, f ledger.Filter, fn func(*ledger.Record) error) error {
 	g, err := openGit(ctx, ws)
 	if err != nil {
 		return nil // not a git work tree: no notes, no records

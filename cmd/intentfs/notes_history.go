@@ -8,7 +8,7 @@ import (
 	"github.com/intentfs/intentfs/internal/gitnotes"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/recordsource"
-	orchestration "github.com/intentfs/intentfs/internal/workspace"
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -18,7 +18,7 @@ import (
 
 // withNotes makes s read the notes' records, and find versions in git,
 // when the workspace has no local ledger.
-func withNotes(ws workspace, s *history.Source) *history.Source {
+func withNotes(ws cliWorkspace, s *history.Source) *history.Source {
 	if hasLocalLedger(ws) {
 		return s
 	}
@@ -33,7 +33,7 @@ func withNotes(ws workspace, s *history.Source) *history.Source {
 }
 
 // logFromNotes is `intentfs log` on a clone without a local ledger.
-func logFromNotes(a *app, ws workspace, f ledger.Filter, limit int) error {
+func logFromNotes(a *app, ws cliWorkspace, f ledger.Filter, limit int) error {
 	var recs []*ledger.Record
 	if err := queryNotes(context.Background(), ws, f, func(r *ledger.Record) error {
 		recs = append(recs, r)
@@ -64,7 +64,7 @@ func logFromNotes(a *app, ws workspace, f ledger.Filter, limit int) error {
 }
 
 // verifyNotes is `intentfs verify` of the notes: each origin's chain.
-func verifyNotes(a *app, ws workspace) error {
+func verifyNotes(a *app, ws cliWorkspace) error {
 	ctx := context.Background()
 	g, err := openGit(ctx, ws)
 	if err != nil {
@@ -131,7 +131,7 @@ func verifyNotes(a *app, ws workspace) error {
 }
 
 // isGitWorkTree reports whether the workspace is in a git work tree.
-func isGitWorkTree(ws workspace) bool {
+func isGitWorkTree(ws cliWorkspace) bool {
 	_, err := openGit(context.Background(), ws)
 	return err == nil
 }
@@ -141,7 +141,7 @@ func isGitWorkTree(ws workspace) bool {
 // returns what it wrote.
 func initGit(dir string) ([]string, error) {
 	var written []string
-	p, err := orchestration.At(dir).WriteGitignore()
+	p, err := workspace.At(dir).WriteGitignore()
 	if err != nil {
 		return nil, err
 	}

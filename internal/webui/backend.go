@@ -11,7 +11,7 @@ import (
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/mounts"
-	orchestration "github.com/intentfs/intentfs/internal/workspace"
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -79,7 +79,7 @@ func (l Local) Watch(ctx context.Context, m Mount, fn func(control.Event) error)
 	return control.Watch(ctx, m.Socket, control.Request{}, fn)
 }
 
-func (l Local) history(m Mount) *history.Source { return orchestration.At(m.Source).History() }
+func (l Local) history(m Mount) *history.Source { return workspace.At(m.Source).History() }
 
 // IntentDiff returns each file's change from its first recorded version
 // under intent to its last.
@@ -103,7 +103,7 @@ func (l Local) Blame(m Mount, rel string) ([]history.BlameLine, error) {
 
 // Verify runs intentfs verify's checks of the local ledger.
 func (l Local) Verify(m Mount) *ledger.Report {
-	layout := orchestration.At(m.Source)
+	layout := workspace.At(m.Source)
 	ig, _, _ := policy.LoadIgnore(m.Source)
 	return ledger.Verify(ledger.VerifyOptions{Ledger: layout.LedgerPath(), Source: m.Source,
 		Exempt: func(rel string, isDir bool) bool { return ig.Match(rel, isDir) }, ListObjects: layout.Objects().List})
@@ -111,7 +111,7 @@ func (l Local) Verify(m Mount) *ledger.Report {
 
 // Intents reads the mount's policy file.
 func (l Local) Intents(m Mount) ([]*policy.Intent, error) {
-	in, _, err := policy.LoadIntents(orchestration.At(m.Source).PolicyPath())
+	in, _, err := policy.LoadIntents(workspace.At(m.Source).PolicyPath())
 	if err != nil {
 		return nil, err
 	}
