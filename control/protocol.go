@@ -44,10 +44,10 @@ type Backend interface {
 	DeclaredClass() ledger.MutationClass
 	// Revert undoes recorded changes in the source.
 	Revert(r RevertRequest, by *ledger.Process) (*RevertPlan, int, error)
-	// Check decides, as a dry run, whether op on the workspace-relative
+	// DryRun decides, as a dry run, whether op on the workspace-relative
 	// path would be allowed now for by ("" op: open_write). Nothing is
 	// recorded.
-	Check(path, op string, by *ledger.Process) (CheckResult, error)
+	DryRun(path, op string, by *ledger.Process) (DryRunResult, error)
 	// StartSession registers an agent session (intentfs run) whose root
 	// process is spec.RootPid.
 	StartSession(spec SessionSpec, by *ledger.Process) (SessionInfo, error)
@@ -219,9 +219,9 @@ type Request struct {
 	Text string `json:"text,omitempty"`
 	// Revert is the request of Op "revert".
 	Revert *RevertRequest `json:"revert,omitempty"`
-	// Path and CheckOp are the question of Op "check".
-	Path    string `json:"path,omitempty"`
-	CheckOp string `json:"check_op,omitempty"`
+	// Path and DryRunOp are the question of Op "check".
+	Path     string `json:"path,omitempty"`
+	DryRunOp string `json:"check_op,omitempty"`
 	// User names the human who ran the CLI, for the ledger.
 	User string `json:"user,omitempty"`
 	// Session is the session of Op "session_start".
@@ -234,14 +234,14 @@ type Request struct {
 
 // Response answers a Request.
 type Response struct {
-	OK      bool         `json:"ok"`
-	Error   string       `json:"error,omitempty"`
-	Status  *Status      `json:"status,omitempty"`
-	Denials []Denial     `json:"denials,omitempty"`
-	Context string       `json:"context,omitempty"`
-	Plan    *RevertPlan  `json:"plan,omitempty"`
-	Applied int          `json:"applied,omitempty"`
-	Check   *CheckResult `json:"check,omitempty"`
+	OK      bool          `json:"ok"`
+	Error   string        `json:"error,omitempty"`
+	Status  *Status       `json:"status,omitempty"`
+	Denials []Denial      `json:"denials,omitempty"`
+	Context string        `json:"context,omitempty"`
+	Plan    *RevertPlan   `json:"plan,omitempty"`
+	Applied int           `json:"applied,omitempty"`
+	DryRun  *DryRunResult `json:"check,omitempty"`
 	// Sessions answers "sessions"; Session answers "session_start".
 	Sessions []SessionInfo `json:"sessions,omitempty"`
 	Session  *SessionInfo  `json:"session_info,omitempty"`

@@ -293,7 +293,7 @@ func TestCheck(t *testing.T) {
 		{"src/a.go", "explode", `unknown operation "explode"`, false, "", ""},
 	}
 	for _, tt := range tests {
-		res, err := d.Check(tt.path, tt.op, agent())
+		res, err := d.DryRun(tt.path, tt.op, agent())
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("Check(%s, %s) = %v, want an error containing %q", tt.path, tt.op, err, tt.err)
@@ -444,7 +444,7 @@ func TestScopeRequestApproved(t *testing.T) {
 	if in := d.Snapshot().Intents.Get("INT-001"); in == nil || !in.InScope("docs/api.md") || !in.InScope("src/a.go") {
 		t.Fatalf("INT-001 after the approval: %+v", in)
 	}
-	if res, err := d.Check("docs/api.md", "", agent()); err != nil || !res.Allowed {
+	if res, err := d.DryRun("docs/api.md", "", agent()); err != nil || !res.Allowed {
 		t.Fatalf("docs/api.md after the approval: %+v %v", res, err)
 	}
 	var codes []string

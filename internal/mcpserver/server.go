@@ -84,7 +84,7 @@ type CheckArgs struct {
 
 // CheckAnswer is the structured answer of check_path.
 type CheckAnswer struct {
-	control.CheckResult
+	control.DryRunResult
 	// Advice says what to do when the change would be refused.
 	Advice string `json:"advice,omitempty"`
 }
@@ -168,11 +168,11 @@ func (h handlers) checkPath(ctx context.Context, _ *mcp.CallToolRequest, in Chec
 			op = "create"
 		}
 	}
-	res, err := h.m.Check(rel, op)
+	res, err := h.m.DryRun(rel, op)
 	if err != nil {
 		return nil, CheckAnswer{}, err
 	}
-	ans := CheckAnswer{CheckResult: *res}
+	ans := CheckAnswer{DryRunResult: *res}
 	var msg string
 	if res.Allowed {
 		msg = fmt.Sprintf("Allowed: %s %s (%s).", res.Op, res.Path, res.Code)

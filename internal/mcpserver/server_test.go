@@ -38,8 +38,8 @@ func (f *fakeMount) Context() (string, error) {
 func (f *fakeMount) Status() (*control.Status, error) {
 	return &control.Status{RecentDenials: []control.Denial{{Op: "create", Path: "docs/a.md", Code: "OUT_OF_SCOPE", Reason: "docs/a.md is outside"}}}, nil
 }
-func (f *fakeMount) Check(rel, op string) (*control.CheckResult, error) {
-	r := &control.CheckResult{Path: rel, Op: op, ActiveIntent: f.active, CoveredBy: []control.IntentRef{}}
+func (f *fakeMount) DryRun(rel, op string) (*control.DryRunResult, error) {
+	r := &control.DryRunResult{Path: rel, Op: op, ActiveIntent: f.active, CoveredBy: []control.IntentRef{}}
 	if strings.HasPrefix(rel, "src/root") {
 		r.Code, r.Reason, r.PolicyCode = control.CodeFilePermissions, rel+" belongs to root:root 0644; uid 1000 may not write it", "ALLOWED"
 	} else if strings.HasPrefix(rel, "src/") {
