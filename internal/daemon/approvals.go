@@ -18,9 +18,9 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-// newGate returns the approval gate of the mount, which records every
+// newApprovalQueue returns the approval queue of the mount, which records every
 // decision and shows what waits to watchers.
-func (d *Daemon) newGate() *approvals.Gate {
+func (d *Daemon) newApprovalQueue() *approvals.Queue {
 	return approvals.New(approvals.Options{
 		OnPending:  d.onPending,
 		OnDecision: d.onDecision,

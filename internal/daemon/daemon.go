@@ -137,7 +137,7 @@ type Daemon struct {
 	git   *gitgate.Gate
 	notes notesSync
 	// approvals holds changes for a human; feed shows events to watchers.
-	approvals *approvals.Gate
+	approvals *approvals.Queue
 	feed      feed.Hub
 	selects   *selectLimiter
 	// exporter copies the ledger's records to an OTLP receiver; nil when
@@ -207,7 +207,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter(), signing: keys}
 	d.denials.size = 100
 	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
-	d.approvals = d.newGate()
+	d.approvals = d.newApprovalQueue()
 	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter()}
 	d.denials.size = 100
 	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
-	d.approvals = d.newGate()
+	d.approvals = d.newApprovalQueue()
 	var err error
 	if d.layout, err = workspace.At(src).WithLessonsFile(""); err != nil {
 		t.Fatal(err)
