@@ -60,8 +60,8 @@ type Backend interface {
 	SessionOf(by *ledger.Process) string
 	// Approvals lists what waits for a human, and the recent decisions.
 	Approvals() ([]Pending, []Decision)
-	// Decide approves or denies a pending entry; by is who decided.
-	Decide(r DecideRequest, by *ledger.Process) ([]Decision, error)
+	// DecideApproval approves or denies a pending entry; by is who decided.
+	DecideApproval(r DecideRequest, by *ledger.Process) ([]Decision, error)
 	// RequestScope files an agent's request to add paths to the intent
 	// in force for by's process.
 	RequestScope(paths []string, why string, by *ledger.Process) (uint64, error)

@@ -273,7 +273,7 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 		if req.Decide == nil {
 			return Response{Error: "decide: no decision given"}
 		}
-		ds, err := s.backend.Decide(*req.Decide, proc)
+		ds, err := s.backend.DecideApproval(*req.Decide, proc)
 		if err != nil {
 			return Response{Error: err.Error()}
 		}

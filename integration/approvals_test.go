@@ -275,7 +275,7 @@ func TestApprovalScopeRequest(t *testing.T) {
 		t.Fatalf("pending %+v", pending)
 	}
 	before, _ := os.ReadFile(filepath.Join(e.src, policy.IntentsFile))
-	ds, err := e.d.Decide(control.DecideRequest{ID: pending[0].ID, Verdict: approvals.VerdictApproved}, &ledger.Process{Pid: 1, Comm: "intentfs (alice)"})
+	ds, err := e.d.DecideApproval(control.DecideRequest{ID: pending[0].ID, Verdict: approvals.VerdictApproved}, &ledger.Process{Pid: 1, Comm: "intentfs (alice)"})
 	if err != nil || len(ds) != 1 || ds[0].By != "alice (uid 0)" {
 		t.Fatalf("decide: %v %+v", err, ds)
 	}
@@ -347,7 +347,7 @@ func TestApprovalFloodFailsClosed(t *testing.T) {
 	}
 	pending, _ := e.d.Approvals()
 	for _, p := range pending {
-		if _, err := e.d.Decide(control.DecideRequest{ID: p.ID, Verdict: approvals.VerdictDenied}, &ledger.Process{Comm: "intentfs (root)"}); err != nil {
+		if _, err := e.d.DecideApproval(control.DecideRequest{ID: p.ID, Verdict: approvals.VerdictDenied}, &ledger.Process{Comm: "intentfs (root)"}); err != nil {
 			t.Fatal(err)
 		}
 	}

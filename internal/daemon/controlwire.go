@@ -50,9 +50,9 @@ func (b controlBackend) Approvals() ([]control.Pending, []control.Decision) {
 	return pendingToWire(pending), decisionsToWire(recent)
 }
 
-// Decide carries out a human's decision.
-func (b controlBackend) Decide(r control.DecideRequest, by *ledger.Process) ([]control.Decision, error) {
-	ds, err := b.Daemon.Decide(r, by)
+// DecideApproval carries out a human's decision.
+func (b controlBackend) DecideApproval(r control.DecideRequest, by *ledger.Process) ([]control.Decision, error) {
+	ds, err := b.Daemon.DecideApproval(r, by)
 	return decisionsToWire(ds), err
 }
 

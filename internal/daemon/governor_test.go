@@ -434,10 +434,10 @@ func TestScopeRequestApproved(t *testing.T) {
 	if st := d.Status(); st.Waiting != 1 {
 		t.Fatalf("status shows %d waiting", st.Waiting)
 	}
-	if _, err := d.Decide(control.DecideRequest{ID: id + 1, Verdict: approvals.VerdictApproved}, human()); err == nil {
+	if _, err := d.DecideApproval(control.DecideRequest{ID: id + 1, Verdict: approvals.VerdictApproved}, human()); err == nil {
 		t.Fatal("deciding an id that is not pending")
 	}
-	decs, err := d.Decide(control.DecideRequest{ID: id, Verdict: approvals.VerdictApproved}, human())
+	decs, err := d.DecideApproval(control.DecideRequest{ID: id, Verdict: approvals.VerdictApproved}, human())
 	if err != nil || len(decs) != 1 || decs[0].By != "alice (uid 0)" {
 		t.Fatalf("approving: %v %+v", err, decs)
 	}
@@ -486,7 +486,7 @@ func TestHoldWaitsForAHuman(t *testing.T) {
 				id = p[0].ID
 			}
 		}
-		if _, err := d.Decide(control.DecideRequest{ID: id, Verdict: tt.verdict}, human()); err != nil {
+		if _, err := d.DecideApproval(control.DecideRequest{ID: id, Verdict: tt.verdict}, human()); err != nil {
 			t.Fatal(err)
 		}
 		if e := <-got; e != tt.want {
