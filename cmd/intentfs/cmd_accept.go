@@ -145,7 +145,7 @@ func acceptPaths(ws cliWorkspace, req accept.Request) ([]accept.Result, error) {
 		who.Name = u.Username
 	}
 	var out []accept.Result
-	err := offline(ws, "accept", "", func(s *workspace.Session) error {
+	err := offline(ws, "accept", "", func(s *workspace.Opened) error {
 		now := time.Now()
 		var changes []ledger.Change
 		for _, p := range req.Paths {

@@ -152,7 +152,7 @@ Examples:
 				}
 				err = cerr
 			} else {
-				err = offline(ws, "revert", "", func(s *workspace.Session) error {
+				err = offline(ws, "revert", "", func(s *workspace.Opened) error {
 					var rerr error
 					plan, applied, rerr = s.Revert(req, cliProcess())
 					return rerr

@@ -114,12 +114,12 @@ func (ws cliWorkspace) layout() workspace.Layout { return workspace.At(ws.source
 // wires it, holding the source's lock so this command is the ledger's only
 // writer meanwhile. Lessons go to lessonsFile in .orchestration/ ("" for
 // the default).
-func offline(ws cliWorkspace, what, lessonsFile string, fn func(s *workspace.Session) error) error {
+func offline(ws cliWorkspace, what, lessonsFile string, fn func(s *workspace.Opened) error) error {
 	layout, err := ws.layout().WithLessonsFile(lessonsFile)
 	if err != nil {
 		return usagef("--lessons-file: %v", err)
 	}
-	s, err := layout.Open(workspace.SessionOptions{Holder: fmt.Sprintf("`intentfs %s`", what), Version: version})
+	s, err := layout.Open(workspace.OpenOptions{Holder: fmt.Sprintf("`intentfs %s`", what), Version: version})
 	if err != nil {
 		return err
 	}
@@ -139,5 +139,5 @@ func runIntentOp(ws cliWorkspace, r workflow.Request) error {
 		_, err := call(*ws.mount, control.Request{Op: "intent", IntentOp: &wr})
 		return err
 	}
-	return offline(ws, "intent "+r.Action, "", func(s *workspace.Session) error { return s.Workflow.Do(r, cliProcess()) })
+	return offline(ws, "intent "+r.Action, "", func(s *workspace.Opened) error { return s.Workflow.Do(r, cliProcess()) })
 }

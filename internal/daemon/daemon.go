@@ -120,7 +120,7 @@ type Daemon struct {
 	sessions *session.Registry
 	ctl      *control.Server
 	layout   workspace.Layout
-	session  *workspace.Session
+	opened   *workspace.Opened
 	started  time.Time
 	stopW    func()
 	// cacheTimeout is how long the kernel keeps entries and attributes:
@@ -239,13 +239,13 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		cleanup = append(cleanup, d.shutdownExport)
 		committed = d.exporter.Offer
 	}
-	if d.session, err = d.layout.Open(workspace.SessionOptions{Holder: "the mount at " + cfg.Mountpoint, Version: cfg.Version,
+	if d.opened, err = d.layout.Open(workspace.OpenOptions{Holder: "the mount at " + cfg.Mountpoint, Version: cfg.Version,
 		Log: cfg.Log, LedgerMaxBytes: cfg.LedgerMaxBytes, Record: d.Record, Changed: func() { _ = d.engine.Reload() },
 		Committed: committed}); err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, func() { d.session.Close() })
-	d.writer, d.lessons, d.wf = d.session.Writer, d.session.Lessons, d.session.Workflow
+	cleanup = append(cleanup, func() { d.opened.Close() })
+	d.writer, d.lessons, d.wf = d.opened.Writer, d.opened.Lessons, d.opened.Workflow
 	if err = d.setupAgentFiles(); err != nil {
 		return nil, err
 	}
@@ -417,7 +417,7 @@ func (d *Daemon) Close() error {
 		d.sessions.EndAll(sessionEndTimeout)
 		d.sessions.Close()
 		d.recordDenialSummaries(time.Now(), true)
-		// The session closes the ledger (first, as before) and then
+		// The opened source closes the ledger (first, as before) and then
 		// releases the lock, last, once nothing more is written.
 		// A notes sync still running writes the repository and reads
 		// the ledger: it ends before they are closed (and before the
@@ -436,7 +436,7 @@ func (d *Daemon) Close() error {
 		d.mirror.Close()
 		// The last records are signed before the ledger closes.
 		d.checkpoint("unmount")
-		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.session.Close()}
+		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.opened.Close()}
 		// Every record is committed now: the stream gets what is left,
 		// within its timeout. It is a copy, so its failure does not fail
 		// the unmount.

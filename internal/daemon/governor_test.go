@@ -83,11 +83,11 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 	if d.sessions, err = session.NewRegistry(d.sessionEnded); err != nil {
 		t.Fatal(err)
 	}
-	if d.session, err = d.layout.Open(workspace.SessionOptions{Holder: "a test", Version: "test", Log: log,
+	if d.opened, err = d.layout.Open(workspace.OpenOptions{Holder: "a test", Version: "test", Log: log,
 		Record: d.Record, Changed: func() { _ = d.engine.Reload() }}); err != nil {
 		t.Fatal(err)
 	}
-	d.writer, d.lessons, d.wf = d.session.Writer, d.session.Lessons, d.session.Workflow
+	d.writer, d.lessons, d.wf = d.opened.Writer, d.opened.Lessons, d.opened.Workflow
 	if err := d.setupAgentFiles(); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 		d.notes.wg.Wait()
 		d.git.Close()
 		d.mirror.Close()
-		if err := errors.Join(d.writer.Close(), d.imap.Flush(), d.session.Close()); err != nil {
+		if err := errors.Join(d.writer.Close(), d.imap.Flush(), d.opened.Close()); err != nil {
 			t.Errorf("closing: %v", err)
 		}
 	})
