@@ -169,6 +169,8 @@ type Status struct {
 	// changing: refusals the kernel makes before intentfs sees them, so
 	// they never appear among the denials.
 	FilePermissions []PermissionProblem `json:"file_permissions,omitempty"`
+	// Store is the object store's use against its bound.
+	Store StoreUsage `json:"object_store"`
 	// Export is the OTLP audit stream's state, when one is configured:
 	// where it goes and how many records were exported, failed or
 	// dropped.

@@ -277,3 +277,23 @@ type ExportStats struct {
 	// LastError is the last export's error while exports fail.
 	LastError string `json:"last_error,omitempty"`
 }
+
+// StoreUsage is the object store's use against its bound.
+type StoreUsage struct {
+	// Bytes and Objects are what the store holds.
+	Bytes   int64 `json:"bytes"`
+	Objects int   `json:"objects"`
+	// CopiedBytes are the bytes of the objects the daemon copied in,
+	// which MaxBytes bounds (the rest were linked from removed files).
+	CopiedBytes int64 `json:"copied_bytes"`
+	// MaxBytes is the bound (0: none, a store read by the CLI).
+	MaxBytes int64 `json:"max_bytes"`
+	// AvailBytes is the filesystem's space for unprivileged users
+	// (statfs f_bavail), which the daemon never writes past.
+	AvailBytes int64 `json:"fs_avail_bytes"`
+	// CopiedByUID is what the daemon copied into the store since it
+	// started, by the uid whose change needed the copy.
+	CopiedByUID map[uint32]int64 `json:"copied_by_uid,omitempty"`
+	// Refused counts copies refused since the daemon started.
+	Refused int64 `json:"refused"`
+}

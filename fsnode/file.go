@@ -336,6 +336,16 @@ func (t *tracking) absorb(g grant, mode string) bool {
 	return true
 }
 
+// folds reports whether a change under g made through this handle is
+// part of the handle's own change, recorded at its release: the same
+// process under the same intent and decision, before the release.
+func (t *tracking) folds(g grant) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.released && g.proc != nil && t.g.proc != nil && g.proc.Pid == t.g.proc.Pid && g.intent == t.g.intent &&
+		g.decision.Code == t.g.decision.Code && g.decision.Validation == t.g.decision.Validation && t.g.stale == ""
+}
+
 // absorbIntoCreation offers a metadata change to the tracked handles open
 // on n (see tracking.absorb). A tracking's lock is never taken with
 // n.openMu held: a checkpoint holds its tracking's lock while it lists

@@ -143,6 +143,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	mode := ""
 	var st syscall.Stat_t
+	var lostErr error
 	errno = n.withDir(func(dirfd int) error {
 		if g.provisional {
 			// The provisional file leaves the table once it is gone;
@@ -162,11 +163,16 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 				mode = fmt.Sprintf("%04o", fst.Mode&0o7777)
 			}
 			if finish = n.root.deferredRemoval(dirfd, name, n.childNode(name)); finish == nil {
-				pre, kept = n.root.preImageBeforeRemoval(dirfd, name, n.childNode(name))
+				if pre, kept, lostErr = n.root.preImageForRemoval(dirfd, name, n.childNode(name), callerUID(ctx)); lostErr != nil {
+					return lostErr
+				}
 			}
 		}
 		return n.asCallerIn(ctx, func() error { return unix.Unlinkat(dirfd, name, 0) })
 	})
+	if lostErr != nil {
+		return n.root.failChange(ctx, policy.Request{Op: policy.OpUnlink, Path: rel}, lostErr)
+	}
 	if errno == syscall.EACCES && g.provisional {
 		return n.root.refuseProvisional(ctx, g, policy.Request{Op: policy.OpUnlink, Path: rel})
 	}
@@ -186,21 +192,32 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 // preImageBeforeRemoval hashes the regular file name in dirfd and keeps
 // its bytes, with one open, before an unlink or a rename over it.
 func (r *Root) preImageBeforeRemoval(dirfd int, name string, node *Node) (objects.Digest, string) {
+	d, kept, _ := r.preImageForRemoval(dirfd, name, node, objects.UnknownUID)
+	return d, kept
+}
+
+// preImageForRemoval is preImageBeforeRemoval for a removal by uid that
+// is refused when the bytes cannot be kept (a *preImageLost error).
+func (r *Root) preImageForRemoval(dirfd int, name string, node *Node, uid uint32) (objects.Digest, string, error) {
 	fd, err := openatForHash(dirfd, name)
 	if err != nil {
-		return objects.Digest{}, ""
+		return objects.Digest{}, "", nil
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return objects.Digest{}, ""
+		return objects.Digest{}, "", nil
 	}
 	d, err := r.hashes.HashFd(fd)
 	if err != nil {
 		r.log.Error("content hash failed", "name", name, "err", err)
-		return objects.Digest{}, ""
+		return objects.Digest{}, "", nil
 	}
-	return d, r.keepBeforeRemoval(dirfd, name, fd, &st, d, node)
+	kept, err := r.keepBeforeRemoval(dirfd, name, fd, &st, d, node, uid)
+	if err != nil {
+		return d, kept, &preImageLost{err}
+	}
+	return d, kept, nil
 }
 
 // digestRegularAt hashes name in dirfd if it is a regular file; other
@@ -325,16 +342,22 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	movedNode, swappedNode := n.childNode(name), dst.childNode(newName)
 	var pre, post objects.Digest
 	var kept string
+	var lostErr error
 	errno = withDirs(n, dst, func(srcDir, dstDir int) error {
 		if g.traced() {
-			// What is replaced is destroyed: keep its bytes.
+			// What is replaced is destroyed: keep its bytes, or refuse.
 			if dstExists && flags&policy.RenameExchange == 0 {
-				pre, kept = n.root.preImageBeforeRemoval(dstDir, newName, dst.childNode(newName))
+				if pre, kept, lostErr = n.root.preImageForRemoval(dstDir, newName, dst.childNode(newName), callerUID(ctx)); lostErr != nil {
+					return lostErr
+				}
 			}
 			post = n.root.digestRegularAt(srcDir, name)
 		}
 		return n.asCallerIn(ctx, func() error { return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags)) }, dst)
 	})
+	if lostErr != nil {
+		return n.root.failChange(ctx, policy.Request{Op: policy.OpRename, Path: newRel}, lostErr)
+	}
 	if errno != 0 {
 		return errno
 	}

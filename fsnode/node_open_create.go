@@ -78,14 +78,13 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		n.checkpointOpenAsDaemon(ctx)
 		// The pre-image must be taken before O_TRUNC or a write destroys
 		// it, by the daemon: the caller may be unable to read the file.
+		uid := callerUID(ctx)
 		if err := n.root.asDaemon(ctx, func() error {
-			pre, kept, errno = n.root.preImageAt(rel)
-			return nil
+			var err error
+			pre, kept, err = n.root.preImageAt(rel, uid)
+			return err
 		}); err != nil {
-			return nil, 0, fs.ToErrno(err)
-		}
-		if errno != 0 {
-			return nil, 0, errno
+			return nil, 0, n.root.failChange(ctx, req, err)
 		}
 	}
 	fd, err := openBeneath(n.root.rootFd, rel, cleanOpenFlags(flags), 0)
@@ -102,18 +101,23 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 }
 
 // preImageAt hashes the file at rel and keeps its bytes in the object
-// store, before a change destroys them.
-func (r *Root) preImageAt(rel string) (objects.Digest, string, syscall.Errno) {
+// store, before a change by uid destroys them. Bytes that cannot be kept
+// are a *preImageLost error: the change is refused (see failChange).
+func (r *Root) preImageAt(rel string, uid uint32) (objects.Digest, string, error) {
 	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return openBeneath(r.rootFd, rel, flags, 0) })
 	if err != nil {
-		return objects.Digest{}, "", fs.ToErrno(err)
+		return objects.Digest{}, "", err
 	}
 	defer syscall.Close(fd)
 	d, err := r.hashes.HashFd(fd)
 	if err != nil {
-		return objects.Digest{}, "", fs.ToErrno(err)
+		return objects.Digest{}, "", err
 	}
-	return d, r.keepCopy(fd, d), 0
+	kept, err := r.keep(fd, d, uid)
+	if err != nil {
+		return d, kept, &preImageLost{err}
+	}
+	return d, kept, nil
 }
 
 // digestAt hashes the file at rel through a read-only descriptor.
@@ -153,6 +157,9 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 		// unlockChild releases the existing file's writeMu once the new
 		// handle is registered.
 		unlockChild = func() {}
+		// lostErr is the version this open would truncate, which the
+		// store could not keep: the open is refused.
+		lostErr error
 	)
 	defer func() { unlockChild() }()
 	dirRel, _ := splitRel(rel)
@@ -187,7 +194,10 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 					if pre, err = n.root.hashes.HashFd(rfd); err != nil {
 						return err
 					}
-					kept = n.root.keepCopy(rfd, pre)
+					if kept, err = n.root.keep(rfd, pre, callerUID(ctx)); err != nil {
+						lostErr = &preImageLost{err}
+						return lostErr
+					}
 					return nil
 				}); err != nil {
 					return err
@@ -200,6 +210,9 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 		}
 		return syscall.Fstat(fd, &st)
 	})
+	if lostErr != nil {
+		return nil, nil, 0, n.root.failChange(ctx, policy.Request{Op: policy.OpOpenWrite, Path: rel}, lostErr)
+	}
 	if errno != 0 {
 		if fd >= 0 {
 			syscall.Close(fd)

@@ -10,6 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -61,6 +62,11 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if errno != 0 {
 		return errno
 	}
+	if lf, ok := f.(*File); ok && lf != nil && g.traced() && onlyResizes(in) {
+		if folded, errno := n.truncateInto(ctx, lf, rel, g, in, out); folded {
+			return errno
+		}
+	}
 	c := ledger.Change{Event: ev, Path: rel, Op: "setattr"}
 	if _, size := in.GetSize(); size && g.traced() {
 		// As an open with O_TRUNC: the handles open on the file are
@@ -69,9 +75,9 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		n.writeMu.Lock()
 		defer n.writeMu.Unlock()
 		n.checkpointOpenLocked()
-		pre, kept, errno := n.root.preImageAt(rel)
-		if errno != 0 {
-			return errno
+		pre, kept, err := n.root.preImageAt(rel, callerUID(ctx))
+		if err != nil {
+			return n.root.failChange(ctx, req, err)
 		}
 		c.PreHash, c.PreImage = pre.Hash, kept
 	}
@@ -140,6 +146,50 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	c.Time = time.Now()
 	n.root.record(g, c)
 	return 0
+}
+
+// onlyResizes reports whether a SETATTR changes the size and nothing the
+// ledger records apart from content (mode, owner).
+func onlyResizes(in *fuse.SetAttrIn) bool {
+	_, size := in.GetSize()
+	_, mode := in.GetMode()
+	_, uid := in.GetUID()
+	_, gid := in.GetGID()
+	return size && !mode && !uid && !gid
+}
+
+// truncateInto resizes the file through lf, the writer's own handle, as
+// part of the change that handle is making, and reports whether it did:
+// an editor that truncates the file it opened and writes it whole (vim's
+// backupcopy=yes: open, ftruncate, write) makes one change, recorded at
+// release against the content before the truncate, whose bytes the open
+// kept. A record of the emptied file in between would make the rewrite
+// look like new content, every unchanged line included. It declines
+// (false) whenever the truncate must be recorded on its own: another
+// tracked handle is open on the file, or the truncate is not the
+// handle's writer's under the same decision.
+func (n *Node) truncateInto(ctx context.Context, lf *File, rel string, g grant, in *fuse.SetAttrIn, out *fuse.AttrOut) (bool, syscall.Errno) {
+	t := lf.track.Load()
+	if t == nil || g.after != nil || g.upstream != nil || g.stale != "" {
+		return false, 0
+	}
+	n.writeMu.Lock()
+	defer n.writeMu.Unlock()
+	if len(n.otherTracked(t)) > 0 || !t.folds(g) {
+		return false, 0
+	}
+	err := n.root.asCaller(ctx, func() error { return errnoAsError(lf.LoopbackFile.Setattr(ctx, in, out)) })
+	if errno := fs.ToErrno(err); errno != 0 {
+		return true, errno
+	}
+	// Whatever the stat says now, the release hashes the file: a
+	// truncate and rewrite can leave the size and times it had.
+	t.mu.Lock()
+	t.baseKey = objects.Version{}
+	t.mu.Unlock()
+	// A session's own truncate is no change behind its back.
+	g.actor.sawAt(n.root, rel)
+	return true, 0
 }
 
 // setattrAt applies a SETATTR to name in dirfd without following a final

@@ -2,13 +2,16 @@ package fsnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
+	"github.com/intentfs/intentfs/policy"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,28 +22,74 @@ const (
 	preImageEmpty  = "empty"
 )
 
+// CodePreimageUnavailable is the denial code of a change refused because
+// the version it would destroy cannot be kept for undo (the store is at
+// its bound, or the filesystem has no space for unprivileged users).
+const CodePreimageUnavailable policy.Code = "PREIMAGE_UNAVAILABLE"
+
 // keepCopy stores the version open (readable) at fd before a change
 // destroys it, unless it is larger than the limit. It returns what the
-// record should say.
+// record should say. It is for versions whose change has already been
+// made (a handle's checkpoint); before a change, use keep and refuse the
+// change when it fails.
 func (r *Root) keepCopy(fd int, d objects.Digest) string {
+	kept, _ := r.keep(fd, d, objects.UnknownUID)
+	return kept
+}
+
+// keep is keepCopy for a change by uid, with the reason a pre-image that
+// must be kept could not be. Over --keep-max-bytes is not a failure: the
+// limit is the one place undo is given up by configuration.
+func (r *Root) keep(fd int, d objects.Digest, uid uint32) (string, error) {
 	if r.objects == nil || d.Hash == "" {
-		return ""
+		return "", nil
 	}
 	if d.Hash == ledger.EmptyHash {
-		return preImageEmpty
+		return preImageEmpty, nil
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return "failed: " + err.Error()
+		return "failed: " + err.Error(), fmt.Errorf("object store: %w", err)
 	}
 	if st.Size > r.keepMax {
-		return fmt.Sprintf("not kept: %d bytes is over the %d-byte limit (--keep-max-bytes); only the hash is recorded", st.Size, r.keepMax)
+		return fmt.Sprintf("not kept: %d bytes is over the %d-byte limit (--keep-max-bytes); only the hash is recorded", st.Size, r.keepMax), nil
 	}
-	if err := r.objects.KeepFd(fd, d.Hash); err != nil {
+	if err := r.objects.KeepFdFor(fd, d.Hash, uid); err != nil {
 		r.log.Error("keeping a pre-image failed", "hash", d.Hash, "err", err)
-		return "failed: " + err.Error()
+		return "failed: " + err.Error(), err
 	}
-	return preImageStored
+	return preImageStored, nil
+}
+
+// preImageLost is a pre-image that could not be kept: the change that
+// would destroy it must not be made.
+type preImageLost struct{ err error }
+
+func (e *preImageLost) Error() string { return e.err.Error() }
+func (e *preImageLost) Unwrap() error { return e.err }
+
+// failChange answers a change whose preparation failed with err: a lost
+// pre-image is refused and recorded as a denial; any other error is the
+// errno it carries.
+func (r *Root) failChange(ctx context.Context, req policy.Request, err error) syscall.Errno {
+	var lost *preImageLost
+	if !errors.As(err, &lost) {
+		return fs.ToErrno(err)
+	}
+	errno := syscall.EACCES
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		errno = syscall.ENOSPC
+	}
+	reason := "the version of " + req.Path + " this change would destroy cannot be kept for undo, so the change is refused: " + lost.Error()
+	return r.refuse(ctx, req, CodePreimageUnavailable, reason, errno)
+}
+
+// callerUID is the uid a change is counted against in the store.
+func callerUID(ctx context.Context) uint32 {
+	if caller, ok := fuse.FromContext(ctx); ok && caller != nil {
+		return caller.Uid
+	}
+	return objects.UnknownUID
 }
 
 // keepBeforeRemoval stores the version of name in dirfd that an unlink or
@@ -48,26 +97,26 @@ func (r *Root) keepCopy(fd int, d objects.Digest) string {
 // nothing; it is safe only when nothing else can reach the inode later (a
 // single link, no handle open through the mount), otherwise the bytes are
 // copied.
-func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Stat_t, d objects.Digest, node *Node) string {
+func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Stat_t, d objects.Digest, node *Node, uid uint32) (string, error) {
 	if r.objects == nil || d.Hash == "" {
-		return ""
+		return "", nil
 	}
 	if d.Hash == ledger.EmptyHash {
-		return preImageEmpty
+		return preImageEmpty, nil
 	}
 	if st.Size > r.keepMax {
-		return fmt.Sprintf("not kept: %d bytes is over the %d-byte limit (--keep-max-bytes); only the hash is recorded", st.Size, r.keepMax)
+		return fmt.Sprintf("not kept: %d bytes is over the %d-byte limit (--keep-max-bytes); only the hash is recorded", st.Size, r.keepMax), nil
 	}
 	// Linking shows: anyone holding the file open would see its link count
 	// stay 1 after the unlink. So link only what nobody has open.
 	if st.Nlink == 1 && (node == nil || node.handles.Load() == 0) {
 		if err := r.objects.KeepLink(dirfd, name, d.Hash); err == nil {
-			return preImageStored
+			return preImageStored, nil
 		} else if err != unix.EXDEV && err != syscall.EPERM {
 			r.log.Warn("linking a pre-image failed; copying", "err", err)
 		}
 	}
-	return r.keepCopy(fd, d)
+	return r.keep(fd, d, uid)
 }
 
 // killSuidGid clears the set-user-ID bit, and the set-group-ID bit of a

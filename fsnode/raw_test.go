@@ -151,7 +151,12 @@ func newKernelWith(t *testing.T, pol string, files map[string]string) *kernel {
 // newKernelGov serves src with the governor gov.
 func newKernelGov(t *testing.T, src string, gov fsnode.Governor) *kernel {
 	t.Helper()
-	store := objects.New(src)
+	return newKernelStore(t, src, gov, objects.New(src))
+}
+
+// newKernelStore is newKernelGov keeping pre-images in store.
+func newKernelStore(t *testing.T, src string, gov fsnode.Governor, store *objects.Store) *kernel {
+	t.Helper()
 	root, err := fsnode.NewRoot(fsnode.Options{Source: src, Governor: gov, Log: slog.New(slog.DiscardHandler),
 		Objects: store, KeepMaxBytes: 1 << 20, MaxHandlesPerUID: 64, MaxCachedDirs: 16})
 	if err != nil {

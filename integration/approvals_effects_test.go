@@ -3,6 +3,8 @@ package integration
 import (
 	"strings"
 	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
 )
 
 // destroyPolicy holds every destruction of more than 1 KiB of content,
@@ -68,6 +70,11 @@ func TestApprovalRulesSeeWhatAChangeDestroys(t *testing.T) {
 		})
 	}
 	e.t = t
+	// A change through a handle is recorded at RELEASE, which the kernel
+	// sends after close(2) returns: wait for the allowed ones.
+	for _, f := range []string{"big_shrink", "big_grow", "big_append"} {
+		e.waitRecord("the record of "+f, func(r *ledger.Record) bool { return r.Path() == f && r.Gov().PostHash != nil })
+	}
 	if got, ok := e.srcContent("small"); !ok || got != "s\n" {
 		t.Errorf("small after the refused rename: %q, %v", got, ok)
 	}

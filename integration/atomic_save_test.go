@@ -60,7 +60,7 @@ func vimBinary(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("no vim (apt-get install -y vim-tiny)")
+	skipOrFail(t, "no vim (apt-get install -y vim-tiny)")
 	return ""
 }
 

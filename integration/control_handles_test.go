@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// denialsHoarder fills the denials list with long lines, then holds as
+// denialsHoarder fills the denials list with long lines (one process
+// each), then holds as
 // many read-opens of .intentfs/denials as the mount lets it (each one a
 // snapshot of the list), and prints how many and how large; then closes
 // them and opens once more.
@@ -16,10 +17,18 @@ soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
 last = "none"
 for i in range(100):
-    try:
-        open("%03d%s" % (i, "x" * 240), "w").close()
-    except OSError as e:
-        last = e.strerror
+    # One process a refusal: a process's repeated refusals in one
+    # directory collapse into one line.
+    pid = os.fork()
+    if pid == 0:
+        try:
+            open("%03d%s" % (i, "x" * 240), "w").close()
+            os._exit(0)
+        except OSError:
+            os._exit(13)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) == 13:
+        last = "Permission denied"
 print("create", last)
 size = len(open(".intentfs/denials", "rb").read())
 fds, err = [], "none"

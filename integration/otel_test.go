@@ -30,8 +30,9 @@ func (c *cli) runEnv(env []string, args ...string) (string, int) {
 }
 
 // exportMount mounts a fresh repository with the CLI, passing env and
-// args, with src/ writable by uid 1000 (the agent), and unmounts at the
-// end of the test. INT-001 owns src/ but not docs/.
+// args, with src/, docs/ and lib/ writable by uid 1000 (the agent), and
+// unmounts at the end of the test. INT-001 owns src/ and docs/api.md, and
+// nothing in lib/ (where a new file is not even a save's temporary).
 func exportMount(t *testing.T, env []string, args ...string) (c *cli, repo, ws string) {
 	t.Helper()
 	c, repo, ws = newPolicyRepo(t, scopePolicy)
@@ -40,7 +41,7 @@ func exportMount(t *testing.T, env []string, args ...string) (c *cli, repo, ws s
 			t.Fatal(err)
 		}
 	}
-	for _, d := range []string{"src", "docs"} {
+	for _, d := range []string{"src", "docs", "lib"} {
 		if err := os.Mkdir(filepath.Join(repo, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +120,7 @@ func TestOTLPExportReachesTheCollector(t *testing.T) {
 			if out, err := agentSh(ws, "echo hello > "+tc.file+" && echo again >> "+tc.file); err != nil {
 				t.Fatalf("the agent's write: %v\n%s", err, out)
 			}
-			refused := "docs/NOTES-" + strings.ReplaceAll(tc.name, " ", "-") + ".md"
+			refused := "lib/NOTES-" + strings.ReplaceAll(tc.name, " ", "-") + ".md"
 			if out, err := agentSh(ws, "echo no > "+refused); err == nil {
 				t.Fatalf("a write outside the scope was allowed: %s", out)
 			}

@@ -255,6 +255,9 @@ func printCheck(a *app, rep *gitcheck.Report, n recordsource.Counts) {
 	if n.Unreadable != "" {
 		fmt.Fprintf(a.stdout, "notice: %s\n", n.Unreadable)
 	}
+	for _, s := range n.Skipped {
+		fmt.Fprintf(a.stdout, "notice: note of %s; its records are not counted\n", printable(s))
+	}
 	if n.LeftOut > 0 {
 		fmt.Fprintf(a.stdout, "notice: %d record(s) of other origins in the notes left out: this clone has a ledger of its own, which alone is counted; --with-notes counts them\n", n.LeftOut)
 	}

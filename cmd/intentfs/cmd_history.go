@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
@@ -277,7 +279,11 @@ func gcCmd() *command {
 		name: "gc", summary: "drop stored pre-images no retained record needs", usage: "[--older-than 30d]",
 		help: `Removes objects from .orchestration/objects that no record newer than the cut
 names (as pre_hash or post_hash) and that have been stored since before the
-cut. An object a retained record needs is never removed.
+cut. An object a retained record needs is never removed. It then prints the
+store's use against its bound on the copies the daemon makes (intentfs
+mount --store-max-bytes; by default 10% of the filesystem, at most 2 GiB):
+a mounted workspace refuses a change whose pre-image does not fit
+(PREIMAGE_UNAVAILABLE) until gc frees room.
 
 Examples:
   intentfs gc --older-than 30d --dry-run
@@ -312,15 +318,34 @@ Examples:
 			if err != nil {
 				return err
 			}
+			use := ws.layout().Objects().Usage()
+			use.MaxBytes = storeBound(ws, use)
 			if jsonOut(a) {
-				return printJSON(a, map[string]any{"removed": n, "bytes": freed, "dry_run": dry, "cut": cut})
+				return printJSON(a, map[string]any{"removed": n, "bytes": freed, "dry_run": dry, "cut": cut, "object_store": use})
 			}
 			verb := "removed"
 			if dry {
 				verb = "would remove"
 			}
 			fmt.Fprintf(a.stdout, "%s %d object(s), %d bytes, not needed by records since %s\n", verb, n, freed, cut.Local().Format(time.RFC3339))
+			fmt.Fprintf(a.stdout, "store: %s\n", storeLine(control.StoreUsage(use)))
 			return nil
 		},
 	}
+}
+
+// storeBound is the bound of the store at source: the running mount's
+// (which may have been given --store-max-bytes), else the default for
+// its filesystem.
+func storeBound(ws cliWorkspace, use objects.Usage) int64 {
+	if ws.mount != nil {
+		if resp, err := call(*ws.mount, control.Request{Op: "status"}); err == nil && resp.Status != nil && resp.Status.Store.MaxBytes > 0 {
+			return resp.Status.Store.MaxBytes
+		}
+	}
+	var fs unix.Statfs_t
+	if unix.Statfs(filepath.Join(ws.source, objects.Dir), &fs) != nil {
+		return use.MaxBytes
+	}
+	return objects.DefaultBound(int64(fs.Blocks) * fs.Bsize)
 }

@@ -87,7 +87,8 @@ Examples:
 			fs.Bool("fail-open", false, "allow changes that cannot be decided (default: deny them)")
 			fs.Bool("debug", false, "log every FUSE request")
 			fs.Int64("ledger-max-bytes", 256<<20, "rotate the ledger to agent_trace.N.jsonl at this size")
-			fs.Int64("keep-max-bytes", 64<<20, "keep pre-images of files up to this size; above it only hashes (0: keep none, no undo)")
+			fs.Int64("keep-max-bytes", 64<<20, "keep pre-images of files up to this size; above it only hashes (0: keep none, no undo); the one way to let changes go ahead without undo")
+			fs.Int64("store-max-bytes", 0, "bound the pre-images the daemon copies into the object store at this many bytes (0: 10% of its filesystem, at most 2 GiB); a change whose pre-image does not fit, or would take space only root may use, is refused (PREIMAGE_UNAVAILABLE) until intentfs gc frees room")
 			fs.String("lessons-file", workspace.DefaultLessonsFile, "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 			fs.String("agent-files", "auto", `workspace-root files in which intentfs keeps a marked section with the agent guide and recent lessons: "auto" (CLAUDE.md and AGENTS.md where present, else a new CLAUDE.md), "none", or names such as "CLAUDE.md,AGENTS.md"`)
 			fs.String("transport", defaultTransport(), `how FUSE requests reach the daemon: "auto", "uring" (FUSE over io_uring) or "dev" (/dev/fuse)`)
@@ -145,6 +146,7 @@ func runMount(a *app, args []string) error {
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
 	cfg.SigningKeys, _ = a.fs.GetStringArray("signing-key")
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
+	cfg.StoreMaxBytes, _ = a.fs.GetInt64("store-max-bytes")
 	if cfg.KeepMaxBytes <= 0 {
 		cfg.KeepMaxBytes = -1 // the daemon's "none"; its 0 means the default
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/mounts"
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/textsafe"
 )
@@ -116,6 +117,7 @@ func printStatus(a *app, st *control.Status) {
 	} else if st.Ledger.LastWriteErr != "" {
 		fmt.Fprintf(w, "            LEDGER WRITE ERROR: %s\n", st.Ledger.LastWriteErr)
 	}
+	fmt.Fprintf(w, "store:      %s\n", storeLine(st.Store))
 	fmt.Fprintf(w, "signing:    %s\n", signingLine(st.Signing))
 	fmt.Fprintf(w, "upstream:   %s\n", upstreamLine(st.Upstream))
 	fmt.Fprintf(w, "passthrough: %v\n", st.Passthrough)
@@ -285,4 +287,37 @@ func signingLine(s control.Signing) string {
 		line += ", the last at " + s.LastCheckpoint.Local().Format(time.TimeOnly)
 	}
 	return line
+}
+
+// storeLine is the object store's use against its bound.
+func storeLine(u control.StoreUsage) string {
+	line := fmt.Sprintf("%d object(s), %d bytes; copies take %d of the %d-byte bound (%d%%); %d bytes free for unprivileged users", u.Objects, u.Bytes, u.CopiedBytes, u.MaxBytes, percentOf(u.CopiedBytes, u.MaxBytes), u.AvailBytes)
+	if u.Refused > 0 {
+		line += fmt.Sprintf("; %d pre-image(s) refused, their changes too (PREIMAGE_UNAVAILABLE): run intentfs gc or mount with a larger --store-max-bytes", u.Refused)
+	}
+	if len(u.CopiedByUID) > 0 {
+		uids := make([]uint32, 0, len(u.CopiedByUID))
+		for uid := range u.CopiedByUID {
+			uids = append(uids, uid)
+		}
+		sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+		parts := make([]string, 0, len(uids))
+		for _, uid := range uids {
+			who := fmt.Sprintf("uid %d", uid)
+			if uid == objects.UnknownUID {
+				who = "the daemon"
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", who, u.CopiedByUID[uid]))
+		}
+		line += "; copied since mount: " + strings.Join(parts, ", ")
+	}
+	return line
+}
+
+// percentOf is part as a whole percentage of whole (0 when whole is 0).
+func percentOf(part, whole int64) int64 {
+	if whole <= 0 {
+		return 0
+	}
+	return part * 100 / whole
 }

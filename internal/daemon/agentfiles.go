@@ -64,7 +64,7 @@ func (d *Daemon) recordAgentFile(name string, pre, post []byte) {
 	if pre == nil {
 		c.Event = ledger.EventCreate
 		d.excludeFromGit(name)
-	} else if err := d.layout.Objects().KeepBytes(pre, c.PreHash); err != nil {
+	} else if err := d.objectStore().KeepBytes(pre, c.PreHash); err != nil {
 		// verify and revert need the version this write replaced.
 		d.log.Warn("keeping the replaced version of an agent file failed", "path", name, "err", err)
 	} else {

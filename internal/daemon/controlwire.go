@@ -6,6 +6,7 @@ import (
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/policyedit"
 	"github.com/intentfs/intentfs/internal/session"
@@ -178,3 +179,5 @@ func eventToWire(e feed.Event) control.Event {
 func upstreamStatusToWire(s upstream.Status) control.UpstreamStatus { return control.UpstreamStatus(s) }
 
 func exportStatsToWire(s otelexport.Stats) control.ExportStats { return control.ExportStats(s) }
+
+func storeUsageToWire(u objects.Usage) control.StoreUsage { return control.StoreUsage(u) }

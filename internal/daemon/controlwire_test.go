@@ -10,6 +10,7 @@ import (
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/policyedit"
 	"github.com/intentfs/intentfs/internal/session"
@@ -57,6 +58,8 @@ func TestControlWireKeepsTheJSON(t *testing.T) {
 		{"accept result", accept.Result{Path: "p", Hash: "h", Mode: "m", Owner: "o"}, control.Accepted{Path: "p", Hash: "h", Mode: "m", Owner: "o"}},
 		{"upstream", upstream.Status{Configured: true, URL: "u", Ref: "r", Commit: "c", FetchedAt: now, Fetching: true, LastErr: "e", Mirror: "m", Fetches: 3},
 			upstreamStatusToWire(upstream.Status{Configured: true, URL: "u", Ref: "r", Commit: "c", FetchedAt: now, Fetching: true, LastErr: "e", Mirror: "m", Fetches: 3})},
+		{"store", objects.Usage{Bytes: 1, Objects: 2, CopiedBytes: 3, MaxBytes: 4, AvailBytes: 5, CopiedByUID: map[uint32]int64{1000: 6}, Refused: 7},
+			storeUsageToWire(objects.Usage{Bytes: 1, Objects: 2, CopiedBytes: 3, MaxBytes: 4, AvailBytes: 5, CopiedByUID: map[uint32]int64{1000: 6}, Refused: 7})},
 		{"export", otelexport.Stats{Endpoint: "e", Protocol: "p", Exported: 1, Failed: 2, Dropped: 3, Queued: 4, LastError: "l"},
 			exportStatsToWire(otelexport.Stats{Endpoint: "e", Protocol: "p", Exported: 1, Failed: 2, Dropped: 3, Queued: 4, LastError: "l"})},
 	}

@@ -58,6 +58,12 @@ type Config struct {
 	// default, 64 MiB; negative: none are kept); above it only hashes are
 	// recorded.
 	KeepMaxBytes int64
+	// StoreMaxBytes bounds the pre-images the daemon copies into the
+	// object store (0: the default, objects.DefaultBound of its
+	// filesystem; those hard-linked from removed files are not copies). A change whose
+	// pre-image the bound or the filesystem's space for unprivileged
+	// users cannot take is refused (PREIMAGE_UNAVAILABLE).
+	StoreMaxBytes int64
 	// LedgerMaxBytes rotates the ledger at this size (0: the default).
 	LedgerMaxBytes int64
 	// LessonsFile names the file in .orchestration/ that lessons go to
@@ -91,6 +97,16 @@ type Config struct {
 	SigningKeys []string
 }
 
+// objectStore is the mount's bounded store once the mount has set it up,
+// and before that (agent files published while starting) the unbounded
+// store of the source, which still never writes past f_bavail.
+func (d *Daemon) objectStore() *objects.Store {
+	if d.store != nil {
+		return d.store
+	}
+	return d.layout.Objects()
+}
+
 // sessionEndTimeout bounds the wait for killed sessions to end.
 const sessionEndTimeout = 5 * time.Second
 
@@ -99,8 +115,10 @@ const mapFlushInterval = time.Second
 
 // Daemon is a running mount.
 type Daemon struct {
-	cfg    Config
-	log    *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// store is the bounded object store of pre-images.
+	store  *objects.Store
 	engine *policy.Engine
 	// mirror is the daemon's copy of the declared upstream.
 	mirror *upstream.Mirror
@@ -246,6 +264,19 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	cleanup = append(cleanup, func() { d.opened.Close() })
 	d.writer, d.lessons, d.wf = d.opened.Writer, d.opened.Lessons, d.opened.Workflow
+	// The store keeps content other users may not read: private before
+	// anything is kept. Pre-images a crash left pending are filed under
+	// their hashes.
+	d.store = d.layout.Objects()
+	if err = d.store.MakePrivate(); err != nil {
+		return nil, err
+	}
+	d.store.AdoptPending()
+	storeMax, err := d.store.SetBound(cfg.StoreMaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("object store bounded", "max_bytes", storeMax)
 	if err = d.setupAgentFiles(); err != nil {
 		return nil, err
 	}
@@ -258,13 +289,6 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 
 	ctlDir := control.NewDir(controlBackend{d}, d.Process)
-	// The store keeps content other users may not read: private before
-	// anything is kept. Pre-images a crash left pending are filed under
-	// their hashes.
-	if err = d.layout.Objects().MakePrivate(); err != nil {
-		return nil, err
-	}
-	d.layout.Objects().AdoptPending()
 	keepMax := cfg.KeepMaxBytes
 	switch {
 	case keepMax == 0:
@@ -273,7 +297,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		keepMax = 0 // every non-empty file is over the limit
 	}
 	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir,
-		Objects: d.layout.Objects(), KeepMaxBytes: keepMax, MaxHandlesPerUID: cfg.MaxHandlesPerUID,
+		Objects: d.store, KeepMaxBytes: keepMax, MaxHandlesPerUID: cfg.MaxHandlesPerUID,
 		MaxCachedDirs: cfg.MaxCachedDirs}); err != nil {
 		return nil, err
 	}

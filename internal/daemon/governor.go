@@ -328,6 +328,9 @@ func (d *Daemon) Status() control.Status {
 	sessions := d.sessions.List()
 	st.Sessions = sessionsToWire(sessions)
 	st.FilePermissions = d.scopePermissions(sessions)
+	if d.store != nil {
+		st.Store = storeUsageToWire(d.store.Usage())
+	}
 	if d.exporter != nil {
 		s := exportStatsToWire(d.exporter.Stats())
 		st.Export = &s

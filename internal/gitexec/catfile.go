@@ -37,6 +37,9 @@ const maxHashes = 1 << 16
 // ErrMissing is returned for an object the repository does not have.
 var ErrMissing = errors.New("object missing")
 
+// ErrTooLarge is returned for an object larger than a caller reads.
+var ErrTooLarge = errors.New("object too large")
+
 // Blobs starts a cat-file process. Close it when done.
 func (r *Repo) Blobs(ctx context.Context) (*Blobs, error) {
 	cmd := r.Command(ctx, "cat-file", "--batch")
@@ -151,7 +154,7 @@ func (b *Blobs) Read(oid string, max int64) ([]byte, error) {
 		if typ != "blob" {
 			return nil, fmt.Errorf("%s is a %s, not a blob", oid, typ)
 		}
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d read", oid, size, max)
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d read: %w", oid, size, max, ErrTooLarge)
 	}
 	buf := make([]byte, size+1)
 	if _, err := io.ReadFull(b.stdout, buf); err != nil {

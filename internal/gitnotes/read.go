@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -43,6 +44,9 @@ type Set struct {
 	Conflicts []Line
 	// Bad are lines that are not records, as "commit: reason".
 	Bad []string
+	// Skipped are the notes left out by a cap (see Limits), as
+	// "commit: reason"; they are in Bad too.
+	Skipped []string
 	// Notes is the number of commits with a note.
 	Notes int
 	ids   map[string]int
@@ -89,30 +93,61 @@ func sameRecord(a, b Line) bool {
 }
 
 // Read returns every record of the notes under Ref (an empty set when
-// there are none).
+// there are none), within DefaultLimits.
 func Read(ctx context.Context, repo *gitexec.Repo) (*Set, error) {
+	return ReadWithin(ctx, repo, DefaultLimits())
+}
+
+// ReadWithin is Read within lim: a note over a cap is not decoded, and
+// is in Bad with the cap that stopped it.
+func ReadWithin(ctx context.Context, repo *gitexec.Repo, lim Limits) (*Set, error) {
 	set := &Set{ids: map[string]int{}}
-	notes, err := List(ctx, repo)
-	if err != nil || len(notes) == 0 {
-		return set, err
-	}
-	blobs, err := repo.Blobs(ctx)
+	err := eachNote(ctx, repo, lim, func(commit string, data []byte) {
+		set.Notes++
+		for raw := range bytes.SplitSeq(data, []byte{'\n'}) {
+			set.add(commit, raw)
+		}
+	}, func(commit, why string) {
+		set.Bad = append(set.Bad, commit+": "+why)
+		set.Skipped = append(set.Skipped, commit+": "+why)
+	})
 	if err != nil {
 		return nil, err
 	}
+	return set, nil
+}
+
+// eachNote calls fn with the bytes of every note within lim, one note in
+// memory at a time, and skipped with the commit and the reason of each
+// note it leaves out.
+func eachNote(ctx context.Context, repo *gitexec.Repo, lim Limits, fn func(commit string, data []byte), skipped func(commit, why string)) error {
+	notes, err := List(ctx, repo)
+	if err != nil || len(notes) == 0 {
+		return err
+	}
+	blobs, err := repo.Blobs(ctx)
+	if err != nil {
+		return err
+	}
 	defer blobs.Close()
+	b := &budget{lim: lim}
 	for _, n := range notes {
-		data, err := blobs.Read(n.Blob, MaxNoteBytes)
-		if err != nil {
-			set.Bad = append(set.Bad, fmt.Sprintf("%s: %v", n.Commit, err))
+		data, err := blobs.Read(n.Blob, min(MaxNoteBytes, lim.Bytes-b.bytes))
+		switch {
+		case errors.Is(err, gitexec.ErrTooLarge):
+			skipped(n.Commit, fmt.Sprintf("skipped: %v: the notes read may take %d bytes in all (the cap; raise it with %s=N)", err, lim.Bytes, EnvMaxBytes))
+			continue
+		case err != nil:
+			skipped(n.Commit, err.Error())
 			continue
 		}
-		set.Notes++
-		for _, raw := range bytes.Split(data, []byte{'\n'}) {
-			set.add(n.Commit, raw)
+		if why := b.admitRecords(int64(len(data)), lineCount(data)); why != "" {
+			skipped(n.Commit, why)
+			continue
 		}
+		fn(n.Commit, data)
 	}
-	return set, nil
+	return nil
 }
 
 // Note names the blob holding a commit's note.
@@ -163,3 +198,12 @@ func (e *UnreadableError) Notice() string {
 }
 
 const rebuildHint = "`git update-ref -d " + Ref + "` and `intentfs notes sync` rebuild them"
+
+// lineCount is the number of lines in data, the last one ended or not.
+func lineCount(data []byte) int {
+	n := bytes.Count(data, []byte{'\n'})
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
+}

@@ -274,11 +274,11 @@ func noteLine(p pendingLine, keep ledger.Keep) ([]byte, error) {
 // is in a note, everything after it was not when that Sync ended), else
 // all of the ledger, less the records the notes hold.
 func pendingLines(ctx context.Context, repo *gitexec.Repo, ledgerPath string, cur *Cursor, tip string, res *SyncResult) ([]pendingLine, ledger.Position, error) {
-	var noted *Set
+	var noted noteIDs
 	from := cur.pos
 	if from.IsZero() || tip != cur.notesTip {
 		from = ledger.Position{}
-		set, err := Read(ctx, repo)
+		set, err := readIDs(ctx, repo)
 		if err != nil {
 			return nil, from, err
 		}
@@ -313,12 +313,40 @@ func pendingLines(ctx context.Context, repo *gitexec.Repo, ledgerPath string, cu
 			return pending, end, nil
 		}
 		// The file cur named is gone: read everything.
-		set, err := Read(ctx, repo)
+		set, err := readIDs(ctx, repo)
 		if err != nil {
 			return nil, from, err
 		}
 		noted, from, res.AlreadyNoted = set, ledger.Position{}, 0
 	}
+}
+
+// noteIDs are the record ids the notes hold: all a sync needs to know of
+// them, so it keeps no more (the daemon syncs after every commit, and the
+// agent can write the notes).
+type noteIDs map[string]struct{}
+
+// Has reports whether id is in a note (false for a nil set).
+func (n noteIDs) Has(id string) bool { _, ok := n[id]; return ok }
+
+// readIDs reads the record ids of the notes, within DefaultLimits; a note
+// over a cap is left out (its records are then attached again, which the
+// notes' cat_sort_uniq merge keeps once) and logged by the caller's error
+// path only if git fails.
+func readIDs(ctx context.Context, repo *gitexec.Repo) (noteIDs, error) {
+	ids := noteIDs{}
+	var rec struct {
+		ID string `json:"id"`
+	}
+	err := eachNote(ctx, repo, DefaultLimits(), func(_ string, data []byte) {
+		for raw := range bytes.SplitSeq(data, []byte{'\n'}) {
+			rec.ID = ""
+			if json.Unmarshal(bytes.TrimRight(raw, "\r"), &rec) == nil && rec.ID != "" {
+				ids[rec.ID] = struct{}{}
+			}
+		}
+	}, func(string, string) {})
+	return ids, err
 }
 
 // refTip is the commit a ref names, or "" when there is none.
@@ -358,12 +386,16 @@ func appendNotes(ctx context.Context, repo *gitexec.Repo, order []string, lines 
 	if HasRef(ctx, repo, Ref) {
 		fmt.Fprintf(&stream, "from %s^0\n", Ref)
 	}
+	lim := DefaultLimits()
 	for _, commit := range order {
 		var note bytes.Buffer
 		if b, ok := blobOf[commit]; ok {
-			old, err := blobs.Read(b, MaxNoteBytes)
+			old, err := blobs.Read(b, min(MaxNoteBytes, lim.Bytes))
 			if err != nil {
-				return fmt.Errorf("reading the note of %s: %w", commit, err)
+				return fmt.Errorf("reading the note of %s: %w (the notes read are capped at %d bytes; raise it with %s=N)", commit, err, lim.Bytes, EnvMaxBytes)
+			}
+			if n := lineCount(old); n > lim.NoteRecords {
+				return fmt.Errorf("the note of %s holds %d lines, more than the %d records a note may hold (the cap; raise it with %s=N, or remove the note with git notes --ref=%s remove %s)", commit, n, lim.NoteRecords, EnvMaxNoteRecords, Ref, commit)
 			}
 			note.Write(old)
 			if len(old) > 0 && old[len(old)-1] != '\n' {

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/intentfs/intentfs/ledger"
@@ -13,6 +14,10 @@ func TestBlame(t *testing.T) {
 		v0 = "old\n"
 		v1 = "a\nb\n"
 		v2 = "a\nB\nc\n"
+		// human is a file as it was before the ledger.
+		human = "h1\nh2\n"
+		// rebased is the human's next version, from upstream.
+		rebased = "h1\nh1b\nh2\n"
 	)
 	// change is a record of the test: contents stand for their hashes.
 	type change struct {
@@ -20,10 +25,16 @@ func TestBlame(t *testing.T) {
 		path, src string // src: a rename's old name
 		pre, post string
 		intent    string
+		// pid is the process that made it (7 if unset); restored, if
+		// set, names the change (1-based) whose version git restored,
+		// and from a restored_from of another kind.
+		pid      int
+		restored int
+		from     string
 	}
 	// line is a line of the blame: its text and the intent of its record
 	// ("" for no record).
-	type line struct{ text, intent string }
+	type line = blameWant
 	tests := []struct {
 		name    string
 		kept    []string // versions in the object store
@@ -40,7 +51,7 @@ func TestBlame(t *testing.T) {
 				{event: ledger.EventWrite, path: "f", pre: v1, post: v2, intent: "INT-002"},
 			},
 			file: "f", disk: v2,
-			want: []line{{"a", "INT-001"}, {"B", "INT-002"}, {"c", "INT-002"}},
+			want: []line{{"a", "INT-001", 0}, {"B", "INT-002", 0}, {"c", "INT-002", 0}},
 		},
 		{
 			name: "an edit outside the mount belongs to no record",
@@ -50,7 +61,7 @@ func TestBlame(t *testing.T) {
 				{event: ledger.EventWrite, path: "f", pre: v1, post: v2, intent: "INT-002"},
 			},
 			file: "f", disk: v2 + "d\n",
-			want: []line{{"a", "INT-001"}, {"B", "INT-002"}, {"c", "INT-002"}, {"d", ""}},
+			want: []line{{"a", "INT-001", 0}, {"B", "INT-002", 0}, {"c", "INT-002", 0}, {"d", "", 0}},
 		},
 		{
 			name: "the version before the ledger belongs to no record",
@@ -59,7 +70,7 @@ func TestBlame(t *testing.T) {
 				{event: ledger.EventWrite, path: "f", pre: v0, post: v0 + "new\n", intent: "INT-001"},
 			},
 			file: "f", disk: v0 + "new\n",
-			want: []line{{"old", ""}, {"new", "INT-001"}},
+			want: []line{{"old", "", 0}, {"new", "INT-001", 0}},
 		},
 		{
 			name: "a move keeps the history",
@@ -70,18 +81,106 @@ func TestBlame(t *testing.T) {
 				{event: ledger.EventRename, path: "g", src: "f", post: v2, intent: "INT-003"},
 			},
 			file: "g", disk: v2,
-			want: []line{{"a", "INT-001"}, {"B", "INT-002"}, {"c", "INT-002"}},
+			want: []line{{"a", "INT-001", 0}, {"B", "INT-002", 0}, {"c", "INT-002", 0}},
 		},
 		{
 			name: "a deletion ends the history of a name",
 			kept: []string{v1},
 			changes: []change{
 				{event: ledger.EventCreate, path: "f", post: v1, intent: "INT-001"},
-				{event: ledger.EventDelete, path: "f", pre: v1, intent: "INT-001"},
-				{event: ledger.EventCreate, path: "f", post: v1, intent: "INT-002"},
+				{event: ledger.EventDelete, path: "f", pre: v1, intent: "INT-001", pid: 8},
+				{event: ledger.EventCreate, path: "f", post: v1, intent: "INT-002", pid: 9},
 			},
 			file: "f", disk: v1,
-			want: []line{{"a", "INT-002"}, {"b", "INT-002"}},
+			want: []line{{"a", "INT-002", 9}, {"b", "INT-002", 9}},
+		},
+		{
+			name: "one process removing a name and writing it anew rewrites the file",
+			kept: []string{v1},
+			changes: []change{
+				{event: ledger.EventCreate, path: "f", post: v1, intent: "INT-001"},
+				{event: ledger.EventDelete, path: "f", pre: v1, intent: "INT-002", pid: 9},
+				{event: ledger.EventCreate, path: "f", post: v2, intent: "INT-002", pid: 9},
+			},
+			file: "f", disk: v2,
+			want: []line{{"a", "INT-001", 0}, {"B", "INT-002", 9}, {"c", "INT-002", 9}},
+		},
+		{
+			name: "a branch switch restores the owners the version had",
+			kept: []string{human, human + "agent\n"},
+			changes: []change{
+				{event: ledger.EventWrite, path: "f", pre: human, post: human + "agent\n", intent: "INT-001"},
+				// git checkout main: the human's version, from git.
+				{event: ledger.EventDelete, path: "f", pre: human + "agent\n", intent: "INT-001", pid: 20},
+				{event: ledger.EventCreate, path: "f", post: human, intent: "INT-001", pid: 20, from: "before intentfs"},
+				// git checkout feat, by another git process.
+				{event: ledger.EventDelete, path: "f", pre: human, intent: "INT-001", pid: 21},
+				{event: ledger.EventCreate, path: "f", post: human + "agent\n", intent: "INT-001", pid: 22, restored: 1},
+			},
+			file: "f", disk: human + "agent\n",
+			want: []line{{"h1", "", 0}, {"h2", "", 0}, {"agent", "INT-001", 0}},
+		},
+		{
+			name: "a restore of a restore goes back to the first writer",
+			kept: []string{human, human + "agent\n"},
+			changes: []change{
+				{event: ledger.EventWrite, path: "f", pre: human, post: human + "agent\n", intent: "INT-001"},
+				{event: ledger.EventDelete, path: "f", pre: human + "agent\n", intent: "INT-002", pid: 20},
+				{event: ledger.EventCreate, path: "f", post: human + "agent\n", intent: "INT-002", pid: 21, restored: 1},
+				{event: ledger.EventDelete, path: "f", pre: human + "agent\n", intent: "INT-002", pid: 30},
+				{event: ledger.EventCreate, path: "f", post: human + "agent\n", intent: "INT-002", pid: 31, restored: 3},
+			},
+			file: "f", disk: human + "agent\n",
+			want: []line{{"h1", "", 0}, {"h2", "", 0}, {"agent", "INT-001", 0}},
+		},
+		{
+			name: "a restore of a moved file's version",
+			kept: []string{human, human + "agent\n"},
+			changes: []change{
+				{event: ledger.EventWrite, path: "f", pre: human, post: human + "agent\n", intent: "INT-001"},
+				{event: ledger.EventRename, path: "g", src: "f", post: human + "agent\n", intent: "INT-001"},
+				{event: ledger.EventDelete, path: "g", pre: human + "agent\n", intent: "INT-002", pid: 20},
+				{event: ledger.EventCreate, path: "g", post: human + "agent\n", intent: "INT-002", pid: 21, restored: 2},
+			},
+			file: "g", disk: human + "agent\n",
+			want: []line{{"h1", "", 0}, {"h2", "", 0}, {"agent", "INT-001", 0}},
+		},
+		{
+			name: "a restore whose version's history is gone is its writer's",
+			kept: []string{human + "agent\n"},
+			changes: []change{
+				{event: ledger.EventWrite, path: "f", pre: human, post: human + "agent\n", intent: "INT-001"},
+				{event: ledger.EventDelete, path: "f", pre: human + "agent\n", intent: "INT-002", pid: 20},
+				{event: ledger.EventCreate, path: "f", post: human + "agent\n", intent: "INT-002", pid: 21, restored: 1},
+			},
+			file: "f", disk: human + "agent\n",
+			want: []line{{"h1", "INT-001", 0}, {"h2", "INT-001", 0}, {"agent", "INT-001", 0}},
+		},
+		{
+			name: "a rebase keeps the owners of the lines it replays",
+			kept: []string{human, human + "agent\n", rebased, rebased + "agent\n"},
+			changes: []change{
+				{event: ledger.EventWrite, path: "f", pre: human, post: human + "agent\n", intent: "INT-001"},
+				// git rebase: the new base from a commit, then the
+				// agent's commit replayed on it, each written anew.
+				{event: ledger.EventDelete, path: "f", pre: human + "agent\n", intent: "INT-002", pid: 20},
+				{event: ledger.EventCreate, path: "f", post: rebased, intent: "INT-002", pid: 20, from: "commit 0123abcd"},
+				{event: ledger.EventDelete, path: "f", pre: rebased, intent: "INT-002", pid: 20},
+				{event: ledger.EventCreate, path: "f", post: rebased + "agent\n\n", intent: "INT-002", pid: 20},
+			},
+			file: "f", disk: rebased + "agent\n\n",
+			want: []line{{"h1", "", 0}, {"h1b", "", 0}, {"h2", "", 0}, {"agent", "INT-001", 0}, {"", "INT-002", 20}},
+		},
+		{
+			name: "a restore of content from a commit is nobody's",
+			kept: []string{v1},
+			changes: []change{
+				{event: ledger.EventCreate, path: "f", post: v1, intent: "INT-001"},
+				{event: ledger.EventDelete, path: "f", pre: v1, intent: "INT-002", pid: 20},
+				{event: ledger.EventCreate, path: "f", post: v2, intent: "INT-002", pid: 20, from: "commit 0123abcd"},
+			},
+			file: "f", disk: v2,
+			want: []line{{"a", "INT-001", 0}, {"B", "", 0}, {"c", "", 0}},
 		},
 	}
 	for _, tt := range tests {
@@ -91,12 +190,19 @@ func TestBlame(t *testing.T) {
 				f.keep(v)
 			}
 			f.write(tt.file, tt.disk)
-			changes := make([]ledger.Change, len(tt.changes))
-			for i, c := range tt.changes {
-				changes[i] = ledger.Change{Event: c.event, Path: c.path, FromPath: c.src, PreHash: hashOf(t, c.pre),
-					PostHash: hashOf(t, c.post), Intent: c.intent, Process: &ledger.Process{Pid: 7, Comm: "sh"}}
-			}
-			f.record(changes...)
+			f.recordEach(len(tt.changes), func(i int, before []*ledger.Record) ledger.Change {
+				c := tt.changes[i]
+				pid := c.pid
+				if pid == 0 {
+					pid = 7
+				}
+				from := c.from
+				if c.restored > 0 {
+					from = "record " + before[c.restored-1].ID
+				}
+				return ledger.Change{Event: c.event, Path: c.path, FromPath: c.src, PreHash: hashOf(t, c.pre), PostHash: hashOf(t, c.post),
+					Intent: c.intent, RestoredFrom: from, Process: &ledger.Process{Pid: uint32(pid), Comm: "sh"}}
+			})
 			got, err := f.source().Blame(tt.file)
 			if err != nil {
 				t.Fatal(err)
@@ -109,8 +215,8 @@ func TestBlame(t *testing.T) {
 				if g.Line != i+1 || g.Text != w.text || g.Intent != w.intent || (g.Record == "") != (w.intent == "") {
 					t.Errorf("line %d = %d %q by %q (record %q), want %q by %q", i+1, g.Line, g.Text, g.Intent, g.Record, w.text, w.intent)
 				}
-				if g.Record != "" && g.Process != "sh[7]" {
-					t.Errorf("line %d by process %q, want sh[7]", i+1, g.Process)
+				if g.Record != "" && g.Process != w.proc() {
+					t.Errorf("line %d by process %q, want %s", i+1, g.Process, w.proc())
 				}
 			}
 		})
@@ -120,6 +226,21 @@ func TestBlame(t *testing.T) {
 // TestBlameCreditsAcceptedLinesToTheHuman: lines a person accepted
 // (intentfs accept) after editing outside the mount are theirs; lines a
 // record still explains keep it, even when that record's version is gone.
+// blameWant is a line of a blame a test expects: its text, the intent of
+// its record ("" for no record) and the pid of the record's process (7
+// if unset).
+type blameWant struct {
+	text, intent string
+	pid          int
+}
+
+func (w blameWant) proc() string {
+	if w.pid == 0 {
+		return "sh[7]"
+	}
+	return fmt.Sprintf("sh[%d]", w.pid)
+}
+
 func TestBlameCreditsAcceptedLinesToTheHuman(t *testing.T) {
 	const (
 		v1 = "a\nb\n"

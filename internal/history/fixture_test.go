@@ -80,13 +80,21 @@ func (f *fixture) source() *Source {
 // returns them.
 func (f *fixture) record(changes ...ledger.Change) []*ledger.Record {
 	f.t.Helper()
+	return f.recordEach(len(changes), func(i int, _ []*ledger.Record) ledger.Change { return changes[i] })
+}
+
+// recordEach writes n records to the ledger, the change of each made by
+// change from the records before it (a restore names one), and returns
+// them.
+func (f *fixture) recordEach(n int, change func(i int, before []*ledger.Record) ledger.Change) []*ledger.Record {
+	f.t.Helper()
 	w, err := ledger.OpenWriter(f.source().Ledger, ledger.WriterOptions{Source: f.src, Version: "test"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	recs := make([]*ledger.Record, len(changes))
-	for i, c := range changes {
-		recs[i] = ledger.NewRecord(c, "test")
+	recs := make([]*ledger.Record, n)
+	for i := range n {
+		recs[i] = ledger.NewRecord(change(i, recs[:i]), "test")
 		w.Append(recs[i])
 	}
 	if err := w.Close(); err != nil {

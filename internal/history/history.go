@@ -183,9 +183,10 @@ type BlameLine struct {
 // Blame attributes each line of the current file rel to the record that
 // last wrote it, following renames; lines no record explains (the file
 // as it was before the ledger, or edits made outside the mount) have no
-// record.
+// record. A version git restored keeps the owners its lines had when it
+// was first written (see docs/blame.md).
 func (s *Source) Blame(rel string) ([]BlameLine, error) {
-	chain, byID, err := s.fileChain(rel)
+	rp, err := s.newReplay()
 	if err != nil {
 		return nil, err
 	}
@@ -193,46 +194,57 @@ func (s *Source) Blame(rel string) ([]BlameLine, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &blame{s: s, byID: byID, pending: map[string]*ledger.Record{}, seen: map[string][]ownedLine{}}
-	for i := len(chain) - 1; i >= 0; i-- {
-		r := chain[i]
-		if i == len(chain)-1 {
-			b.startAt(r)
-		} else {
-			b.catchUp(r)
-		}
-		b.apply(r)
-	}
+	b := rp.run(rp.fileChain(rel, len(rp.all)))
 	// Changes made behind the ledger's back belong to no record.
 	b.lines = reattribute(b.lines, b.content, string(cur), b.byHunk, newOwnedLine)
 	return blameLines(b.lines), nil
 }
 
-// fileChain returns the content records of rel's history, newest first,
-// following plain moves back to the names it had, and every content
-// record by id (for a restore that names one).
-func (s *Source) fileChain(rel string) (chain []*ledger.Record, byID map[string]*ledger.Record, err error) {
-	var all []*ledger.Record
-	err = s.query(ledger.Filter{}, func(r *ledger.Record) error {
+// maxRestoreDepth bounds how many restores of restores a blame follows
+// back; past it a restored version's lines are its first writer's.
+const maxRestoreDepth = 32
+
+// replay is the ledger's content records, replayed per file for blame.
+type replay struct {
+	s *Source
+	// all is every content record, oldest first; at is each one's index.
+	all []*ledger.Record
+	at  map[string]int
+	// made caches the owned lines of the version each record produced
+	// (nil: unknown), by record id.
+	made  map[string][]ownedLine
+	depth int
+}
+
+func (s *Source) newReplay() (*replay, error) {
+	rp := &replay{s: s, at: map[string]int{}, made: map[string][]ownedLine{}}
+	err := s.query(ledger.Filter{}, func(r *ledger.Record) error {
 		if isContent(r) {
-			all = append(all, r)
+			rp.at[r.ID] = len(rp.all)
+			rp.all = append(rp.all, r)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	byID = map[string]*ledger.Record{}
-	for _, r := range all {
-		byID[r.ID] = r
-	}
+	return rp, nil
+}
+
+// fileChain returns the content records of rel's history among the first
+// n records, newest first, following plain moves back to the names it
+// had.
+func (rp *replay) fileChain(rel string, n int) (chain []*ledger.Record) {
 	name := rel
-	for i := len(all) - 1; i >= 0; i-- {
-		r := all[i]
+	for i := n - 1; i >= 0; i-- {
+		r := rp.all[i]
 		if r.Path() != name {
 			continue
 		}
 		if r.Gov().Event == ledger.EventDelete {
+			if len(chain) > 0 && rewrites(r, chain[len(chain)-1]) {
+				continue
+			}
 			break // an older file of the same name is not this one
 		}
 		chain = append(chain, r)
@@ -243,7 +255,56 @@ func (s *Source) fileChain(rel string) (chain []*ledger.Record, byID map[string]
 			name = g.FromPath
 		}
 	}
-	return chain, byID, nil
+	return chain
+}
+
+// rewrites reports whether the deletion del and the creation next of the
+// same name, the record of that name that follows it, are one rewrite of
+// the file: one process removed the name and wrote it anew (git's
+// checkout, rebase and stash replace a file so), and the lines it kept
+// are not its own.
+func rewrites(del, next *ledger.Record) bool {
+	dp, np := del.Gov().Process, next.Gov().Process
+	return next.Gov().Event == ledger.EventCreate && dp != nil && np != nil && dp.Pid != 0 && dp.Pid == np.Pid && dp.Comm == np.Comm
+}
+
+// run replays chain (newest first) oldest first.
+func (rp *replay) run(chain []*ledger.Record) *blame {
+	b := &blame{rp: rp, s: rp.s, pending: map[string]*ledger.Record{}, seen: map[string][]ownedLine{}, wrote: map[string]*ledger.Record{}}
+	for i := len(chain) - 1; i >= 0; i-- {
+		r := chain[i]
+		if i == len(chain)-1 {
+			b.startAt(r)
+		} else {
+			b.catchUp(r)
+		}
+		// A creation past the start of the chain follows a deletion by
+		// the same process (see rewrites).
+		b.apply(r, i != len(chain)-1 && r.Gov().Event == ledger.EventCreate)
+	}
+	return b
+}
+
+// madeBy returns the owned lines of the version r produced, as a blame
+// of its file just after r would show them, and whether they are known.
+func (rp *replay) madeBy(r *ledger.Record) ([]ownedLine, bool) {
+	if lines, ok := rp.made[r.ID]; ok {
+		return lines, lines != nil
+	}
+	post := ledger.Str(r.Gov().PostHash)
+	i, ok := rp.at[r.ID]
+	if !ok || post == "" || rp.depth >= maxRestoreDepth {
+		return nil, false
+	}
+	rp.made[r.ID] = nil // a cycle finds it unknown
+	rp.depth++
+	b := rp.run(rp.fileChain(r.Path(), i+1))
+	rp.depth--
+	if b.hash != post {
+		return nil, false
+	}
+	rp.made[r.ID] = b.lines
+	return b.lines, true
 }
 
 // ownedLine is a line of a file's version and the record that wrote it
@@ -257,11 +318,13 @@ func newOwnedLine(text string, rec *ledger.Record) ownedLine { return ownedLine{
 
 // blame replays a file's records oldest first, carrying an owner per line.
 type blame struct {
-	s    *Source
-	byID map[string]*ledger.Record
-	// lines and content are the version replayed so far.
+	rp *replay
+	s  *Source
+	// lines and content are the version replayed so far, and hash its
+	// hash when a record's version was read.
 	lines   []ownedLine
 	content string
+	hash    string
 	// pending holds records whose new version is gone (overwritten
 	// outside the mount), by the content hash of each one-line hunk they
 	// carry: their lines can still be recognised.
@@ -269,6 +332,9 @@ type blame struct {
 	// seen keeps the owners of each version replayed, by content hash,
 	// for a restore of it.
 	seen map[string][]ownedLine
+	// wrote is the last record to own each line text in the versions
+	// replayed, for a rewrite that brings the line back.
+	wrote map[string]*ledger.Record
 }
 
 func (b *blame) byHunk(line string) *ledger.Record { return b.pending[lineHash(line)] }
@@ -284,7 +350,7 @@ func (b *blame) startAt(r *ledger.Record) {
 	if err != nil {
 		return
 	}
-	b.content = pre
+	b.content, b.hash = pre, *g.PreHash
 	for _, l := range splitLines(pre) {
 		b.lines = append(b.lines, ownedLine{text: l})
 	}
@@ -300,21 +366,24 @@ func (b *blame) catchUp(r *ledger.Record) {
 	}
 	if pre, err := b.s.version(r.Path(), *g.PreHash); err == nil && pre != b.content {
 		b.lines = reattribute(b.lines, b.content, pre, b.byHunk, newOwnedLine)
-		b.content = pre
+		b.content, b.hash = pre, *g.PreHash
 		clear(b.pending)
 	}
 }
 
 // apply replays r: its new lines are its own, unless git restored the
-// content, when they belong to whoever wrote that version.
-func (b *blame) apply(r *ledger.Record) {
+// content, when they belong to whoever wrote that version. rewrite says
+// that r wrote the file anew after its process deleted it.
+func (b *blame) apply(r *ledger.Record, rewrite bool) {
 	g := r.Gov()
 	post, err := b.s.version(r.Path(), ledger.Str(g.PostHash))
 	if err != nil || g.PostHash == nil {
 		b.remember(r)
+		b.hash = ""
 		return
 	}
-	switch from := b.byID[strings.TrimPrefix(g.RestoredFrom, "record ")]; {
+	from := b.rp.restoredFrom(r)
+	switch {
 	case g.Event == ledger.EventAccept:
 		// A person took the file as it is: lines a record still
 		// explains keep it, the rest are the person's.
@@ -325,6 +394,17 @@ func (b *blame) apply(r *ledger.Record) {
 			return r
 		}, newOwnedLine)
 		clear(b.pending)
+	case g.RestoredFrom == "" && rewrite:
+		// A file written anew that is no earlier version (git's rebase
+		// and cherry-pick write the merge of the new base and the
+		// replayed commit): a line the file had before, by a record,
+		// is that record's again; the rest are r's.
+		b.lines = reattribute(b.lines, b.content, post, func(l string) *ledger.Record {
+			if by := b.wrote[l]; by != nil && strings.TrimSpace(l) != "" {
+				return by
+			}
+			return r
+		}, newOwnedLine)
 	case g.RestoredFrom == "":
 		b.lines = reattribute(b.lines, b.content, post, func(string) *ledger.Record { return r }, newOwnedLine)
 	case b.seen[*g.PostHash] != nil:
@@ -333,16 +413,40 @@ func (b *blame) apply(r *ledger.Record) {
 		b.lines = slices.Clone(b.seen[*g.PostHash])
 	case from != nil:
 		// git restored a version a record made, before this file's
-		// history as followed here (deleted in between): its lines are
-		// that record's.
-		b.lines = reattribute(b.lines, b.content, post, func(string) *ledger.Record { return from }, newOwnedLine)
+		// history as followed here (deleted in between: a branch
+		// switch, a rebase): its lines keep the owners they had when
+		// that record made it; failing that, they are that record's.
+		if made, ok := b.rp.madeBy(from); ok && len(made) == len(splitLines(post)) {
+			b.lines = slices.Clone(made)
+		} else {
+			b.lines = reattribute(b.lines, b.content, post, func(string) *ledger.Record { return from }, newOwnedLine)
+		}
 	default:
 		// git restored content from history the ledger did not see
 		// written: its new lines are nobody's ("before intentfs").
 		b.lines = reattribute(b.lines, b.content, post, func(string) *ledger.Record { return nil }, newOwnedLine)
 	}
-	b.content = post
+	b.content, b.hash = post, *g.PostHash
 	b.seen[*g.PostHash] = slices.Clone(b.lines)
+	for _, l := range b.lines {
+		if l.rec != nil {
+			b.wrote[l.text] = l.rec
+		}
+	}
+}
+
+// restoredFrom is the earlier record whose version r restored, if r is
+// a restore that names one.
+func (rp *replay) restoredFrom(r *ledger.Record) *ledger.Record {
+	id, ok := strings.CutPrefix(r.Gov().RestoredFrom, "record ")
+	if !ok {
+		return nil
+	}
+	i, ok := rp.at[id]
+	if !ok || i >= rp.at[r.ID] {
+		return nil // a restore names a version made before it
+	}
+	return rp.all[i]
 }
 
 // remember keeps r, whose new version is gone, by the hashes of its

@@ -40,6 +40,9 @@ type Store struct {
 	// bufs holds read buffers for hashing, so filing many small objects
 	// does not allocate (and clear) a buffer per object.
 	bufs sync.Pool
+	// bound, set by the daemon before it keeps anything, limits what the
+	// store may hold (nil: no bound, only the filesystem's space).
+	bound *bound
 }
 
 // contentHash is ledger.ContentHash through a pooled buffer.
@@ -118,7 +121,9 @@ func (s *Store) prepare(hash string) (string, error) {
 // KeepLink keeps the file name in dirfd as the bytes of hash by hard
 // linking it into the store: no copy, so removing a large tree stays
 // cheap. The caller must know that nothing else can still write to the
-// inode (no other links, no writable handle); otherwise use KeepFd.
+// inode (no other links, no writable handle); otherwise use KeepFd. A
+// link takes no new space and the blocks stay the file owner's, so it is
+// never refused and not counted against the bound.
 func (s *Store) KeepLink(dirfd int, name, hash string) error {
 	p, err := s.prepare(hash)
 	if err != nil {
@@ -137,14 +142,29 @@ func (s *Store) KeepLink(dirfd int, name, hash string) error {
 
 // KeepFd copies the file open (readable) at fd into the store as hash:
 // a reflink where the filesystem offers one, else an in-kernel copy.
-func (s *Store) KeepFd(fd int, hash string) error {
+func (s *Store) KeepFd(fd int, hash string) error { return s.KeepFdFor(fd, hash, UnknownUID) }
+
+// KeepFdFor is KeepFd for a change by uid, which the copy is counted
+// against. Bytes already stored cost nothing; a copy the bound or the
+// filesystem's space for unprivileged users cannot take is refused with
+// an *UnavailableError.
+func (s *Store) KeepFdFor(fd int, hash string, uid uint32) (err error) {
 	if s.Has(hash) {
 		return nil
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("object store: %w", err)
 	}
 	p, err := s.prepare(hash)
 	if err != nil {
 		return err
 	}
+	if err := s.reserve(st.Size, filepath.Dir(p)); err != nil {
+		return err
+	}
+	kept := false
+	defer func() { s.settle(st.Size, kept, uid) }()
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".copy-*")
 	if err != nil {
 		return fmt.Errorf("object store: %w", err)
@@ -168,7 +188,11 @@ func (s *Store) KeepFd(fd int, hash string) error {
 		tmp.Close()
 		return fmt.Errorf("object store: the file changed while it was copied (%s, not %s)", got, hash)
 	}
-	return commitTemp(tmp, p)
+	if err := commitTemp(tmp, p); err != nil {
+		return err
+	}
+	kept = true
+	return nil
 }
 
 // KeepBytes stores b as the bytes of hash, for versions the daemon itself
@@ -184,6 +208,12 @@ func (s *Store) KeepBytes(b []byte, hash string) error {
 	if err != nil {
 		return err
 	}
+	size := int64(len(b))
+	if err := s.reserve(size, filepath.Dir(p)); err != nil {
+		return err
+	}
+	kept := false
+	defer func() { s.settle(size, kept, UnknownUID) }()
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".copy-*")
 	if err != nil {
 		return fmt.Errorf("object store: %w", err)
@@ -193,7 +223,11 @@ func (s *Store) KeepBytes(b []byte, hash string) error {
 		tmp.Close()
 		return fmt.Errorf("object store: %w", err)
 	}
-	return commitTemp(tmp, p)
+	if err := commitTemp(tmp, p); err != nil {
+		return err
+	}
+	kept = true
+	return nil
 }
 
 // commitTemp makes the copy at tmp private and renames it to p, the name
@@ -261,6 +295,8 @@ type Object struct {
 	Hash    string
 	Size    int64
 	ModTime time.Time
+	// copied: the daemon wrote these bytes (see isCopy).
+	copied bool
 }
 
 // Walk calls fn for every stored object.
@@ -280,7 +316,11 @@ func (s *Store) Walk(fn func(Object) error) error {
 		if err != nil {
 			return nil
 		}
-		return fn(Object{Hash: "sha256:" + filepath.Base(filepath.Dir(p)) + d.Name(), Size: info.Size(), ModTime: info.ModTime()})
+		o := Object{Hash: "sha256:" + filepath.Base(filepath.Dir(p)) + d.Name(), Size: info.Size(), ModTime: info.ModTime()}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			o.copied = isCopy(st)
+		}
+		return fn(o)
 	})
 }
 

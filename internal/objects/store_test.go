@@ -3,6 +3,7 @@ package objects
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,5 +129,80 @@ func TestPendingIsAdoptedUnderItsHash(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(s.pendingDir()); len(left) != 0 {
 		t.Fatalf("pending left: %v", left)
+	}
+}
+
+func TestDefaultBound(t *testing.T) {
+	for _, c := range []struct{ total, want int64 }{
+		{64 << 20, 64 << 20 / 100 * 10},
+		{200 << 20, 200 << 20 / 100 * 10},
+		{1 << 40, DefaultMaxBytes},
+		{0, 0},
+	} {
+		if got := DefaultBound(c.total); got != c.want {
+			t.Errorf("DefaultBound(%d) = %d, want %d", c.total, got, c.want)
+		}
+	}
+}
+
+// TestStoreBound: copies stop at the bound with an error that is ENOSPC
+// and names intentfs gc; bytes already stored cost nothing; each copy is
+// counted against the uid that caused it.
+func TestStoreBound(t *testing.T) {
+	src := t.TempDir()
+	s := New(src)
+	if err := s.MakePrivate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetBound(250); err != nil {
+		t.Fatal(err)
+	}
+	s.bound.every = 0 // count every time, for the assertions below
+	keep := func(content string) error {
+		p := filepath.Join(src, "f")
+		os.WriteFile(p, []byte(content), 0o644)
+		fd, err := syscall.Open(p, syscall.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(fd)
+		return s.KeepFdFor(fd, sum([]byte(content)), 1000)
+	}
+	for i, c := range []struct {
+		content string
+		full    bool
+	}{
+		{strings.Repeat("a", 100), false},
+		{strings.Repeat("b", 100), false},
+		{strings.Repeat("a", 100), false}, // stored already: free
+		{strings.Repeat("c", 100), true},
+	} {
+		err := keep(c.content)
+		if (err != nil) != c.full {
+			t.Fatalf("copy %d: err %v, want full %v", i, err, c.full)
+		}
+		if c.full && (!errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "intentfs gc")) {
+			t.Errorf("copy %d: %v, want ENOSPC naming intentfs gc", i, err)
+		}
+	}
+	u := s.Usage()
+	if u.Bytes != 200 || u.CopiedBytes != 200 || u.Objects != 2 || u.MaxBytes != 250 || u.CopiedByUID[1000] != 200 || u.Refused != 1 {
+		t.Errorf("usage = %+v, want 200 bytes copied in 2 objects of 250, 200 by uid 1000, 1 refused", u)
+	}
+	// A pre-image linked from a removed file is not a copy: it takes no
+	// room under the bound, and copies still fit.
+	big := filepath.Join(src, "linked")
+	os.WriteFile(big, []byte(strings.Repeat("l", 1000)), 0o644)
+	dir, _ := syscall.Open(src, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	defer syscall.Close(dir)
+	if err := s.KeepLink(dir, "linked", sum([]byte(strings.Repeat("l", 1000)))); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(big)
+	if err := keep(strings.Repeat("d", 40)); err != nil {
+		t.Errorf("a copy that fits was refused after a link: %v", err)
+	}
+	if u := s.Usage(); u.Bytes != 1240 || u.CopiedBytes != 240 {
+		t.Errorf("usage after a link = %+v, want 1240 bytes, 240 copied", u)
 	}
 }

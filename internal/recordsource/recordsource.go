@@ -44,6 +44,9 @@ type Counts struct {
 	// Unreadable is why the notes could not be read, when they did not
 	// need to be (no other origin's record would count).
 	Unreadable string `json:"notes_unreadable,omitempty"`
+	// Skipped are the notes a cap on what is read left out, each
+	// "commit: why" (their records do not count).
+	Skipped []string `json:"notes_skipped,omitempty"`
 	// Signatures says what signatures covered, when an allowed-signers
 	// file was given (nil: signatures were not checked).
 	Signatures *SignatureCounts `json:"signatures,omitempty"`
@@ -142,6 +145,7 @@ func All(ctx context.Context, ledgerPath string, repo *gitexec.Repo, withNotes *
 		}
 		return n, u
 	}
+	n.Skipped = set.Skipped
 	counted := gitnotes.Count(set, local)
 	n.Ignored = len(counted.Ignored)
 	if !others {

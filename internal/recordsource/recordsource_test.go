@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -83,7 +84,7 @@ func TestAllCountsTheLocalLedgerOrTheNotes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n != tc.want || counted != tc.counted {
+			if !reflect.DeepEqual(n, tc.want) || counted != tc.counted {
 				t.Errorf("counts %+v, %d counted; want %+v, %d", n, counted, tc.want, tc.counted)
 			}
 		})
