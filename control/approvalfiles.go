@@ -10,7 +10,6 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -32,7 +31,7 @@ func (d *Dir) readPending(*fuse.Caller) []byte {
 
 // FormatPending writes what waits and what was decided, escaped, one
 // line each.
-func FormatPending(pending []approvals.Pending, recent []approvals.Decision, now time.Time) string {
+func FormatPending(pending []Pending, recent []Decision, now time.Time) string {
 	var b strings.Builder
 	esc := textsafe.Escape
 	if len(pending) == 0 {
@@ -47,7 +46,7 @@ func FormatPending(pending []approvals.Pending, recent []approvals.Decision, now
 			who += " session=" + esc(p.Session)
 		}
 		waited := now.Sub(p.Since).Round(time.Second)
-		if p.Kind == approvals.KindScopeRequest {
+		if p.Kind == PendingScopeRequest {
 			fmt.Fprintf(&b, "%d scope_request intent=%s paths=%s%s waiting=%s: %s\n", p.ID, esc(p.Intent), esc(strings.Join(p.Paths, ",")), who, waited, esc(p.Why))
 			continue
 		}
@@ -63,7 +62,7 @@ func FormatPending(pending []approvals.Pending, recent []approvals.Decision, now
 	}
 	for _, dec := range recent {
 		what := esc(dec.Pending.Op) + " " + esc(dec.Pending.Path)
-		if dec.Pending.Kind == approvals.KindScopeRequest {
+		if dec.Pending.Kind == PendingScopeRequest {
 			what = "scope_request " + esc(strings.Join(dec.Pending.Paths, ","))
 		}
 		extra := ""

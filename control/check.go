@@ -16,11 +16,11 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-// CheckResult answers "would this change be allowed now?": the policy
+// DryRunResult answers "would this change be allowed now?": the policy
 // decision for one path and operation, taken as a dry run (nothing is
 // recorded, nothing changes), with the intents whose owned_scope covers
 // the path so an agent can be told which one to select.
-type CheckResult struct {
+type DryRunResult struct {
 	// Path is the workspace-relative path decided.
 	Path string `json:"path"`
 	// Op is the policy operation decided (create, open_write, unlink, ...).
@@ -45,7 +45,7 @@ type CheckResult struct {
 	Pinned bool `json:"pinned,omitempty"`
 }
 
-// CodeFilePermissions is a CheckResult's code for a change the source's
+// CodeFilePermissions is a DryRunResult's code for a change the source's
 // own permissions refuse (owner, group, mode bits, ACL, read-only
 // filesystem), as opposed to one the policy refuses.
 const CodeFilePermissions = "FILE_PERMISSIONS"
@@ -159,7 +159,7 @@ func (f *checkFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, of
 		f.dir.backend.InvalidControlWrite("check", shown, err, by)
 		return 0, syscall.EINVAL
 	}
-	res, err := f.dir.backend.Check(path, op, by)
+	res, err := f.dir.backend.DryRun(path, op, by)
 	if err != nil {
 		f.dir.backend.InvalidControlWrite("check", data, err, by)
 		return 0, syscall.EINVAL
@@ -186,7 +186,7 @@ func parseCheckQuestion(data []byte) (op, path string, err error) {
 		return "", "", errors.New(`write one line: "PATH" or "OP PATH"`)
 	}
 	if first, rest, ok := strings.Cut(q, " "); ok {
-		if isCheckOp(first) {
+		if isDryRunOp(first) {
 			return first, strings.TrimSpace(rest), nil
 		}
 		if first == string(policy.OpRename) || first == string(policy.OpLink) {
@@ -197,14 +197,14 @@ func parseCheckQuestion(data []byte) (op, path string, err error) {
 	return "", q, nil
 }
 
-// CheckOps lists the operations a check may name; a new slice each call.
-func CheckOps() []string {
+// DryRunOps lists the operations a check may name; a new slice each call.
+func DryRunOps() []string {
 	return []string{"create", "open_write", "truncate", "chmod", "chown", "utimes", "mkdir", "mknod", "symlink",
 		"unlink", "rmdir", "setxattr", "removexattr", "fallocate"}
 }
 
-func isCheckOp(s string) bool {
-	for _, op := range CheckOps() {
+func isDryRunOp(s string) bool {
+	for _, op := range DryRunOps() {
 		if op == s {
 			return true
 		}

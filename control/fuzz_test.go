@@ -89,7 +89,7 @@ func FuzzCheckQuestion(f *testing.F) {
 		if path == "" || strings.ContainsAny(path, "\n\x00") {
 			t.Fatalf("parseCheckQuestion(%q) accepted path %q", data, path)
 		}
-		if op != "" && !isCheckOp(op) {
+		if op != "" && !isDryRunOp(op) {
 			t.Fatalf("parseCheckQuestion(%q) accepted op %q", data, op)
 		}
 	})

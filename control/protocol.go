@@ -4,17 +4,8 @@
 package control
 
 import (
-	"github.com/intentfs/intentfs/internal/objects"
 	"time"
 
-	"github.com/intentfs/intentfs/internal/accept"
-	"github.com/intentfs/intentfs/internal/approvals"
-	"github.com/intentfs/intentfs/internal/feed"
-	"github.com/intentfs/intentfs/internal/history"
-	"github.com/intentfs/intentfs/internal/otelexport"
-	"github.com/intentfs/intentfs/internal/session"
-	"github.com/intentfs/intentfs/internal/upstream"
-	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -37,7 +28,7 @@ type Backend interface {
 	// Unmount ends the mount; it returns once the ledger is flushed.
 	Unmount() error
 	// IntentOp carries out a lifecycle command on the mounted source.
-	IntentOp(r workflow.Request, by *ledger.Process) error
+	IntentOp(r IntentRequest, by *ledger.Process) error
 	// Context returns the context block of intent id ("" for the one in
 	// force for by).
 	Context(id string, by *ledger.Process) ([]byte, error)
@@ -52,39 +43,40 @@ type Backend interface {
 	// DeclaredClass returns the declared class.
 	DeclaredClass() ledger.MutationClass
 	// Revert undoes recorded changes in the source.
-	Revert(r history.Request, by *ledger.Process) (*history.Plan, int, error)
-	// Check decides, as a dry run, whether op on the workspace-relative
+	Revert(r RevertRequest, by *ledger.Process) (*RevertPlan, int, error)
+	// DryRun decides, as a dry run, whether op on the workspace-relative
 	// path would be allowed now for by ("" op: open_write). Nothing is
 	// recorded.
-	Check(path, op string, by *ledger.Process) (CheckResult, error)
+	DryRun(path, op string, by *ledger.Process) (DryRunResult, error)
 	// StartSession registers an agent session (intentfs run) whose root
 	// process is spec.RootPid.
-	StartSession(spec session.Spec, by *ledger.Process) (session.Info, error)
+	StartSession(spec SessionSpec, by *ledger.Process) (SessionInfo, error)
 	// Sessions lists the live sessions, then the recently ended ones.
-	Sessions() []session.Info
+	Sessions() []SessionInfo
 	// IntentInfo returns intent id's name and status ("" if unknown).
 	IntentInfo(id string) (name, status string)
 	// SessionOf returns the id of the live session by's process belongs
 	// to, "" for none.
 	SessionOf(by *ledger.Process) string
 	// Approvals lists what waits for a human, and the recent decisions.
-	Approvals() ([]approvals.Pending, []approvals.Decision)
-	// Decide approves or denies a pending entry; by is who decided.
-	Decide(r DecideRequest, by *ledger.Process) ([]approvals.Decision, error)
+	Approvals() ([]Pending, []Decision)
+	// DecideApproval approves or denies a pending entry; by is who decided.
+	DecideApproval(r DecideRequest, by *ledger.Process) ([]Decision, error)
 	// RequestScope files an agent's request to add paths to the intent
 	// in force for by's process.
 	RequestScope(paths []string, why string, by *ledger.Process) (uint64, error)
-	// Watch subscribes to the mount's events; cancel ends it.
-	Watch() (sub *feed.Sub, cancel func(), err error)
+	// Watch subscribes to the mount's events, each as a watcher is shown
+	// it (a dropped event first when some were lost); cancel ends it.
+	Watch() (events <-chan Event, cancel func(), err error)
 	// Accept records a human's acknowledgement of paths as they are now
 	// in the source; by is who accepts, refused inside a session.
-	Accept(r accept.Request, by *ledger.Process) ([]accept.Result, error)
+	Accept(r AcceptRequest, by *ledger.Process) ([]Accepted, error)
 }
 
 // DecideRequest is a human's decision on a pending entry.
 type DecideRequest struct {
 	ID uint64 `json:"id"`
-	// Verdict is approvals.VerdictApproved or VerdictDenied.
+	// Verdict is VerdictApproved or VerdictDenied.
 	Verdict string `json:"verdict"`
 	// For also decides the same rule's further changes by the same
 	// process for that long; ForProcess for as long as it lives.
@@ -162,27 +154,27 @@ type Status struct {
 	// human (intentfs approvals lists them).
 	Waiting int `json:"waiting_for_approval"`
 	// Sessions are the live agent sessions, then the recently ended.
-	Sessions []session.Info `json:"sessions,omitempty"`
+	Sessions []SessionInfo `json:"sessions,omitempty"`
 	// Upstream is the declared upstream the mount's git may bring in
 	// outside the scope, as the daemon last fetched it.
-	Upstream upstream.Status `json:"upstream"`
+	Upstream UpstreamStatus `json:"upstream"`
 	// Signing says whether the ledger is signed (intentfs mount
 	// --signing-key) and with which keys.
 	Signing Signing `json:"signing"`
 	// Session, when a session's process reads .intentfs/status, is that
 	// session: ActiveIntent is then the session's.
-	Session *session.Info `json:"session,omitempty"`
+	Session *SessionInfo `json:"session,omitempty"`
 	// FilePermissions are the places in each live session's scope that
 	// the source's own owner, mode or ACL keep the session's uid from
 	// changing: refusals the kernel makes before intentfs sees them, so
 	// they never appear among the denials.
 	FilePermissions []PermissionProblem `json:"file_permissions,omitempty"`
 	// Store is the object store's use against its bound.
-	Store objects.Usage `json:"object_store"`
+	Store StoreUsage `json:"object_store"`
 	// Export is the OTLP audit stream's state, when one is configured:
 	// where it goes and how many records were exported, failed or
 	// dropped.
-	Export *otelexport.Stats `json:"export,omitempty"`
+	Export *ExportStats `json:"export,omitempty"`
 }
 
 // PermissionProblem is a part of an intent's scope that a session's uid
@@ -224,22 +216,22 @@ type Request struct {
 	Op     string `json:"op"`
 	Intent string `json:"intent,omitempty"`
 	// IntentOp is the lifecycle command of Op "intent".
-	IntentOp *workflow.Request `json:"intent_op,omitempty"`
+	IntentOp *IntentRequest `json:"intent_op,omitempty"`
 	// Text is the lesson of Op "lesson".
 	Text string `json:"text,omitempty"`
 	// Revert is the request of Op "revert".
-	Revert *history.Request `json:"revert,omitempty"`
-	// Path and CheckOp are the question of Op "check".
-	Path    string `json:"path,omitempty"`
-	CheckOp string `json:"check_op,omitempty"`
+	Revert *RevertRequest `json:"revert,omitempty"`
+	// Path and DryRunOp are the question of Op "check".
+	Path     string `json:"path,omitempty"`
+	DryRunOp string `json:"check_op,omitempty"`
 	// User names the human who ran the CLI, for the ledger.
 	User string `json:"user,omitempty"`
 	// Session is the session of Op "session_start".
-	Session *session.Spec `json:"session,omitempty"`
+	Session *SessionSpec `json:"session,omitempty"`
 	// Decide is the decision of Op "decide".
 	Decide *DecideRequest `json:"decide,omitempty"`
 	// Accept is what Op "accept" acknowledges.
-	Accept *accept.Request `json:"accept,omitempty"`
+	Accept *AcceptRequest `json:"accept,omitempty"`
 }
 
 // Response answers a Request.
@@ -249,16 +241,16 @@ type Response struct {
 	Status  *Status       `json:"status,omitempty"`
 	Denials []Denial      `json:"denials,omitempty"`
 	Context string        `json:"context,omitempty"`
-	Plan    *history.Plan `json:"plan,omitempty"`
+	Plan    *RevertPlan   `json:"plan,omitempty"`
 	Applied int           `json:"applied,omitempty"`
-	Check   *CheckResult  `json:"check,omitempty"`
+	DryRun  *DryRunResult `json:"check,omitempty"`
 	// Sessions answers "sessions"; Session answers "session_start".
-	Sessions []session.Info `json:"sessions,omitempty"`
-	Session  *session.Info  `json:"session_info,omitempty"`
+	Sessions []SessionInfo `json:"sessions,omitempty"`
+	Session  *SessionInfo  `json:"session_info,omitempty"`
 	// Pending and Decisions answer Op "approvals" (what waits, the recent
 	// decisions) and Op "decide" (the decisions made).
-	Pending   []approvals.Pending  `json:"pending,omitempty"`
-	Decisions []approvals.Decision `json:"decisions,omitempty"`
+	Pending   []Pending  `json:"pending,omitempty"`
+	Decisions []Decision `json:"decisions,omitempty"`
 	// Accepted answers Op "accept": each path as recorded.
-	Accepted []accept.Result `json:"accepted,omitempty"`
+	Accepted []Accepted `json:"accepted,omitempty"`
 }

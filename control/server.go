@@ -250,11 +250,11 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 		}
 		return Response{OK: true, Plan: plan, Applied: n}
 	case "check":
-		res, err := s.backend.Check(req.Path, req.CheckOp, nil)
+		res, err := s.backend.DryRun(req.Path, req.DryRunOp, nil)
 		if err != nil {
 			return Response{Error: err.Error()}
 		}
-		return Response{OK: true, Check: &res}
+		return Response{OK: true, DryRun: &res}
 	case "session_start":
 		if req.Session == nil {
 			return Response{Error: "session_start: no session described"}
@@ -273,7 +273,7 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 		if req.Decide == nil {
 			return Response{Error: "decide: no decision given"}
 		}
-		ds, err := s.backend.Decide(*req.Decide, proc)
+		ds, err := s.backend.DecideApproval(*req.Decide, proc)
 		if err != nil {
 			return Response{Error: err.Error()}
 		}

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentfs/intentfs/internal/accept"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -146,16 +145,16 @@ func TestServerCloseEndsRetries(t *testing.T) {
 // acceptBackend records what accept was asked, and by whom.
 type acceptBackend struct {
 	Backend
-	got *accept.Request
+	got *AcceptRequest
 	by  *ledger.Process
 }
 
-func (b *acceptBackend) Accept(r accept.Request, by *ledger.Process) ([]accept.Result, error) {
+func (b *acceptBackend) Accept(r AcceptRequest, by *ledger.Process) ([]Accepted, error) {
 	b.got, b.by = &r, by
 	if r.Reason == "refuse" {
 		return nil, errors.New("refused: in a session")
 	}
-	return []accept.Result{{Path: r.Paths[0], Hash: "sha256:00"}}, nil
+	return []Accepted{{Path: r.Paths[0], Hash: "sha256:00"}}, nil
 }
 
 // TestServerAccept: the accept op reaches the backend with the caller the
@@ -174,8 +173,8 @@ func TestServerAccept(t *testing.T) {
 		wantErr string
 	}{
 		{"no paths", Request{Op: "accept"}, "no paths named"},
-		{"accepted", Request{Op: "accept", Accept: &accept.Request{Paths: []string{"a.txt"}, Reason: "mine"}}, ""},
-		{"refused", Request{Op: "accept", Accept: &accept.Request{Paths: []string{"a.txt"}, Reason: "refuse"}}, "in a session"},
+		{"accepted", Request{Op: "accept", Accept: &AcceptRequest{Paths: []string{"a.txt"}, Reason: "mine"}}, ""},
+		{"refused", Request{Op: "accept", Accept: &AcceptRequest{Paths: []string{"a.txt"}, Reason: "refuse"}}, "in a session"},
 	}
 	for _, tt := range tests {
 		resp, err := Call(context.Background(), sock, tt.req)

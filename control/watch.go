@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"time"
-
-	"github.com/intentfs/intentfs/internal/feed"
 )
 
 // pendingEvery is how often a watcher is sent the list of what waits, so
@@ -26,7 +24,7 @@ const watchWriteTimeout = 30 * time.Second
 // lossy buffer (see internal/feed): a slow watcher loses events and is
 // told how many, and never slows the mount.
 func (s *Server) watch(c *net.UnixConn, enc *json.Encoder) {
-	sub, cancel, err := s.backend.Watch()
+	events, cancel, err := s.backend.Watch()
 	if err != nil {
 		_ = enc.Encode(Response{Error: "watch: " + err.Error()})
 		return
@@ -44,13 +42,13 @@ func (s *Server) watch(c *net.UnixConn, enc *json.Encoder) {
 			}
 		}
 	}()
-	send := func(ev feed.Event) bool {
+	send := func(ev Event) bool {
 		_ = c.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
 		return enc.Encode(ev) == nil
 	}
 	pending := func() bool {
 		p, _ := s.backend.Approvals()
-		return send(feed.Event{Time: time.Now(), Kind: feed.KindPending, Pending: p})
+		return send(Event{Time: time.Now(), Kind: EventPending, Pending: p})
 	}
 	if !pending() {
 		return
@@ -67,11 +65,9 @@ func (s *Server) watch(c *net.UnixConn, enc *json.Encoder) {
 			if !pending() {
 				return
 			}
-		case ev := <-sub.C():
-			for _, e := range sub.Take(ev) {
-				if !send(e) {
-					return
-				}
+		case ev := <-events:
+			if !send(ev) {
+				return
 			}
 		}
 	}
@@ -79,7 +75,7 @@ func (s *Server) watch(c *net.UnixConn, enc *json.Encoder) {
 
 // Watch sends a watch request to the socket at path and calls fn with
 // each event until ctx ends, fn fails or the daemon goes away.
-func Watch(ctx context.Context, path string, req Request, fn func(feed.Event) error) error {
+func Watch(ctx context.Context, path string, req Request, fn func(Event) error) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
@@ -109,7 +105,7 @@ func Watch(ctx context.Context, path string, req Request, fn func(feed.Event) er
 		if json.Unmarshal(raw, &resp) == nil && resp.Error != "" {
 			return errors.New(resp.Error)
 		}
-		var ev feed.Event
+		var ev Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return fmt.Errorf("reading the daemon's events: %w", err)
 		}

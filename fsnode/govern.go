@@ -16,7 +16,7 @@ type grant struct {
 	decision policy.Decision
 	intent   string
 	proc     *ledger.Process
-	// after, if set, runs once the change is made (see GitWatcher).
+	// after, if set, runs once the change is made (see gitchange.Watcher).
 	after func()
 	actor Actor
 	// stale, if set, says that the change writes a file changed since
@@ -27,7 +27,7 @@ type grant struct {
 	// toward the declared upstream (see UpstreamSource).
 	upstream *upstreamPlan
 	// refContent, if set, is what a rename onto a git ref was judged
-	// from (see GitChange.Judged).
+	// from (see gitchange.Change.Judged).
 	refContent []byte
 	// provisional is set when the scope refused the change and it is
 	// allowed only as work on a provisional file (see provisional.go):

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/gitchange"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -204,12 +204,12 @@ func TestSetIDBitsCleared(t *testing.T) {
 type gitGovernor struct {
 	*fakeGovernor
 	gmu     sync.Mutex
-	watched []fsnode.GitChange
+	watched []gitchange.Change
 	// after lists "op path2" of the changes whose follow-up ran.
 	after []string
 }
 
-func (g *gitGovernor) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decision, func()) {
+func (g *gitGovernor) WatchGit(ctx context.Context, w gitchange.Change) (*policy.Decision, func()) {
 	g.gmu.Lock()
 	defer g.gmu.Unlock()
 	g.watched = append(g.watched, w)

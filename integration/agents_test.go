@@ -520,10 +520,10 @@ func TestCheckFileIsADryRun(t *testing.T) {
 		return r.Gov().Event == ledger.EventDenied && r.Gov().Code == "INVALID_CONTROL_WRITE" && len(r.Files) == 1 && r.Files[0].Path == ".intentfs/check"
 	})
 	// The daemon's own answer: absolute paths in the mount, unknown ops.
-	if r, err := e.d.Check(filepath.Join(e.mnt, "src/x.go"), "", nil); err != nil || !r.Allowed || r.Path != "src/x.go" {
+	if r, err := e.d.DryRun(filepath.Join(e.mnt, "src/x.go"), "", nil); err != nil || !r.Allowed || r.Path != "src/x.go" {
 		t.Errorf("absolute path: %+v %v", r, err)
 	}
-	if _, err := e.d.Check("src/x.go", "explode", nil); err == nil {
+	if _, err := e.d.DryRun("src/x.go", "explode", nil); err == nil {
 		t.Error("an unknown op was accepted")
 	}
 	if out := e.mustSh(`cat .intentfs/check`); !strings.Contains(out, "Open this file read-write") {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/approvals"
-	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -276,7 +275,7 @@ func TestApprovalScopeRequest(t *testing.T) {
 		t.Fatalf("pending %+v", pending)
 	}
 	before, _ := os.ReadFile(filepath.Join(e.src, policy.IntentsFile))
-	ds, err := e.d.Decide(control.DecideRequest{ID: pending[0].ID, Verdict: approvals.VerdictApproved}, &ledger.Process{Pid: 1, Comm: "intentfs (alice)"})
+	ds, err := e.d.DecideApproval(control.DecideRequest{ID: pending[0].ID, Verdict: approvals.VerdictApproved}, &ledger.Process{Pid: 1, Comm: "intentfs (alice)"})
 	if err != nil || len(ds) != 1 || ds[0].By != "alice (uid 0)" {
 		t.Fatalf("decide: %v %+v", err, ds)
 	}
@@ -348,7 +347,7 @@ func TestApprovalFloodFailsClosed(t *testing.T) {
 	}
 	pending, _ := e.d.Approvals()
 	for _, p := range pending {
-		if _, err := e.d.Decide(control.DecideRequest{ID: p.ID, Verdict: approvals.VerdictDenied}, &ledger.Process{Comm: "intentfs (root)"}); err != nil {
+		if _, err := e.d.DecideApproval(control.DecideRequest{ID: p.ID, Verdict: approvals.VerdictDenied}, &ledger.Process{Comm: "intentfs (root)"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -384,14 +383,14 @@ func TestWatchJSONUnderLoad(t *testing.T) {
 	created, dropped, started := 0, uint64(0), false
 	done := make(chan error, 1)
 	go func() {
-		done <- control.Watch(ctx, e.d.SocketPath(), control.Request{}, func(ev feed.Event) error {
+		done <- control.Watch(ctx, e.d.SocketPath(), control.Request{}, func(ev control.Event) error {
 			mu.Lock()
 			defer mu.Unlock()
 			started = true
 			switch {
-			case ev.Kind == feed.KindChange && ev.Event == string(ledger.EventCreate) && strings.HasPrefix(ev.Path, "tree/"):
+			case ev.Kind == control.EventChange && ev.Event == string(ledger.EventCreate) && strings.HasPrefix(ev.Path, "tree/"):
 				created++
-			case ev.Kind == feed.KindDropped:
+			case ev.Kind == control.EventDropped:
 				dropped += ev.Dropped
 			}
 			return nil

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/intentfs/intentfs/internal/daemon"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/ledger/ledgertest"
 	"github.com/intentfs/intentfs/policy"
@@ -128,7 +128,7 @@ func startDaemon(t *testing.T, src, mnt, intent string) *daemon.Daemon {
 func startDaemonIn(t *testing.T, src, mnt, intent, reg string) *daemon.Daemon {
 	t.Helper()
 	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test", Debug: os.Getenv("INTENTFS_TEST_DEBUG") == "1",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: reg}, Transport: testTransport()})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: mounts.Registry{Dir: reg}, Transport: testTransport()})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}

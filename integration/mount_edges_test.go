@@ -15,7 +15,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/daemon"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -70,7 +70,7 @@ func (c *cli) mountCLI(repo, ws string, args ...string) string {
 	out := c.must(append([]string{"mount", repo, ws}, args...)...)
 	dir := c.dir // a test may move c.dir to a directory removed before this runs
 	c.t.Cleanup(func() {
-		if _, ok := registry.IntentfsMountAt(ws); ok {
+		if _, ok := mounts.IntentfsMountAt(ws); ok {
 			c.dir = dir
 			c.run("unmount", ws)
 			syscall.Unmount(ws, syscall.MNT_DETACH)
@@ -132,17 +132,17 @@ func TestStartFailingAfterTheMountUndoesIt(t *testing.T) {
 	src, mnt := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(src, policy.IntentsFile), scopePolicy)
 	cfg := daemon.Config{Source: src, Mountpoint: mnt, Version: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Registry: registry.Registry{Dir: "/dev/null/registry"}, Transport: testTransport()}
+		Registry: mounts.Registry{Dir: "/dev/null/registry"}, Transport: testTransport()}
 	d, err := daemon.Start(cfg)
 	if err == nil || d != nil || !strings.Contains(err.Error(), "/dev/null/registry") {
 		t.Fatalf("Start = %v, %v; want the registry's error", d, err)
 	}
-	if _, mounted := registry.IntentfsMountAt(mnt); mounted {
+	if _, mounted := mounts.IntentfsMountAt(mnt); mounted {
 		syscall.Unmount(mnt, syscall.MNT_DETACH)
 		t.Fatal("the failed Start left its mount behind")
 	}
 	// The lock is free: the same source mounts now.
-	cfg.Registry = registry.Registry{Dir: t.TempDir()}
+	cfg.Registry = mounts.Registry{Dir: t.TempDir()}
 	d, err = daemon.Start(cfg)
 	if err != nil {
 		t.Fatalf("second Start: %v", err)
@@ -173,7 +173,7 @@ func TestSecondMountOnALiveMountpointIsRefused(t *testing.T) {
 		t.Fatalf("after the refused mount, status shows source %s, want %s", st.Source, repo)
 	}
 	c.must("unmount", ws)
-	if _, mounted := registry.IntentfsMountAt(ws); mounted {
+	if _, mounted := mounts.IntentfsMountAt(ws); mounted {
 		t.Fatal("a mount is left after unmount: the refused one stacked")
 	}
 }
@@ -188,7 +188,7 @@ func TestMountOverANonEmptyDirectoryNeedsNonempty(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "not empty") || !strings.Contains(out, `"mine.txt"`) || !strings.Contains(out, "--nonempty") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	if _, mounted := registry.IntentfsMountAt(ws); mounted {
+	if _, mounted := mounts.IntentfsMountAt(ws); mounted {
 		t.Fatal("mounted over a non-empty directory without --nonempty")
 	}
 	c.mountCLI(repo, ws, "--nonempty")
@@ -248,7 +248,7 @@ func TestUnmountAfterTheDaemonWasKilled(t *testing.T) {
 	if _, err := os.Stat(logPath); err != nil {
 		t.Errorf("the log of a failed mount was removed: %v", err)
 	}
-	if _, mounted := registry.IntentfsMountAt(ws); mounted {
+	if _, mounted := mounts.IntentfsMountAt(ws); mounted {
 		t.Fatal("still mounted")
 	}
 	if left, _ := filepath.Glob(filepath.Join(c.runtime, "*.json")); len(left) != 0 {
@@ -288,7 +288,7 @@ func TestUnmountOfABusyMountNamesTheHolders(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "detached "+ws) {
 		t.Fatalf("--lazy: exit %d:\n%s", code, out)
 	}
-	if _, mounted := registry.IntentfsMountAt(ws); mounted {
+	if _, mounted := mounts.IntentfsMountAt(ws); mounted {
 		t.Fatal("still in the mount table after --lazy")
 	}
 	holder.Process.Kill()

@@ -70,7 +70,7 @@ func TestObserveModeAllowsAndRecordsWouldDeny(t *testing.T) {
 	})
 	// The dry run that agents' hooks ask before a write answers as the
 	// mount does, or a hook would refuse what observe mode lets through.
-	if res, err := e.d.Check("docs/other.md", "", nil); err != nil || !res.Allowed || res.Code != string(policy.CodeOutOfScope) {
+	if res, err := e.d.DryRun("docs/other.md", "", nil); err != nil || !res.Allowed || res.Code != string(policy.CodeOutOfScope) {
 		t.Fatalf("check in observe mode: %+v %v, want allowed with code OUT_OF_SCOPE", res, err)
 	}
 	// An in-scope write is an ordinary PASS.

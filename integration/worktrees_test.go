@@ -12,7 +12,7 @@ import (
 
 	"github.com/intentfs/intentfs/internal/daemon"
 	"github.com/intentfs/intentfs/internal/gitlayout"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -102,7 +102,7 @@ func TestWorktreeMountRefused(t *testing.T) {
 			src := tc.source(t, repo, wt)
 			mnt := t.TempDir()
 			d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Version: "test",
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: t.TempDir()}, Transport: testTransport()})
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: mounts.Registry{Dir: t.TempDir()}, Transport: testTransport()})
 			if err == nil {
 				_ = d.Unmount()
 				d.Close()

@@ -13,9 +13,9 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/accept"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/textsafe"
-	orchestration "github.com/intentfs/intentfs/internal/workspace"
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -97,11 +97,11 @@ func refuseInsideMount() error {
 	if err != nil {
 		return nil
 	}
-	mounts, err := registry.IntentfsMounts()
+	found, err := mounts.IntentfsMounts()
 	if err != nil {
 		return nil
 	}
-	for _, m := range mounts {
+	for _, m := range found {
 		if cwd == m.Mountpoint || strings.HasPrefix(cwd, strings.TrimSuffix(m.Mountpoint, "/")+"/") {
 			return fmt.Errorf("refused: the current directory %s is inside the mount %s, where agents work; cd out of it and run intentfs accept --mount %s with the paths", textsafe.Escape(cwd), textsafe.Escape(m.Mountpoint), textsafe.Escape(m.Mountpoint))
 		}
@@ -113,7 +113,7 @@ func refuseInsideMount() error {
 // workspace-relative name the ledger uses: an absolute path in the source
 // or the mount is made relative to it; anything else is taken as
 // relative to the workspace.
-func workspaceRel(ws workspace, p string) string {
+func workspaceRel(ws cliWorkspace, p string) string {
 	if !filepath.IsAbs(p) {
 		return p
 	}
@@ -127,13 +127,14 @@ func workspaceRel(ws workspace, p string) string {
 
 // acceptPaths records the acceptance through the mount's daemon, or, with
 // no mount, in the ledger directly under the source's lock.
-func acceptPaths(ws workspace, req accept.Request) ([]accept.Result, error) {
+func acceptPaths(ws cliWorkspace, req accept.Request) ([]accept.Result, error) {
 	if ws.mount != nil {
-		resp, err := call(*ws.mount, control.Request{Op: "accept", Accept: &req})
+		wreq := control.AcceptRequest(req)
+		resp, err := call(*ws.mount, control.Request{Op: "accept", Accept: &wreq})
 		if err != nil {
 			return nil, err
 		}
-		return resp.Accepted, nil
+		return acceptedFromWire(resp.Accepted), nil
 	}
 	if !hasLocalLedger(ws) {
 		return nil, fmt.Errorf("%s has no ledger yet (it was never mounted): there is nothing for verify to hold against its files, so nothing to accept", ws.source)
@@ -144,7 +145,7 @@ func acceptPaths(ws workspace, req accept.Request) ([]accept.Result, error) {
 		who.Name = u.Username
 	}
 	var out []accept.Result
-	err := offline(ws, "accept", "", func(s *orchestration.Session) error {
+	err := offline(ws, "accept", "", func(s *workspace.Opened) error {
 		now := time.Now()
 		var changes []ledger.Change
 		for _, p := range req.Paths {

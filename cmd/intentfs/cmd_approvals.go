@@ -45,8 +45,8 @@ Examples:
 			}
 			if jsonOut(a) {
 				return printJSON(a, struct {
-					Pending   []approvals.Pending  `json:"pending"`
-					Decisions []approvals.Decision `json:"decisions"`
+					Pending   []control.Pending  `json:"pending"`
+					Decisions []control.Decision `json:"decisions"`
 				}{orEmpty(resp.Pending), orEmpty(resp.Decisions)})
 			}
 			printPending(a, resp.Pending, time.Now())
@@ -69,7 +69,7 @@ func orEmpty[T any](s []T) []T {
 }
 
 // printPending prints what waits as a table.
-func printPending(a *app, pending []approvals.Pending, now time.Time) {
+func printPending(a *app, pending []control.Pending, now time.Time) {
 	if len(pending) == 0 {
 		fmt.Fprintln(a.stdout, "nothing waits for a human")
 		return
@@ -82,7 +82,7 @@ func printPending(a *app, pending []approvals.Pending, now time.Time) {
 			path += " -> " + p.Path2
 		}
 		why := "rule " + p.Rule + ": " + p.Why
-		if p.Kind == approvals.KindScopeRequest {
+		if p.Kind == control.PendingScopeRequest {
 			what, path, deniedIn, why = "scope request", strings.Join(p.Paths, " "), "-", p.Why
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, textsafe.Escape(what), textsafe.Escape(path), dash(p.Intent), dash(p.Session),
@@ -98,7 +98,7 @@ func dash(s string) string {
 	return textsafe.Escape(s)
 }
 
-func processText(p approvals.Pending) string {
+func processText(p control.Pending) string {
 	if p.Process == nil {
 		return "-"
 	}
@@ -106,10 +106,10 @@ func processText(p approvals.Pending) string {
 }
 
 // describeDecision says in one line what was decided.
-func describeDecision(d approvals.Decision) string {
+func describeDecision(d control.Decision) string {
 	p := d.Pending
 	what := fmt.Sprintf("%s %s", p.Op, p.Path)
-	if p.Kind == approvals.KindScopeRequest {
+	if p.Kind == control.PendingScopeRequest {
 		what = fmt.Sprintf("scope request for %s under %s", strings.Join(p.Paths, ", "), p.Intent)
 	} else if p.Process != nil {
 		what += fmt.Sprintf(" (pid %d %s)", p.Process.Pid, p.Process.Comm)
@@ -128,7 +128,7 @@ func describeDecision(d approvals.Decision) string {
 }
 
 func approveCmd() *command {
-	return decideCmd(approvals.VerdictApproved, "approve", "let a held change proceed, or grant a scope request",
+	return decideCmd(control.VerdictApproved, "approve", "let a held change proceed, or grant a scope request",
 		`Approves the pending entry ID (see intentfs approvals). A held change
 proceeds at once. With --for, the same rule's further changes by the same
 process proceed without asking for that long (the rest of an rm -rf, say);
@@ -143,7 +143,7 @@ Examples:
 }
 
 func denyCmd() *command {
-	return decideCmd(approvals.VerdictDenied, "deny", "refuse a held change or a scope request",
+	return decideCmd(control.VerdictDenied, "deny", "refuse a held change or a scope request",
 		`Denies the pending entry ID (see intentfs approvals). A held change fails
 with "Permission denied" (EACCES) and the reason the agent reads in
 .intentfs/denials. The same rule's further changes by the same process are

@@ -12,6 +12,7 @@ import (
 
 	"github.com/intentfs/intentfs/internal/gitcheck"
 	"github.com/intentfs/intentfs/internal/gitnotes"
+	"github.com/intentfs/intentfs/internal/recordsource"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -144,7 +145,7 @@ func runCheck(a *app, args []string) error {
 		return err
 	}
 	unsigned := unsignedPaths{}
-	counts, err := allRecords(ctx, ws, g, withNotes, signers.Trust, recordSink{counted: ix.Add, unsigned: unsigned.add})
+	counts, err := allRecords(ctx, ws, g, withNotes, signers.Trust, recordsource.Sink{Counted: ix.Add, Unsigned: unsigned.add})
 	if err != nil {
 		return err
 	}
@@ -189,7 +190,7 @@ func runCheck(a *app, args []string) error {
 	if jsonOut(a) {
 		out := struct {
 			*gitcheck.Report
-			Records recordCounts          `json:"records"`
+			Records recordsource.Counts   `json:"records"`
 			Base    *gitcheck.DefaultBase `json:"default_base,omitempty"`
 			Rules   *gitcheck.Rules       `json:"rules"`
 			Signers *signersChoice        `json:"signers"`
@@ -226,7 +227,7 @@ func runCheck(a *app, args []string) error {
 	return nil
 }
 
-func printCheck(a *app, rep *gitcheck.Report, n recordCounts) {
+func printCheck(a *app, rep *gitcheck.Report, n recordsource.Counts) {
 	if len(rep.Problems)+len(rep.Notices) > 0 {
 		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "COMMIT\tST\tPATH\tPROBLEM")

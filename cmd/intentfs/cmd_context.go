@@ -34,14 +34,14 @@ Examples:
 			if len(args) == 1 {
 				id = args[0]
 			}
-			var ws workspace
+			var ws cliWorkspace
 			var err error
 			if mnt := flagString(a, "mount"); mnt != "" {
 				e, ferr := findMount(mnt)
 				if ferr != nil {
 					return ferr
 				}
-				ws = workspace{source: e.Source, mount: &e}
+				ws = cliWorkspace{source: e.Source, mount: &e}
 			} else if ws, err = resolveWorkspace(flagString(a, "source")); err != nil {
 				return err
 			}

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/internal/daemon"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -102,7 +102,7 @@ func runDemo(a *app, args []string) (err error) {
 
 	daemon.SetProcessUmask() // after the demo's own files are written
 	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Version: version,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: registry.Registry{Dir: filepath.Join(tmp, "run")},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: mounts.Registry{Dir: filepath.Join(tmp, "run")},
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid()})
 	if err != nil {
 		return fmt.Errorf("mounting: %w", err)

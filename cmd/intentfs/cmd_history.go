@@ -16,11 +16,11 @@ import (
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/textsafe"
-	orchestration "github.com/intentfs/intentfs/internal/workspace"
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
 
-func historySource(ws workspace) *history.Source {
+func historySource(ws cliWorkspace) *history.Source {
 	return withNotes(ws, ws.layout().History())
 }
 
@@ -147,13 +147,14 @@ Examples:
 			var plan *history.Plan
 			var applied int
 			if ws.mount != nil {
-				resp, cerr := call(*ws.mount, control.Request{Op: "revert", Revert: &req})
+				wreq := control.RevertRequest(req)
+				resp, cerr := call(*ws.mount, control.Request{Op: "revert", Revert: &wreq})
 				if resp != nil {
-					plan, applied = resp.Plan, resp.Applied
+					plan, applied = revertPlanFromWire(resp.Plan), resp.Applied
 				}
 				err = cerr
 			} else {
-				err = offline(ws, "revert", "", func(s *orchestration.Session) error {
+				err = offline(ws, "revert", "", func(s *workspace.Opened) error {
 					var rerr error
 					plan, applied, rerr = s.Revert(req, cliProcess())
 					return rerr
@@ -266,7 +267,7 @@ Examples:
 	}
 }
 
-func mountOf(ws workspace) string {
+func mountOf(ws cliWorkspace) string {
 	if ws.mount != nil {
 		return ws.mount.Mountpoint
 	}
@@ -327,7 +328,7 @@ Examples:
 				verb = "would remove"
 			}
 			fmt.Fprintf(a.stdout, "%s %d object(s), %d bytes, not needed by records since %s\n", verb, n, freed, cut.Local().Format(time.RFC3339))
-			fmt.Fprintf(a.stdout, "store: %s\n", storeLine(use))
+			fmt.Fprintf(a.stdout, "store: %s\n", storeLine(control.StoreUsage(use)))
 			return nil
 		},
 	}
@@ -336,7 +337,7 @@ Examples:
 // storeBound is the bound of the store at source: the running mount's
 // (which may have been given --store-max-bytes), else the default for
 // its filesystem.
-func storeBound(ws workspace, use objects.Usage) int64 {
+func storeBound(ws cliWorkspace, use objects.Usage) int64 {
 	if ws.mount != nil {
 		if resp, err := call(*ws.mount, control.Request{Op: "status"}); err == nil && resp.Status != nil && resp.Status.Store.MaxBytes > 0 {
 			return resp.Status.Store.MaxBytes

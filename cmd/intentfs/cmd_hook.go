@@ -15,7 +15,7 @@ import (
 
 	"github.com/intentfs/intentfs/internal/accept"
 	"github.com/intentfs/intentfs/internal/agentapi"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/policy"
@@ -209,7 +209,7 @@ func settingsPath(agent, flag string) (path, note string, err error) {
 	}
 	// The kernel's mount table, not the registry: it names the source of
 	// every intentfs mount, whoever started it.
-	if list, err := registry.IntentfsMounts(); err == nil {
+	if list, err := mounts.IntentfsMounts(); err == nil {
 		for i := len(list) - 1; i >= 0; i-- {
 			e := list[i]
 			if r, err := filepath.Rel(e.Mountpoint, cwd); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
@@ -262,14 +262,14 @@ func acceptInstalled(a *app, path, what string) {
 
 // workspaceHolding finds the workspace (a directory with a policy) that
 // holds path, if any.
-func workspaceHolding(path string) (workspace, bool) {
+func workspaceHolding(path string) (cliWorkspace, bool) {
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
 		if policy.HasPolicy(dir) {
 			ws, err := resolveWorkspace(dir)
 			return ws, err == nil
 		}
 		if dir == "/" || dir == "." {
-			return workspace{}, false
+			return cliWorkspace{}, false
 		}
 	}
 }

@@ -15,12 +15,12 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/policyedit"
-	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/runner"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/internal/workflow"
-	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -80,7 +80,7 @@ Examples:
 
 func flagString(a *app, name string) string { v, _ := a.fs.GetString(name); return v }
 
-func loadWorkspaceIntents(a *app) (workspace, *policy.Intents, error) {
+func loadWorkspaceIntents(a *app) (cliWorkspace, *policy.Intents, error) {
 	ws, err := resolveWorkspace(flagString(a, "source"))
 	if err != nil {
 		return ws, nil, err
@@ -318,7 +318,7 @@ Examples:
 			fs.Duration("timeout", 10*time.Minute, "time limit for each check")
 			fs.Bool("json", false, "print the check results as JSON")
 			fs.String("user", "", "the user the checks run as (default: the sudo user, else the owner of the source)")
-			fs.String("lessons-file", orchestration.DefaultLessonsFile, "the file in .orchestration/ that failed checks are recorded in as lessons, when the source is not mounted (a mount uses its own)")
+			fs.String("lessons-file", workspace.DefaultLessonsFile, "the file in .orchestration/ that failed checks are recorded in as lessons, when the source is not mounted (a mount uses its own)")
 		},
 		run: runComplete,
 	}
@@ -397,19 +397,19 @@ func runComplete(a *app, args []string) error {
 // loadCompleteWorkspace is the workspace intent complete works on: the
 // source of the mount --mount names, else as the other intent commands
 // find it (--source, the current directory).
-func loadCompleteWorkspace(a *app) (workspace, *policy.Intents, error) {
+func loadCompleteWorkspace(a *app) (cliWorkspace, *policy.Intents, error) {
 	mnt := flagString(a, "mount")
 	if mnt == "" {
 		return loadWorkspaceIntents(a)
 	}
 	if flagString(a, "source") != "" {
-		return workspace{}, nil, usagef("give --mount or --source, not both")
+		return cliWorkspace{}, nil, usagef("give --mount or --source, not both")
 	}
 	e, err := findMount(mnt)
 	if err != nil {
-		return workspace{}, nil, err
+		return cliWorkspace{}, nil, err
 	}
-	ws := workspace{source: e.Source, mount: &e}
+	ws := cliWorkspace{source: e.Source, mount: &e}
 	in, err := (&workflow.Workflow{Source: ws.source}).Load()
 	return ws, in, err
 }
@@ -417,7 +417,7 @@ func loadCompleteWorkspace(a *app) (workspace, *policy.Intents, error) {
 // checkMount is where checks run: the workspace's mount, or one made for
 // them.
 type checkMount struct {
-	registry.Entry
+	mounts.Entry
 	direct *daemon.Daemon // set for a temporary in-process mount
 	// registryDir is where the mount registered, for intentfs run.
 	registryDir string
@@ -427,7 +427,8 @@ func sendComplete(m checkMount, r workflow.Request) error {
 	if m.direct != nil {
 		return m.direct.IntentOp(r, cliProcess())
 	}
-	_, err := call(m.Entry, control.Request{Op: "intent", IntentOp: &r})
+	wr := intentRequestToWire(r)
+	_, err := call(m.Entry, control.Request{Op: "intent", IntentOp: &wr})
 	return err
 }
 
@@ -480,9 +481,9 @@ func checkCommand(m checkMount, id, user, source string) (workflow.CheckCommand,
 
 // mountForChecks finds the workspace's mount, or mounts the source in a
 // temporary directory with id active. Neither's intent changes.
-func mountForChecks(ws workspace, id, lessonsFile string) (checkMount, func(), error) {
+func mountForChecks(ws cliWorkspace, id, lessonsFile string) (checkMount, func(), error) {
 	if ws.mount != nil {
-		return checkMount{Entry: *ws.mount, registryDir: registry.RuntimeDir()}, func() {}, nil
+		return checkMount{Entry: *ws.mount, registryDir: mounts.RuntimeDir()}, func() {}, nil
 	}
 	if err := fuseUsable(); err != nil {
 		return checkMount{}, nil, fmt.Errorf("%w\n(the checks run inside a mount; use --force to complete without them)", err)
@@ -493,7 +494,7 @@ func mountForChecks(ws workspace, id, lessonsFile string) (checkMount, func(), e
 	}
 	daemon.SetProcessUmask()
 	d, err := daemon.Start(daemon.Config{Source: ws.source, Mountpoint: tmp, Intent: id, Version: version,
-		Log: discardLogger(), Registry: registry.Registry{Dir: tmp + ".run"}, OwnerUID: os.Getuid(), OwnerGID: os.Getgid(),
+		Log: discardLogger(), Registry: mounts.Registry{Dir: tmp + ".run"}, OwnerUID: os.Getuid(), OwnerGID: os.Getgid(),
 		LessonsFile: lessonsFile})
 	if err != nil {
 		os.Remove(tmp)
@@ -507,5 +508,5 @@ func mountForChecks(ws workspace, id, lessonsFile string) (checkMount, func(), e
 		os.Remove(tmp)
 		os.RemoveAll(tmp + ".run")
 	}
-	return checkMount{Entry: registry.Entry{Mountpoint: d.Mountpoint(), Source: ws.source}, direct: d, registryDir: tmp + ".run"}, cleanup, nil
+	return checkMount{Entry: mounts.Entry{Mountpoint: d.Mountpoint(), Source: ws.source}, direct: d, registryDir: tmp + ".run"}, cleanup, nil
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/internal/daemon"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/otelexport"
-	"github.com/intentfs/intentfs/internal/registry"
-	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/policy"
 )
 
@@ -89,7 +89,7 @@ Examples:
 			fs.Int64("ledger-max-bytes", 256<<20, "rotate the ledger to agent_trace.N.jsonl at this size")
 			fs.Int64("keep-max-bytes", 64<<20, "keep pre-images of files up to this size; above it only hashes (0: keep none, no undo); the one way to let changes go ahead without undo")
 			fs.Int64("store-max-bytes", 0, "bound the pre-images the daemon copies into the object store at this many bytes (0: 10% of its filesystem, at most 2 GiB); a change whose pre-image does not fit, or would take space only root may use, is refused (PREIMAGE_UNAVAILABLE) until intentfs gc frees room")
-			fs.String("lessons-file", orchestration.DefaultLessonsFile, "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
+			fs.String("lessons-file", workspace.DefaultLessonsFile, "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 			fs.String("agent-files", "auto", `workspace-root files in which intentfs keeps a marked section with the agent guide and recent lessons: "auto" (CLAUDE.md and AGENTS.md where present, else a new CLAUDE.md), "none", or names such as "CLAUDE.md,AGENTS.md"`)
 			fs.String("transport", defaultTransport(), `how FUSE requests reach the daemon: "auto", "uring" (FUSE over io_uring) or "dev" (/dev/fuse)`)
 			fs.Bool("nonempty", false, "mount over a MOUNTPOINT that has files of its own (hidden while mounted)")
@@ -137,7 +137,7 @@ func runMount(a *app, args []string) error {
 		logOut = newCappedLog(maxDaemonLogBytes)
 	}
 	cfg := daemon.Config{Source: source, Mountpoint: mountpoint, Intent: intent, FailOpen: failOpen, Debug: debug,
-		Version: version, Log: slog.New(slog.NewTextHandler(logOut, nil)), Registry: registry.DefaultRegistry(),
+		Version: version, Log: slog.New(slog.NewTextHandler(logOut, nil)), Registry: mounts.DefaultRegistry(),
 		OwnerUID: os.Getuid(), OwnerGID: os.Getgid(), LessonsFile: flagString(a, "lessons-file"),
 		AgentFiles: flagString(a, "agent-files")}
 	cfg.AllowNonEmpty, _ = a.fs.GetBool("nonempty")
@@ -208,7 +208,7 @@ func readyPipe() *os.File {
 // startBackground re-runs this command with --foreground in a new session,
 // its output going to the mount's log file, and waits for it to report.
 func startBackground(a *app, source, mountpoint string) error {
-	reg := registry.DefaultRegistry()
+	reg := mounts.DefaultRegistry()
 	if err := reg.Ensure(); err != nil {
 		return err
 	}

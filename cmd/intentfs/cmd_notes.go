@@ -13,7 +13,7 @@ import (
 	"github.com/intentfs/intentfs/fsnode"
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitnotes"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -193,7 +193,7 @@ func servedByAMount(dir string) bool {
 	if _, err := os.Stat(filepath.Join(dir, fsnode.ControlDirName, "status")); err == nil {
 		return true
 	}
-	entries, _ := registry.DefaultRegistry().List()
+	entries, _ := mounts.DefaultRegistry().List()
 	for _, e := range entries {
 		if e.Source == dir || e.Mountpoint == dir {
 			return true

@@ -152,7 +152,7 @@ Examples:
 // from_paths) of the changes the filter selects. A directory only made
 // (mkdir) with something written below it is left out: a scope that
 // covers what is below allows the mkdir.
-func writtenPaths(ws workspace, f ledger.Filter) ([]string, bool, error) {
+func writtenPaths(ws cliWorkspace, f ledger.Filter) ([]string, bool, error) {
 	onlyMade := map[string]bool{}
 	var out []string
 	truncated := false

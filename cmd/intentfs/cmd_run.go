@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/runner"
 	"github.com/intentfs/intentfs/internal/session"
 )
@@ -204,10 +204,11 @@ func checkAttribution(model, conversation string) error {
 }
 
 // registerWith returns the Register step of a session of the mount e.
-func registerWith(e registry.Entry, spec session.Spec) func(int) (string, error) {
+func registerWith(e mounts.Entry, spec session.Spec) func(int) (string, error) {
 	return func(pid int) (string, error) {
 		spec.RootPid = pid
-		resp, err := call(e, control.Request{Op: "session_start", Session: &spec})
+		wspec := control.SessionSpec(spec)
+		resp, err := call(e, control.Request{Op: "session_start", Session: &wspec})
 		if err != nil {
 			return "", err
 		}
@@ -221,8 +222,8 @@ func registerWith(e registry.Entry, spec session.Spec) func(int) (string, error)
 // hiddenRuntimeDirs are intentfs's directories a session must not see:
 // where the mount registers (its control socket) and logs, and the
 // system-wide runtime directory.
-func hiddenRuntimeDirs(e registry.Entry) []string {
-	dirs := []string{"/run/intentfs", registry.RuntimeDir()}
+func hiddenRuntimeDirs(e mounts.Entry) []string {
+	dirs := []string{"/run/intentfs", mounts.RuntimeDir()}
 	for _, p := range []string{e.Socket, e.Log} {
 		if p != "" {
 			dirs = append(dirs, filepath.Dir(p))
@@ -234,12 +235,12 @@ func hiddenRuntimeDirs(e registry.Entry) []string {
 // sessionCovers are the directories besides the source that a session of
 // the mount e hides: the repository's other work trees and the sources of
 // the other mounts in the registry (other agents' workspaces).
-func sessionCovers(e registry.Entry, u runner.User) ([]string, error) {
+func sessionCovers(e mounts.Entry, u runner.User) ([]string, error) {
 	covers, err := runner.RepositoryCovers(e.Source, e.Mountpoint, u)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := registry.DefaultRegistry().List()
+	entries, err := mounts.DefaultRegistry().List()
 	if err != nil {
 		return nil, fmt.Errorf("listing the other mounts, whose sources a session must not reach: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/textsafe"
 )
 
@@ -41,7 +40,7 @@ Examples:
 			}
 			list := resp.Sessions
 			if list == nil {
-				list = []session.Info{}
+				list = []control.SessionInfo{}
 			}
 			if jsonOut(a) {
 				return printJSON(a, list)
@@ -57,7 +56,7 @@ Examples:
 }
 
 // printSessions prints sessions as a table.
-func printSessions(w io.Writer, list []session.Info) {
+func printSessions(w io.Writer, list []control.SessionInfo) {
 	fmt.Fprintf(w, "%-8s  %-5s  %-14s  %-10s  %-7s  %-16s  %-8s  %7s  %7s\n", "SESSION", "STATE", "NAME", "USER", "PID", "INTENT", "STARTED", "CHANGES", "DENIALS")
 	for _, s := range list {
 		state := "live"

@@ -13,11 +13,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/objects"
-	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/textsafe"
-	"github.com/intentfs/intentfs/internal/upstream"
 )
 
 func statusCmd() *command {
@@ -78,7 +77,7 @@ func statusReadOnly(a *app, mountpoint string) error {
 		return printJSON(a, st)
 	}
 	printStatus(a, st)
-	fmt.Fprintf(a.stdout, "read-only:  from %s; uid %d may not control this mount (it is not in this user's registry %s)\n", filepath.Join(mountpoint, ".intentfs", "status"), os.Geteuid(), registry.RuntimeDir())
+	fmt.Fprintf(a.stdout, "read-only:  from %s; uid %d may not control this mount (it is not in this user's registry %s)\n", filepath.Join(mountpoint, ".intentfs", "status"), os.Geteuid(), mounts.RuntimeDir())
 	return nil
 }
 
@@ -243,7 +242,7 @@ func intentLine(st *control.Status) string {
 }
 
 // upstreamLine says what the mount's git may bring in outside the scope.
-func upstreamLine(u upstream.Status) string {
+func upstreamLine(u control.UpstreamStatus) string {
 	if !u.Configured {
 		return "none declared (git's writes outside the scope are refused; see `upstream:` in the policy file)"
 	}
@@ -291,7 +290,7 @@ func signingLine(s control.Signing) string {
 }
 
 // storeLine is the object store's use against its bound.
-func storeLine(u objects.Usage) string {
+func storeLine(u control.StoreUsage) string {
 	line := fmt.Sprintf("%d object(s), %d bytes; copies take %d of the %d-byte bound (%d%%); %d bytes free for unprivileged users", u.Objects, u.Bytes, u.CopiedBytes, u.MaxBytes, percentOf(u.CopiedBytes, u.MaxBytes), u.AvailBytes)
 	if u.Refused > 0 {
 		line += fmt.Sprintf("; %d pre-image(s) refused, their changes too (PREIMAGE_UNAVAILABLE): run intentfs gc or mount with a larger --store-max-bytes", u.Refused)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/internal/webui"
 )
@@ -55,7 +55,7 @@ Examples:
 			if all && mnt != "" {
 				return usagef("give --mount or --all, not both")
 			}
-			backend := webui.Local{Registry: registry.DefaultRegistry()}
+			backend := webui.Local{Registry: mounts.DefaultRegistry()}
 			if !all {
 				e, err := findMount(mnt)
 				if err != nil {

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/procinfo"
-	"github.com/intentfs/intentfs/internal/registry"
 )
 
 func unmountCmd() *command {
@@ -68,7 +68,7 @@ func runUnmount(a *app, args []string) error {
 		if daemonGone(err) {
 			return kernelUnmount(a, e.Mountpoint, e.Source, lazy, err)
 		}
-		if _, mounted := registry.IntentfsMountAt(e.Mountpoint); mounted {
+		if _, mounted := mounts.IntentfsMountAt(e.Mountpoint); mounted {
 			if scan := procinfo.Holders(e.Mountpoint); len(scan.Holders) > 0 || strings.Contains(err.Error(), "busy") {
 				if lazy {
 					return lazyDetach(a, e.Mountpoint, fmt.Sprintf("the daemon (pid %d) keeps serving the processes that still use it, and flushes the ledger and exits when the last lets go", e.Pid))
@@ -102,7 +102,7 @@ func kernelUnmount(a *app, mountpoint, source string, lazy bool, why error) erro
 	if err != nil {
 		return fmt.Errorf("unmounting %s: %w", mountpoint, err)
 	}
-	reg := registry.DefaultRegistry()
+	reg := mounts.DefaultRegistry()
 	_, _, logPath := reg.Paths(mountpoint)
 	reg.Unregister(mountpoint)
 	fmt.Fprintf(a.stdout, "unmounted %s; its daemon was gone, so changes it had not yet written are not in the ledger (check with: intentfs verify --source %s)%s\n",

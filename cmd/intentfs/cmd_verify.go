@@ -94,13 +94,13 @@ Examples:
 
 // workspaceFromFlags resolves --mount or --source (or the current
 // directory).
-func workspaceFromFlags(a *app) (workspace, error) {
+func workspaceFromFlags(a *app) (cliWorkspace, error) {
 	if mnt := flagString(a, "mount"); mnt != "" {
 		e, err := findMount(mnt)
 		if err != nil {
-			return workspace{}, err
+			return cliWorkspace{}, err
 		}
-		return workspace{source: e.Source, mount: &e}, nil
+		return cliWorkspace{source: e.Source, mount: &e}, nil
 	}
 	return resolveWorkspace(flagString(a, "source"))
 }

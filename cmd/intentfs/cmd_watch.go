@@ -15,9 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/approvals"
-	"github.com/intentfs/intentfs/internal/feed"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 )
@@ -53,11 +51,11 @@ Examples:
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			var fn func(feed.Event) error
+			var fn func(control.Event) error
 			fd, term := terminalOf(a)
 			if jsonOut(a) || !term {
 				enc := json.NewEncoder(a.stdout)
-				fn = func(ev feed.Event) error { return enc.Encode(ev) }
+				fn = func(ev control.Event) error { return enc.Encode(ev) }
 			} else {
 				s := &watchScreen{a: a, fd: fd, counts: map[string]*watchCounts{}, mountpoint: e.Mountpoint}
 				s.prefill(recentRecords(e))
@@ -89,7 +87,7 @@ const watchBacklog = 30
 
 // recentRecords returns the mount's latest ledger records, or none when
 // the ledger cannot be read (the screen then shows live events only).
-func recentRecords(e registry.Entry) []*ledger.Record {
+func recentRecords(e mounts.Entry) []*ledger.Record {
 	resp, err := call(e, control.Request{Op: "status"})
 	if err != nil || resp.Status == nil || resp.Status.LedgerPath == "" {
 		return nil
@@ -114,15 +112,15 @@ func (s *watchScreen) prefill(recs []*ledger.Record) {
 }
 
 // recordEvent is a ledger record as the screen shows an event.
-func recordEvent(r *ledger.Record) feed.Event {
+func recordEvent(r *ledger.Record) control.Event {
 	g := r.Gov()
-	ev := feed.Event{Kind: feed.KindChange, Event: string(g.Event), Op: g.Op, Path2: g.FromPath, Intent: ledger.Str(g.IntentID),
+	ev := control.Event{Kind: control.EventChange, Event: string(g.Event), Op: g.Op, Path2: g.FromPath, Intent: ledger.Str(g.IntentID),
 		Code: g.Code, Reason: g.Reason}
 	switch {
 	case g.Event == ledger.EventDenied:
-		ev.Kind = feed.KindDenied
+		ev.Kind = control.EventDenied
 	case ledger.ClassOf(g.Event) == "":
-		ev.Kind = feed.KindGovernance
+		ev.Kind = control.EventGovernance
 	}
 	if t, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil {
 		ev.Time = t.Local()
@@ -153,44 +151,44 @@ type watchScreen struct {
 	a          *app
 	fd         int
 	mountpoint string
-	pending    []approvals.Pending
-	recent     []feed.Event
+	pending    []control.Pending
+	recent     []control.Event
 	counts     map[string]*watchCounts
 	dropped    uint64
 	drawn      time.Time
 }
 
-func (s *watchScreen) event(ev feed.Event) error {
+func (s *watchScreen) event(ev control.Event) error {
 	switch ev.Kind {
-	case feed.KindPending:
+	case control.EventPending:
 		s.pending = ev.Pending
-	case feed.KindDropped:
+	case control.EventDropped:
 		s.dropped += ev.Dropped
-	case feed.KindHeld:
-		s.pending = append(slices.DeleteFunc(s.pending, func(p approvals.Pending) bool { return p.ID == ev.ID }),
-			approvals.Pending{ID: ev.ID, Op: ev.Op, Path: ev.Path, Intent: ev.Intent, Session: ev.Session, Why: ev.Reason, Since: ev.Time})
+	case control.EventHeld:
+		s.pending = append(slices.DeleteFunc(s.pending, func(p control.Pending) bool { return p.ID == ev.ID }),
+			control.Pending{ID: ev.ID, Op: ev.Op, Path: ev.Path, Intent: ev.Intent, Session: ev.Session, Why: ev.Reason, Since: ev.Time})
 		s.count(ev).held++
-	case feed.KindDecided:
-		s.pending = slices.DeleteFunc(s.pending, func(p approvals.Pending) bool { return p.ID == ev.ID })
-	case feed.KindChange:
+	case control.EventDecided:
+		s.pending = slices.DeleteFunc(s.pending, func(p control.Pending) bool { return p.ID == ev.ID })
+	case control.EventChange:
 		s.count(ev).allowed++
-	case feed.KindDenied:
+	case control.EventDenied:
 		s.count(ev).denied++
 	}
-	if ev.Kind != feed.KindPending {
+	if ev.Kind != control.EventPending {
 		s.recent = append(s.recent, ev)
 		if len(s.recent) > watchRecent {
 			s.recent = slices.Delete(s.recent, 0, len(s.recent)-watchRecent)
 		}
 	}
-	if time.Since(s.drawn) >= watchRedraw || ev.Kind == feed.KindHeld || ev.Kind == feed.KindPending {
+	if time.Since(s.drawn) >= watchRedraw || ev.Kind == control.EventHeld || ev.Kind == control.EventPending {
 		s.draw()
 	}
 	return nil
 }
 
 // count returns the counters of the event's session, or of its uid.
-func (s *watchScreen) count(ev feed.Event) *watchCounts {
+func (s *watchScreen) count(ev control.Event) *watchCounts {
 	key := "session " + ev.Session
 	if ev.Session == "" {
 		key = fmt.Sprintf("uid %d", ev.Uid)
@@ -218,7 +216,7 @@ func (s *watchScreen) draw() {
 		add("WAITING FOR YOU — intentfs approve ID [--for 60s] | intentfs deny ID")
 		for _, p := range s.pending {
 			what := p.Op + " " + p.Path
-			if p.Kind == approvals.KindScopeRequest {
+			if p.Kind == control.PendingScopeRequest {
 				what = "scope request " + strings.Join(p.Paths, " ")
 			}
 			add("  %4d  %s  intent=%s  %s  waiting %s: %s", p.ID, textsafe.Escape(what), dash(p.Intent), sessionText(p.Session),
@@ -256,7 +254,7 @@ func sessionText(s string) string {
 }
 
 // eventLine is one event on the screen, escaped.
-func eventLine(ev feed.Event) string {
+func eventLine(ev control.Event) string {
 	who := ""
 	if ev.Pid != 0 {
 		who = fmt.Sprintf(" pid %d %s", ev.Pid, textsafe.Escape(ev.Comm))
@@ -267,15 +265,15 @@ func eventLine(ev feed.Event) string {
 		path += " <- " + textsafe.Escape(ev.Path2)
 	}
 	switch ev.Kind {
-	case feed.KindChange:
+	case control.EventChange:
 		return fmt.Sprintf("%s  ok      %-8s %s%s", ts, ev.Event, path, who)
-	case feed.KindDenied:
+	case control.EventDenied:
 		return fmt.Sprintf("%s  DENIED  %-8s %s%s: %s", ts, textsafe.Escape(ev.Op), path, who, textsafe.Escape(ev.Reason))
-	case feed.KindHeld:
+	case control.EventHeld:
 		return fmt.Sprintf("%s  HELD    %-8s %s%s as %d: %s", ts, textsafe.Escape(ev.Op), path, who, ev.ID, textsafe.Escape(ev.Reason))
-	case feed.KindDecided:
+	case control.EventDecided:
 		return fmt.Sprintf("%s  %-7s %s", ts, strings.ToUpper(ev.Verdict), textsafe.Escape(ev.Reason))
-	case feed.KindDropped:
+	case control.EventDropped:
 		return fmt.Sprintf("%s  (%d events dropped)", ts, ev.Dropped)
 	}
 	return fmt.Sprintf("%s  %-7s %-8s %s%s %s", ts, ev.Kind, ev.Event, path, who, textsafe.Escape(ev.Reason))

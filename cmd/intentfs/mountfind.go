@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 )
 
 // noMountError means no running mount matched (exit 3).
@@ -25,7 +25,7 @@ func (e noMountError) Unwrap() error { return e.err }
 // this user's registry does not list: another user's (the registry is
 // private to its owner), or one whose daemon died (exit 1).
 type uncontrolledMountError struct {
-	mount registry.KernelMount
+	mount mounts.KernelMount
 	// dead is why the mount does not answer, if its daemon is gone.
 	dead error
 }
@@ -37,15 +37,15 @@ func (e uncontrolledMountError) Error() string {
 	}
 	return fmt.Sprintf("%s is an intentfs mount (of %s) that uid %d may not control: it is not in this user's registry %s "+
 		"(another user started it, or with another INTENTFS_RUNTIME_DIR); `intentfs status` shows it read-only, and the agent interface (%s/.intentfs/) works as for any agent",
-		e.mount.Mountpoint, e.mount.Source, os.Geteuid(), registry.RuntimeDir(), e.mount.Mountpoint)
+		e.mount.Mountpoint, e.mount.Source, os.Geteuid(), mounts.RuntimeDir(), e.mount.Mountpoint)
 }
 
 // findMount resolves --mount, the current directory, or the only mount.
 // When this user's registry has no match but the kernel shows an
 // intentfs mount that fits, it says so instead of "no mount".
-func findMount(mountpoint string) (registry.Entry, error) {
+func findMount(mountpoint string) (mounts.Entry, error) {
 	cwd, _ := os.Getwd()
-	e, err := registry.DefaultRegistry().Find(mountpoint, cwd)
+	e, err := mounts.DefaultRegistry().Find(mountpoint, cwd)
 	if err == nil {
 		return e, nil
 	}
@@ -55,7 +55,7 @@ func findMount(mountpoint string) (registry.Entry, error) {
 	}
 	if len(others) > 0 {
 		err = fmt.Errorf("%w\nthe kernel shows intentfs mounts this user's registry %s does not list (another user's, or of a daemon that died); name one with --mount:%s",
-			err, registry.RuntimeDir(), describeKernelMounts(others))
+			err, mounts.RuntimeDir(), describeKernelMounts(others))
 	}
 	return e, noMountError{err}
 }
@@ -63,11 +63,11 @@ func findMount(mountpoint string) (registry.Entry, error) {
 // maxMountsNamed bounds the mounts an error message lists.
 const maxMountsNamed = 5
 
-func describeKernelMounts(mounts []registry.KernelMount) string {
+func describeKernelMounts(found []mounts.KernelMount) string {
 	var b strings.Builder
-	for i, m := range mounts {
+	for i, m := range found {
 		if i == maxMountsNamed {
-			fmt.Fprintf(&b, "\n  and %d more", len(mounts)-i)
+			fmt.Fprintf(&b, "\n  and %d more", len(found)-i)
 			break
 		}
 		fmt.Fprintf(&b, "\n  %s (of %s)", escapeTerminal(m.Mountpoint), escapeTerminal(m.Source))
@@ -79,9 +79,9 @@ func describeKernelMounts(mounts []registry.KernelMount) string {
 // user's registry does not list, the one at mountpoint, else the one
 // containing cwd. If none fits, it returns them all, to be named: it
 // never guesses which one was meant.
-func unlistedMount(mountpoint, cwd string) (_ registry.KernelMount, found bool, unlisted []registry.KernelMount) {
-	kernel, _ := registry.IntentfsMounts()
-	listed, _ := registry.DefaultRegistry().List()
+func unlistedMount(mountpoint, cwd string) (_ mounts.KernelMount, found bool, unlisted []mounts.KernelMount) {
+	kernel, _ := mounts.IntentfsMounts()
+	listed, _ := mounts.DefaultRegistry().List()
 	for _, m := range kernel {
 		known := false
 		for _, e := range listed {
@@ -94,21 +94,21 @@ func unlistedMount(mountpoint, cwd string) (_ registry.KernelMount, found bool, 
 	if mountpoint != "" {
 		abs, err := filepath.Abs(mountpoint)
 		if err != nil {
-			return registry.KernelMount{}, false, nil
+			return mounts.KernelMount{}, false, nil
 		}
 		for _, m := range unlisted {
 			if m.Mountpoint == abs {
 				return m, true, nil
 			}
 		}
-		return registry.KernelMount{}, false, nil
+		return mounts.KernelMount{}, false, nil
 	}
 	for _, m := range unlisted {
 		if cwd == m.Mountpoint || strings.HasPrefix(cwd, m.Mountpoint+"/") {
 			return m, true, nil
 		}
 	}
-	return registry.KernelMount{}, false, unlisted
+	return mounts.KernelMount{}, false, unlisted
 }
 
 // deadMount returns why a mount does not answer if its daemon is gone:
@@ -128,7 +128,7 @@ func daemonGone(err error) bool {
 }
 
 // call sends a request to a mount's daemon.
-func call(e registry.Entry, req control.Request) (*control.Response, error) {
+func call(e mounts.Entry, req control.Request) (*control.Response, error) {
 	if u, err := user.Current(); err == nil {
 		req.User = u.Username
 	}

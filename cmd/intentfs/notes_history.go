@@ -7,7 +7,8 @@ import (
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitnotes"
 	"github.com/intentfs/intentfs/internal/history"
-	orchestration "github.com/intentfs/intentfs/internal/workspace"
+	"github.com/intentfs/intentfs/internal/recordsource"
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -17,25 +18,22 @@ import (
 
 // withNotes makes s read the notes' records, and find versions in git,
 // when the workspace has no local ledger.
-func withNotes(ws workspace, s *history.Source) *history.Source {
+func withNotes(ws cliWorkspace, s *history.Source) *history.Source {
 	if hasLocalLedger(ws) {
 		return s
 	}
 	ctx := context.Background()
-	s.Records = func(fn func(*ledger.Record) error) error { return queryNotes(ctx, ws, ledger.Filter{}, fn) }
 	g, err := openGit(ctx, ws)
 	if err != nil {
+		// Not a git work tree: no notes, no records.
+		s.Records = func(func(*ledger.Record) error) error { return nil }
 		return s
 	}
-	// The finder's git process ends when the command exits.
-	if v, err := g.repo.NewVersions(ctx, g.prefix); err == nil {
-		s.Versions = func(rel, hash string) ([]byte, error) { return v.Find(ctx, rel, hash) }
-	}
-	return s
+	return recordsource.FromNotes(ctx, g.repo, g.prefix, s)
 }
 
 // logFromNotes is `intentfs log` on a clone without a local ledger.
-func logFromNotes(a *app, ws workspace, f ledger.Filter, limit int) error {
+func logFromNotes(a *app, ws cliWorkspace, f ledger.Filter, limit int) error {
 	var recs []*ledger.Record
 	if err := queryNotes(context.Background(), ws, f, func(r *ledger.Record) error {
 		recs = append(recs, r)
@@ -66,7 +64,7 @@ func logFromNotes(a *app, ws workspace, f ledger.Filter, limit int) error {
 }
 
 // verifyNotes is `intentfs verify` of the notes: each origin's chain.
-func verifyNotes(a *app, ws workspace) error {
+func verifyNotes(a *app, ws cliWorkspace) error {
 	ctx := context.Background()
 	g, err := openGit(ctx, ws)
 	if err != nil {
@@ -115,7 +113,7 @@ func verifyNotes(a *app, ws workspace) error {
 			fmt.Fprintf(a.stdout, "chain     %s\n", printable(p))
 		}
 		if sigs != nil {
-			printSignatures(a, signers, &signatureCounts{File: signers.File, Origins: sigs.Origins})
+			printSignatures(a, signers, &recordsource.SignatureCounts{File: signers.File, Origins: sigs.Origins})
 		} else {
 			printSignatures(a, signers, nil)
 		}
@@ -133,7 +131,7 @@ func verifyNotes(a *app, ws workspace) error {
 }
 
 // isGitWorkTree reports whether the workspace is in a git work tree.
-func isGitWorkTree(ws workspace) bool {
+func isGitWorkTree(ws cliWorkspace) bool {
 	_, err := openGit(context.Background(), ws)
 	return err == nil
 }
@@ -143,7 +141,7 @@ func isGitWorkTree(ws workspace) bool {
 // returns what it wrote.
 func initGit(dir string) ([]string, error) {
 	var written []string
-	p, err := orchestration.At(dir).WriteGitignore()
+	p, err := workspace.At(dir).WriteGitignore()
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"syscall"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 )
 
 // checkSigningKeysHidden refuses to start a session whose user could read
@@ -16,7 +16,7 @@ import (
 // of its reach whoever owns it; elsewhere, the key must be another user's
 // (root's), with no access for others, and the session must not run as
 // root.
-func checkSigningKeysHidden(e registry.Entry, st *control.Status, uid uint32) error {
+func checkSigningKeysHidden(e mounts.Entry, st *control.Status, uid uint32) error {
 	if st == nil || !st.Signing.Signed {
 		return nil
 	}
@@ -47,7 +47,7 @@ func signingKeyReachable(f string, fst syscall.Stat_t, statErr error, uid uint32
 	case uid == 0:
 		return fmt.Errorf("the mount signs with %s, which a session as root could read: run the agent as an unprivileged user (--user)", f)
 	case fst.Uid == uid:
-		return fmt.Errorf("the mount's signing key %s is owned by the session's user (uid %d), who could read it and sign as the mount: make it root's (chown root:root %s), or keep it under %s, which sessions do not see", f, uid, f, registry.RuntimeDir())
+		return fmt.Errorf("the mount's signing key %s is owned by the session's user (uid %d), who could read it and sign as the mount: make it root's (chown root:root %s), or keep it under %s, which sessions do not see", f, uid, f, mounts.RuntimeDir())
 	case fst.Mode&0o077 != 0:
 		return fmt.Errorf("the mount's signing key %s has mode %04o, which lets others read it: chmod 600 %s", f, fst.Mode&0o7777, f)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/intentfs/intentfs/internal/gitcheck"
 	"github.com/intentfs/intentfs/internal/gitnotes"
 	"github.com/intentfs/intentfs/internal/ledgersign"
+	"github.com/intentfs/intentfs/internal/recordsource"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 )
@@ -148,7 +149,7 @@ func shortChain(chain string) string {
 
 // printSignatures says what the signatures covered, or that they were
 // not checked.
-func printSignatures(a *app, c *signersChoice, sc *signatureCounts) {
+func printSignatures(a *app, c *signersChoice, sc *recordsource.SignatureCounts) {
 	if c.Ignored != "" {
 		fmt.Fprintf(a.stdout, "notice: %s\n", c.Ignored)
 	}

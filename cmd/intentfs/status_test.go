@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/session"
 )
 
 // TestIntentLineNamesTheSessionsIntents: docker exec ... intentfs status
@@ -13,20 +12,20 @@ import (
 // changes are denied)" while the agent's session is pinned to an intent
 // would say the agent can change nothing.
 func TestIntentLineNamesTheSessionsIntents(t *testing.T) {
-	pinned := session.Info{ID: "s1", Spec: session.Spec{Pinned: true}, Intent: "INT-001", Live: true}
-	ended := session.Info{ID: "s0", Intent: "INT-009"}
+	pinned := control.SessionInfo{ID: "s1", SessionSpec: control.SessionSpec{Pinned: true}, Intent: "INT-001", Live: true}
+	ended := control.SessionInfo{ID: "s0", Intent: "INT-009"}
 	tests := []struct {
 		name string
 		st   control.Status
 		want string
 	}{
 		{"nothing", control.Status{}, "none (governed changes are denied)"},
-		{"an ended session only", control.Status{Sessions: []session.Info{ended}}, "none (governed changes are denied)"},
+		{"an ended session only", control.Status{Sessions: []control.SessionInfo{ended}}, "none (governed changes are denied)"},
 		{"the mount's intent", control.Status{ActiveIntent: "INT-002", IntentName: "api", IntentStatus: "IN_PROGRESS"}, `INT-002 "api" (IN_PROGRESS)`},
-		{"a pinned session", control.Status{Sessions: []session.Info{pinned, ended}},
+		{"a pinned session", control.Status{Sessions: []control.SessionInfo{pinned, ended}},
 			"none for processes outside sessions; 1 session with its own: INT-001 (pinned)"},
 		{"two sessions", control.Status{ActiveIntent: "INT-002", IntentName: "api", IntentStatus: "IN_PROGRESS",
-			Sessions: []session.Info{pinned, {ID: "s2", Live: true}}},
+			Sessions: []control.SessionInfo{pinned, {ID: "s2", Live: true}}},
 			`INT-002 "api" (IN_PROGRESS) for processes outside sessions; 2 sessions with their own: INT-001 (pinned), none`},
 		{"read in a session", control.Status{ActiveIntent: "INT-001", IntentName: "api", IntentStatus: "IN_PROGRESS", Session: &pinned},
 			`INT-001 "api" (IN_PROGRESS) (this session's)`},

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intentfs/intentfs/internal/feed"
+	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -35,7 +35,7 @@ func TestWatchScreenStartsWithRecentRecords(t *testing.T) {
 	if len(s.counts) != 0 {
 		t.Errorf("recorded events were counted as the watch's: %v", s.counts)
 	}
-	if ev := recordEvent(recs[1]); ev.Kind != feed.KindDenied || ev.Session != "s1" {
+	if ev := recordEvent(recs[1]); ev.Kind != control.EventDenied || ev.Session != "s1" {
 		t.Errorf("denied record: %+v", ev)
 	}
 }

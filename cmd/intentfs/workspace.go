@@ -9,24 +9,24 @@ import (
 	"syscall"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/internal/workflow"
-	orchestration "github.com/intentfs/intentfs/internal/workspace" // renamed: this package has a type workspace
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
 
 // workspace is the source a command acts on, and its mount if it has one.
-type workspace struct {
+type cliWorkspace struct {
 	source string
-	mount  *registry.Entry
+	mount  *mounts.Entry
 }
 
 // resolveWorkspace finds the source: --source, else the mount containing
 // the current directory, else the nearest directory above the current one
 // that holds a policy.
-func resolveWorkspace(sourceFlag string) (workspace, error) {
+func resolveWorkspace(sourceFlag string) (cliWorkspace, error) {
 	ws, err := findWorkspace(sourceFlag)
 	if err != nil {
 		return ws, err
@@ -49,9 +49,9 @@ func checkOrchestrationDir(source string) error {
 	return syscall.Close(fd)
 }
 
-func findWorkspace(sourceFlag string) (workspace, error) {
-	entries, _ := registry.DefaultRegistry().List()
-	bySource := func(src string) *registry.Entry {
+func findWorkspace(sourceFlag string) (cliWorkspace, error) {
+	entries, _ := mounts.DefaultRegistry().List()
+	bySource := func(src string) *mounts.Entry {
 		for _, e := range entries {
 			if e.Source == src {
 				return &e
@@ -62,29 +62,29 @@ func findWorkspace(sourceFlag string) (workspace, error) {
 	if sourceFlag != "" {
 		abs, err := canonical(sourceFlag)
 		if err != nil {
-			return workspace{}, err
+			return cliWorkspace{}, err
 		}
 		if !policy.HasPolicy(abs) {
-			return workspace{}, fmt.Errorf("%s has no %s (create one with `intentfs init`)", abs, policy.IntentsFile)
+			return cliWorkspace{}, fmt.Errorf("%s has no %s (create one with `intentfs init`)", abs, policy.IntentsFile)
 		}
-		return workspace{source: abs, mount: bySource(abs)}, nil
+		return cliWorkspace{source: abs, mount: bySource(abs)}, nil
 	}
 	cwd, _ := os.Getwd()
 	for _, e := range entries {
 		if cwd == e.Mountpoint || len(cwd) > len(e.Mountpoint) && cwd[:len(e.Mountpoint)+1] == e.Mountpoint+"/" {
-			return workspace{source: e.Source, mount: &e}, nil
+			return cliWorkspace{source: e.Source, mount: &e}, nil
 		}
 	}
 	for dir := cwd; ; dir = filepath.Dir(dir) {
 		if policy.HasPolicy(dir) {
 			abs, err := canonical(dir)
 			if err != nil {
-				return workspace{}, err
+				return cliWorkspace{}, err
 			}
-			return workspace{source: abs, mount: bySource(abs)}, nil
+			return cliWorkspace{source: abs, mount: bySource(abs)}, nil
 		}
 		if dir == "/" {
-			return workspace{}, noMountError{errors.New("no workspace here: run inside a mount or a directory with .orchestration/active_intents.yaml, or pass --source DIR")}
+			return cliWorkspace{}, noMountError{errors.New("no workspace here: run inside a mount or a directory with .orchestration/active_intents.yaml, or pass --source DIR")}
 		}
 	}
 }
@@ -108,18 +108,18 @@ func cliProcess() *ledger.Process {
 }
 
 // layout is where the source keeps its orchestration files.
-func (ws workspace) layout() orchestration.Layout { return orchestration.At(ws.source) }
+func (ws cliWorkspace) layout() workspace.Layout { return workspace.At(ws.source) }
 
 // offline runs fn in a session on an unmounted source, wired as a mount
 // wires it, holding the source's lock so this command is the ledger's only
 // writer meanwhile. Lessons go to lessonsFile in .orchestration/ ("" for
 // the default).
-func offline(ws workspace, what, lessonsFile string, fn func(s *orchestration.Session) error) error {
+func offline(ws cliWorkspace, what, lessonsFile string, fn func(s *workspace.Opened) error) error {
 	layout, err := ws.layout().WithLessonsFile(lessonsFile)
 	if err != nil {
 		return usagef("--lessons-file: %v", err)
 	}
-	s, err := layout.Open(orchestration.SessionOptions{Holder: fmt.Sprintf("`intentfs %s`", what), Version: version})
+	s, err := layout.Open(workspace.OpenOptions{Holder: fmt.Sprintf("`intentfs %s`", what), Version: version})
 	if err != nil {
 		return err
 	}
@@ -133,10 +133,11 @@ func offline(ws workspace, what, lessonsFile string, fn func(s *orchestration.Se
 // runIntentOp sends a lifecycle command to the daemon, or runs it here.
 // Run here, it writes no lessons: only failed acceptance checks do, and
 // they run in a mount (see mountForChecks), which honours --lessons-file.
-func runIntentOp(ws workspace, r workflow.Request) error {
+func runIntentOp(ws cliWorkspace, r workflow.Request) error {
 	if ws.mount != nil {
-		_, err := call(*ws.mount, control.Request{Op: "intent", IntentOp: &r})
+		wr := intentRequestToWire(r)
+		_, err := call(*ws.mount, control.Request{Op: "intent", IntentOp: &wr})
 		return err
 	}
-	return offline(ws, "intent "+r.Action, "", func(s *orchestration.Session) error { return s.Workflow.Do(r, cliProcess()) })
+	return offline(ws, "intent "+r.Action, "", func(s *workspace.Opened) error { return s.Workflow.Do(r, cliProcess()) })
 }

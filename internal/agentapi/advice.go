@@ -42,7 +42,7 @@ func selectable(status string) bool { return status == "IN_PROGRESS" || status =
 
 // Advice says what an agent should do about a refused change: which
 // intent to select, or whom to ask.
-func Advice(mountpoint string, r *control.CheckResult) string {
+func Advice(mountpoint string, r *control.DryRunResult) string {
 	a := policyAdvice(mountpoint, r)
 	if r.FilePermissions != "" && r.Code != control.CodeFilePermissions {
 		a += " Even then the file's own permissions refuse your uid (" + r.FilePermissions + "): that needs the human who owns the checkout (intentfs doctor names the fix)."
@@ -50,7 +50,7 @@ func Advice(mountpoint string, r *control.CheckResult) string {
 	return a
 }
 
-func policyAdvice(mountpoint string, r *control.CheckResult) string {
+func policyAdvice(mountpoint string, r *control.DryRunResult) string {
 	active := filepath.Join(mountpoint, ControlDirName, "active")
 	var cand, closed []string
 	for _, in := range r.CoveredBy {
@@ -108,13 +108,13 @@ func policyAdvice(mountpoint string, r *control.CheckResult) string {
 // filePermissionsAdvice is what to do about a change the source's own
 // permissions refuse: intentfs cannot grant it, and no intent or scope
 // request changes it.
-func filePermissionsAdvice(r *control.CheckResult) string {
+func filePermissionsAdvice(r *control.DryRunResult) string {
 	return "This is not an intentfs decision: the file's owner, mode or ACL refuses your uid, and no intent or scope request changes that. " +
 		"Ask the human who owns the checkout to give your uid write access (chown or chmod in the source; intentfs doctor names the fix), or leave the file alone."
 }
 
 // DenyMessage is the whole explanation of a change that would be refused.
-func DenyMessage(mountpoint string, r *control.CheckResult) string {
+func DenyMessage(mountpoint string, r *control.DryRunResult) string {
 	if r.Code == control.CodeFilePermissions {
 		return Clean(fmt.Sprintf("The file system's own permissions refuse this change, not intentfs's policy (%s %s, %s): %s. %s", r.Op, r.Path, r.Code, strings.TrimSuffix(r.Reason, "."), Advice(mountpoint, r)))
 	}
@@ -135,7 +135,7 @@ const filePermissionsDenialPrefix = "Permission denied by the file system's own 
 // HookDenyReason is the reason a PreToolUse hook gives for refusing a
 // change the mount would refuse: the decision, the file the agent meant
 // and what it would have done to it, why, and what to do instead.
-func HookDenyReason(mountpoint string, r *control.CheckResult) string {
+func HookDenyReason(mountpoint string, r *control.DryRunResult) string {
 	if r.Code == control.CodeFilePermissions {
 		// Not a policy decision: saying so would send the agent after an
 		// intent or a scope that changes nothing.

@@ -128,7 +128,7 @@ func (h *Hook) pre(in *HookInput) (*HookOutput, error) {
 				op = "create"
 			}
 		}
-		res, err := h.open(t.Mountpoint).Check(t.Rel, op)
+		res, err := h.open(t.Mountpoint).DryRun(t.Rel, op)
 		if err != nil {
 			return nil, fmt.Errorf("asking the mount %s about %s: %w", t.Mountpoint, t.Rel, err)
 		}
@@ -212,7 +212,7 @@ func (h *Hook) filePermissionsContext(in *HookInput, m Mount) (*HookOutput, erro
 			op = "create"
 		}
 	}
-	res, err := m.Check(rel, op)
+	res, err := m.DryRun(rel, op)
 	if err != nil || res.Code != control.CodeFilePermissions {
 		return nil, nil
 	}
@@ -262,7 +262,7 @@ func DenialsReportFor(m Mount, denials []control.Denial, named []string) string 
 			continue
 		}
 		advised[target] = true
-		if res, err := m.Check(target, "open_write"); err == nil {
+		if res, err := m.DryRun(target, "open_write"); err == nil {
 			res.Code = d.Code
 			fmt.Fprintf(&b, "  What to do: %s\n", Advice(m.Root(), res))
 		}

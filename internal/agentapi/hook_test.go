@@ -32,9 +32,9 @@ func (f *fakeMount) Lesson(string) error                 { return nil }
 func (f *fakeMount) Guide() (string, error)              { return "guide", nil }
 func (f *fakeMount) RequestScope([]string, string) error { return nil }
 func (f *fakeMount) Pending() (string, error)            { return "nothing waits for a human\n", nil }
-func (f *fakeMount) Check(rel, op string) (*control.CheckResult, error) {
+func (f *fakeMount) DryRun(rel, op string) (*control.DryRunResult, error) {
 	f.asked = append(f.asked, op+" "+rel)
-	r := &control.CheckResult{Path: rel, Op: op, ActiveIntent: "INT-001", CoveredBy: []control.IntentRef{}}
+	r := &control.DryRunResult{Path: rel, Op: op, ActiveIntent: "INT-001", CoveredBy: []control.IntentRef{}}
 	switch {
 	case strings.HasPrefix(rel, "src/root"):
 		r.Code, r.Reason, r.PolicyCode = control.CodeFilePermissions, rel+" belongs to root:root 0644; uid 1000 may not write it", "ALLOWED"
@@ -247,17 +247,17 @@ func TestAdvice(t *testing.T) {
 	docs := control.IntentRef{ID: "INT-002", Name: "docs", Status: "IN_PROGRESS"}
 	tests := []struct {
 		name string
-		r    control.CheckResult
+		r    control.DryRunResult
 		want []string
 		not  []string
 	}{
-		{name: "free to select", r: control.CheckResult{Path: "docs/a.md", ActiveIntent: "INT-001", Code: "OUT_OF_SCOPE", CoveredBy: []control.IntentRef{docs}},
+		{name: "free to select", r: control.DryRunResult{Path: "docs/a.md", ActiveIntent: "INT-001", Code: "OUT_OF_SCOPE", CoveredBy: []control.IntentRef{docs}},
 			want: []string{"echo INT-002 > /ws/.intentfs/active"}},
-		{name: "pinned: no select advice", r: control.CheckResult{Path: "docs/a.md", ActiveIntent: "INT-001", Code: "OUT_OF_SCOPE", CoveredBy: []control.IntentRef{docs}, Pinned: true},
+		{name: "pinned: no select advice", r: control.DryRunResult{Path: "docs/a.md", ActiveIntent: "INT-001", Code: "OUT_OF_SCOPE", CoveredBy: []control.IntentRef{docs}, Pinned: true},
 			want: []string{"pinned to INT-001", "cannot switch", "> /ws/.intentfs/request"}, not: []string{"/ws/.intentfs/active"}},
-		{name: "pinned, nothing covers it", r: control.CheckResult{Path: "x.md", ActiveIntent: "INT-001", Code: "OUT_OF_SCOPE", Pinned: true},
+		{name: "pinned, nothing covers it", r: control.DryRunResult{Path: "x.md", ActiveIntent: "INT-001", Code: "OUT_OF_SCOPE", Pinned: true},
 			want: []string{"no intent covers x.md", "request_scope"}},
-		{name: "protected wins over pinned", r: control.CheckResult{Path: ".git/config", ActiveIntent: "INT-001", Code: "PROTECTED_PATH", Pinned: true},
+		{name: "protected wins over pinned", r: control.DryRunResult{Path: ".git/config", ActiveIntent: "INT-001", Code: "PROTECTED_PATH", Pinned: true},
 			want: []string{"protected"}, not: []string{"request"}},
 	}
 	for _, tt := range tests {
@@ -287,7 +287,7 @@ func TestHookDenyReasonReadsAsPolicy(t *testing.T) {
 		{"mkdir", "d", "creating the directory d is refused (OUT_OF_SCOPE). "},
 		{"something_new", "x", "changing x is refused (OUT_OF_SCOPE). "},
 	} {
-		r := &control.CheckResult{Op: c.op, Path: c.path, Code: "OUT_OF_SCOPE", Reason: c.path + " is outside the scope.", ActiveIntent: "INT-001"}
+		r := &control.DryRunResult{Op: c.op, Path: c.path, Code: "OUT_OF_SCOPE", Reason: c.path + " is outside the scope.", ActiveIntent: "INT-001"}
 		got := HookDenyReason("/ws", r)
 		if !strings.HasPrefix(got, policyDenialPrefix+c.want) {
 			t.Errorf("%s %s: %q\nwant it to begin %q", c.op, c.path, got, policyDenialPrefix+c.want)

@@ -40,9 +40,9 @@ type Mount interface {
 	Context() (string, error)
 	// Status returns the mount's status, recent denials included.
 	Status() (*control.Status, error)
-	// Check asks, as a dry run, whether op on the workspace-relative path
+	// DryRun asks, as a dry run, whether op on the workspace-relative path
 	// would be allowed now.
-	Check(rel, op string) (*control.CheckResult, error)
+	DryRun(rel, op string) (*control.DryRunResult, error)
 	// Lesson records a lesson under the active intent.
 	Lesson(text string) error
 	// Guide returns the agent guide.
@@ -152,15 +152,15 @@ func (m FileMount) Status() (*control.Status, error) {
 	return &st, nil
 }
 
-// Check asks .intentfs/check: the question and the answer travel on one
+// DryRun asks .intentfs/check: the question and the answer travel on one
 // read-write handle.
-func (m FileMount) Check(rel, op string) (*control.CheckResult, error) {
+func (m FileMount) DryRun(rel, op string) (*control.DryRunResult, error) {
 	q := rel
 	if op != "" {
 		// The check file reads "OP PATH" only for operations it knows;
 		// anything else would be taken as part of the path.
-		if !slices.Contains(control.CheckOps(), op) {
-			return nil, fmt.Errorf("unknown operation %q: one of %s", op, strings.Join(control.CheckOps(), ", "))
+		if !slices.Contains(control.DryRunOps(), op) {
+			return nil, fmt.Errorf("unknown operation %q: one of %s", op, strings.Join(control.DryRunOps(), ", "))
 		}
 		q = op + " " + rel
 	}
@@ -177,7 +177,7 @@ func (m FileMount) Check(rel, op string) (*control.CheckResult, error) {
 		}
 		return nil, fmt.Errorf("asking %s about %q: %w", m.ctl("check"), rel, err)
 	}
-	var res control.CheckResult
+	var res control.DryRunResult
 	if err := json.NewDecoder(io.NewSectionReader(f, 0, maxControlRead)).Decode(&res); err != nil {
 		return nil, fmt.Errorf("reading the answer of %s: %w", m.ctl("check"), err)
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 )
 
 // Target is a path an agent is about to change, as the mount sees it.
@@ -27,7 +27,7 @@ func (l Locator) mounts() ([]string, error) {
 	if l.Mountpoints != nil {
 		return l.Mountpoints()
 	}
-	ms, err := registry.IntentfsMounts()
+	ms, err := mounts.IntentfsMounts()
 	if err != nil {
 		return nil, err
 	}

@@ -30,12 +30,12 @@ type grant struct {
 }
 
 // startTimeOf returns a process's start time, to tell it from a later
-// process with its pid; it is a field of the Gate so tests can stub it.
+// process with its pid; it is a field of the Queue so tests can stub it.
 type startTimeOf func(pid uint32) (uint64, bool)
 
 // covering returns the grant that decides a change of rule by pid, if any.
-// Called with the gate's lock held.
-func (g *Gate) covering(rule string, pid uint32, now time.Time) (grant, bool) {
+// Called with the queue's lock held.
+func (g *Queue) covering(rule string, pid uint32, now time.Time) (grant, bool) {
 	for i := len(g.grants) - 1; i >= 0; i-- {
 		gr := g.grants[i]
 		if gr.rule != rule || gr.pid != pid {
@@ -55,7 +55,7 @@ func (g *Gate) covering(rule string, pid uint32, now time.Time) (grant, bool) {
 }
 
 // addGrant remembers gr, within maxGrants. Called with the lock held.
-func (g *Gate) addGrant(gr grant, now time.Time) {
+func (g *Queue) addGrant(gr grant, now time.Time) {
 	if len(g.grants) >= maxGrants {
 		g.grants = slices.DeleteFunc(g.grants, func(x grant) bool {
 			if x.start != 0 {

@@ -1,5 +1,5 @@
 // Package approvals keeps the changes that wait for a human: operations
-// an approval rule holds (the FUSE request waits in Gate.Hold until a
+// an approval rule holds (the FUSE request waits in Queue.Hold until a
 // decision or a timeout) and scope requests an agent files. It counts the
 // rate rules, remembers decisions that cover the rest of a burst, and
 // bounds all of it: an agent that floods holds or requests is refused,

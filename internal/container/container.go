@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/intentfs/intentfs/internal/daemon"
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/runner"
 	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/ledger"
@@ -148,7 +148,7 @@ func Run(o Options) (int, error) {
 	daemon.SetProcessUmask()
 	// /run/intentfs in a container ($INTENTFS_RUNTIME_DIR in tests), so
 	// docker exec ... intentfs status finds the mount.
-	reg := registry.DefaultRegistry()
+	reg := mounts.DefaultRegistry()
 	d, err := daemon.Start(daemon.Config{Source: o.Source, Mountpoint: o.Mountpoint, Version: o.Version, Log: o.Log,
 		Registry: reg, OwnerUID: 0, OwnerGID: 0, Transport: o.Transport, AgentFiles: o.AgentFiles,
 		SigningKeys: o.SigningKeys})
@@ -232,7 +232,7 @@ func finish(code int, runErr, unmountErr, closeErr error, mountpoint string) (in
 }
 
 // launch runs the command as a session of d.
-func launch(o Options, d *daemon.Daemon, u runner.User, reg registry.Registry, umask *uint32) (int, error) {
+func launch(o Options, d *daemon.Daemon, u runner.User, reg mounts.Registry, umask *uint32) (int, error) {
 	argv := o.Argv
 	if len(argv) == 0 {
 		argv = []string{defaultShell()}

@@ -18,9 +18,9 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-// newGate returns the approval gate of the mount, which records every
+// newApprovalQueue returns the approval queue of the mount, which records every
 // decision and shows what waits to watchers.
-func (d *Daemon) newGate() *approvals.Gate {
+func (d *Daemon) newApprovalQueue() *approvals.Queue {
 	return approvals.New(approvals.Options{
 		OnPending:  d.onPending,
 		OnDecision: d.onDecision,
@@ -156,10 +156,11 @@ func (d *Daemon) Approvals() ([]approvals.Pending, []approvals.Decision) {
 	return d.approvals.List(), d.approvals.Recent()
 }
 
-// Decide carries out a human's decision. Approving a scope request adds
-// its paths to the intent's owned_scope in the policy file first; if that
-// fails, the request stays pending and the error says why.
-func (d *Daemon) Decide(r control.DecideRequest, by *ledger.Process) ([]approvals.Decision, error) {
+// DecideApproval carries out a human's decision on what waits. Approving
+// a scope request adds its paths to the intent's owned_scope in the
+// policy file first; if that fails, the request stays pending and the
+// error says why.
+func (d *Daemon) DecideApproval(r control.DecideRequest, by *ledger.Process) ([]approvals.Decision, error) {
 	who := deciderName(by)
 	p, ok := d.approvals.Get(r.ID)
 	if !ok {

@@ -171,5 +171,5 @@ func (d *Daemon) DeclaredClass() ledger.MutationClass {
 // who asked; each step is recorded under the intent of the record it
 // undoes.
 func (d *Daemon) Revert(r history.Request, by *ledger.Process) (*history.Plan, int, error) {
-	return d.session.Revert(r, by)
+	return d.opened.Revert(r, by)
 }

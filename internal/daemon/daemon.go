@@ -25,10 +25,10 @@ import (
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/gitgate"
 	"github.com/intentfs/intentfs/internal/gitlayout"
+	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/procinfo"
-	"github.com/intentfs/intentfs/internal/registry"
 	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/internal/upstream"
@@ -51,7 +51,7 @@ type Config struct {
 	Version string
 	Log     *slog.Logger
 	// Registry is where the mount registers for the CLI.
-	Registry registry.Registry
+	Registry mounts.Registry
 	// Owner is the uid/gid of the human who mounted; they own the socket.
 	OwnerUID, OwnerGID int
 	// KeepMaxBytes is the largest file whose pre-images are kept (0: the
@@ -138,7 +138,7 @@ type Daemon struct {
 	sessions *session.Registry
 	ctl      *control.Server
 	layout   workspace.Layout
-	session  *workspace.Session
+	opened   *workspace.Opened
 	started  time.Time
 	stopW    func()
 	// cacheTimeout is how long the kernel keeps entries and attributes:
@@ -155,7 +155,7 @@ type Daemon struct {
 	git   *gitgate.Gate
 	notes notesSync
 	// approvals holds changes for a human; feed shows events to watchers.
-	approvals *approvals.Gate
+	approvals *approvals.Queue
 	feed      feed.Hub
 	selects   *selectLimiter
 	// exporter copies the ledger's records to an OTLP receiver; nil when
@@ -225,7 +225,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter(), signing: keys}
 	d.denials.size = 100
 	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
-	d.approvals = d.newGate()
+	d.approvals = d.newApprovalQueue()
 	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {
 		return nil, err
 	}
@@ -257,13 +257,13 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		cleanup = append(cleanup, d.shutdownExport)
 		committed = d.exporter.Offer
 	}
-	if d.session, err = d.layout.Open(workspace.SessionOptions{Holder: "the mount at " + cfg.Mountpoint, Version: cfg.Version,
+	if d.opened, err = d.layout.Open(workspace.OpenOptions{Holder: "the mount at " + cfg.Mountpoint, Version: cfg.Version,
 		Log: cfg.Log, LedgerMaxBytes: cfg.LedgerMaxBytes, Record: d.Record, Changed: func() { _ = d.engine.Reload() },
 		Committed: committed}); err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, func() { d.session.Close() })
-	d.writer, d.lessons, d.wf = d.session.Writer, d.session.Lessons, d.session.Workflow
+	cleanup = append(cleanup, func() { d.opened.Close() })
+	d.writer, d.lessons, d.wf = d.opened.Writer, d.opened.Lessons, d.opened.Workflow
 	// The store keeps content other users may not read: private before
 	// anything is kept. Pre-images a crash left pending are filed under
 	// their hashes.
@@ -288,7 +288,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		}
 	}
 
-	ctlDir := control.NewDir(d, d.Process)
+	ctlDir := control.NewDir(controlBackend{d}, d.Process)
 	keepMax := cfg.KeepMaxBytes
 	switch {
 	case keepMax == 0:
@@ -321,11 +321,11 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	_, sock, logPath := cfg.Registry.Paths(cfg.Mountpoint)
-	if d.ctl, err = control.Listen(sock, cfg.OwnerUID, cfg.OwnerGID, d, cfg.Log); err != nil {
+	if d.ctl, err = control.Listen(sock, cfg.OwnerUID, cfg.OwnerGID, controlBackend{d}, cfg.Log); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.ctl.Close() })
-	if err = cfg.Registry.Register(registry.Entry{Mountpoint: cfg.Mountpoint, Source: cfg.Source, Pid: os.Getpid(),
+	if err = cfg.Registry.Register(mounts.Entry{Mountpoint: cfg.Mountpoint, Source: cfg.Source, Pid: os.Getpid(),
 		Socket: sock, Log: logPath, StartedAt: d.started}); err != nil {
 		return nil, err
 	}
@@ -441,7 +441,7 @@ func (d *Daemon) Close() error {
 		d.sessions.EndAll(sessionEndTimeout)
 		d.sessions.Close()
 		d.recordDenialSummaries(time.Now(), true)
-		// The session closes the ledger (first, as before) and then
+		// The opened source closes the ledger (first, as before) and then
 		// releases the lock, last, once nothing more is written.
 		// A notes sync still running writes the repository and reads
 		// the ledger: it ends before they are closed (and before the
@@ -460,7 +460,7 @@ func (d *Daemon) Close() error {
 		d.mirror.Close()
 		// The last records are signed before the ledger closes.
 		d.checkpoint("unmount")
-		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.session.Close()}
+		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.opened.Close()}
 		// Every record is committed now: the stream gets what is left,
 		// within its timeout. It is a copy, so its failure does not fail
 		// the unmount.

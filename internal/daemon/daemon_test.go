@@ -12,7 +12,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/gitchange"
 	"github.com/intentfs/intentfs/internal/gitexec/gittest"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/session"
@@ -148,7 +148,7 @@ func TestCommitThroughTheGateGetsNotes(t *testing.T) {
 	me := &fuse.Caller{Owner: fuse.Owner{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}, Pid: uint32(os.Getpid())}
 	read := func(rel string, max int64) ([]byte, error) { return os.ReadFile(filepath.Join(src, rel)) }
 	change := func(req policy.Request) (*policy.Decision, func()) {
-		return d.WatchGit(context.Background(), fsnode.GitChange{Req: req, Caller: me, Read: read, Checkpoint: func() {}})
+		return d.WatchGit(context.Background(), gitchange.Change{Req: req, Caller: me, Read: read, Checkpoint: func() {}})
 	}
 	// The first change the mount sees in the repository.
 	change(policy.Request{Op: policy.OpCreate, Path: ".git/index.lock"})

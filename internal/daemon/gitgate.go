@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/gitchange"
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitgate"
 	"github.com/intentfs/intentfs/internal/gitnotes"
@@ -16,7 +16,7 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-var _ fsnode.GitWatcher = (*Daemon)(nil)
+var _ gitchange.Watcher = (*Daemon)(nil)
 
 const (
 	// notesTimeout bounds one attaching of notes after a commit.
@@ -50,7 +50,7 @@ func (d *Daemon) newGitGate() *gitgate.Gate {
 }
 
 // WatchGit lets the commit-time check see changes in git directories.
-func (d *Daemon) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decision, func()) {
+func (d *Daemon) WatchGit(ctx context.Context, w gitchange.Change) (*policy.Decision, func()) {
 	d.fetchedInMount(w.Req)
 	return d.git.WatchGit(ctx, w)
 }

@@ -22,7 +22,6 @@ import (
 
 var (
 	_ fsnode.Governor = (*Daemon)(nil)
-	_ control.Backend = (*Daemon)(nil)
 )
 
 func stopContext(stop <-chan struct{}) context.Context {
@@ -303,12 +302,12 @@ func (d *Daemon) Status() control.Status {
 		StartedAt: d.started, ActiveIntent: d.ActiveIntent(), FailOpen: d.cfg.FailOpen,
 		LedgerPath: d.LedgerPath(), Ledger: d.writer.Stats(),
 		Policy: d.engine.State(), RecentDenials: d.denials.list(), OpenWriters: d.openWriters(), Waiting: len(d.approvals.List()),
-		Sessions: d.sessions.List(), SourceWatched: d.cacheTimeout == longCache, CacheSeconds: d.cacheTimeout.Seconds(),
+		SourceWatched: d.cacheTimeout == longCache, CacheSeconds: d.cacheTimeout.Seconds(),
 	}
 	if m := d.mounted.Load(); m != nil {
 		st.Transport, st.Passthrough = m.transport, m.passthrough
 	}
-	st.Upstream = d.mirrorNow().Status()
+	st.Upstream = upstreamStatusToWire(d.mirrorNow().Status())
 	st.Signing = d.signingStatus()
 	if in := d.engine.Snapshot().Intents.Get(st.ActiveIntent); in != nil {
 		st.IntentName, st.IntentStatus = in.Name, string(in.Status)
@@ -326,12 +325,14 @@ func (d *Daemon) Status() control.Status {
 	if len(st.RecentDenials) > 10 {
 		st.RecentDenials = st.RecentDenials[len(st.RecentDenials)-10:]
 	}
-	st.FilePermissions = d.scopePermissions(st.Sessions)
+	sessions := d.sessions.List()
+	st.Sessions = sessionsToWire(sessions)
+	st.FilePermissions = d.scopePermissions(sessions)
 	if d.store != nil {
-		st.Store = d.store.Usage()
+		st.Store = storeUsageToWire(d.store.Usage())
 	}
 	if d.exporter != nil {
-		s := d.exporter.Stats()
+		s := exportStatsToWire(d.exporter.Stats())
 		st.Export = &s
 	}
 	return st

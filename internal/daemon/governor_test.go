@@ -69,7 +69,7 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter()}
 	d.denials.size = 100
 	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
-	d.approvals = d.newGate()
+	d.approvals = d.newApprovalQueue()
 	var err error
 	if d.layout, err = workspace.At(src).WithLessonsFile(""); err != nil {
 		t.Fatal(err)
@@ -83,11 +83,11 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 	if d.sessions, err = session.NewRegistry(d.sessionEnded); err != nil {
 		t.Fatal(err)
 	}
-	if d.session, err = d.layout.Open(workspace.SessionOptions{Holder: "a test", Version: "test", Log: log,
+	if d.opened, err = d.layout.Open(workspace.OpenOptions{Holder: "a test", Version: "test", Log: log,
 		Record: d.Record, Changed: func() { _ = d.engine.Reload() }}); err != nil {
 		t.Fatal(err)
 	}
-	d.writer, d.lessons, d.wf = d.session.Writer, d.session.Lessons, d.session.Workflow
+	d.writer, d.lessons, d.wf = d.opened.Writer, d.opened.Lessons, d.opened.Workflow
 	if err := d.setupAgentFiles(); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 		d.notes.wg.Wait()
 		d.git.Close()
 		d.mirror.Close()
-		if err := errors.Join(d.writer.Close(), d.imap.Flush(), d.session.Close()); err != nil {
+		if err := errors.Join(d.writer.Close(), d.imap.Flush(), d.opened.Close()); err != nil {
 			t.Errorf("closing: %v", err)
 		}
 	})
@@ -293,7 +293,7 @@ func TestCheck(t *testing.T) {
 		{"src/a.go", "explode", `unknown operation "explode"`, false, "", ""},
 	}
 	for _, tt := range tests {
-		res, err := d.Check(tt.path, tt.op, agent())
+		res, err := d.DryRun(tt.path, tt.op, agent())
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("Check(%s, %s) = %v, want an error containing %q", tt.path, tt.op, err, tt.err)
@@ -434,17 +434,17 @@ func TestScopeRequestApproved(t *testing.T) {
 	if st := d.Status(); st.Waiting != 1 {
 		t.Fatalf("status shows %d waiting", st.Waiting)
 	}
-	if _, err := d.Decide(control.DecideRequest{ID: id + 1, Verdict: approvals.VerdictApproved}, human()); err == nil {
+	if _, err := d.DecideApproval(control.DecideRequest{ID: id + 1, Verdict: approvals.VerdictApproved}, human()); err == nil {
 		t.Fatal("deciding an id that is not pending")
 	}
-	decs, err := d.Decide(control.DecideRequest{ID: id, Verdict: approvals.VerdictApproved}, human())
+	decs, err := d.DecideApproval(control.DecideRequest{ID: id, Verdict: approvals.VerdictApproved}, human())
 	if err != nil || len(decs) != 1 || decs[0].By != "alice (uid 0)" {
 		t.Fatalf("approving: %v %+v", err, decs)
 	}
 	if in := d.Snapshot().Intents.Get("INT-001"); in == nil || !in.InScope("docs/api.md") || !in.InScope("src/a.go") {
 		t.Fatalf("INT-001 after the approval: %+v", in)
 	}
-	if res, err := d.Check("docs/api.md", "", agent()); err != nil || !res.Allowed {
+	if res, err := d.DryRun("docs/api.md", "", agent()); err != nil || !res.Allowed {
 		t.Fatalf("docs/api.md after the approval: %+v %v", res, err)
 	}
 	var codes []string
@@ -486,7 +486,7 @@ func TestHoldWaitsForAHuman(t *testing.T) {
 				id = p[0].ID
 			}
 		}
-		if _, err := d.Decide(control.DecideRequest{ID: id, Verdict: tt.verdict}, human()); err != nil {
+		if _, err := d.DecideApproval(control.DecideRequest{ID: id, Verdict: tt.verdict}, human()); err != nil {
 			t.Fatal(err)
 		}
 		if e := <-got; e != tt.want {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 )
 
 // CheckMountpoint refuses a mountpoint that is already an intentfs mount
@@ -15,7 +15,7 @@ import (
 // leave the first daemon unreachable; a mount over a non-empty directory
 // would hide its files without a word.
 func CheckMountpoint(mountpoint string, allowNonEmpty bool) error {
-	if m, ok := registry.IntentfsMountAt(mountpoint); ok {
+	if m, ok := mounts.IntentfsMountAt(mountpoint); ok {
 		return fmt.Errorf("%s is already an intentfs mount (of %s); unmount it first: intentfs unmount %s", mountpoint, m.Source, mountpoint)
 	}
 	if allowNonEmpty {

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/intentfs/intentfs/internal/approvals"
 )
 
 // Event kinds.
@@ -27,9 +25,6 @@ const (
 	KindDecided = "decided"
 	// KindGovernance is a selection, lifecycle or scope change.
 	KindGovernance = "governance"
-	// KindPending is the list of what waits, sent once a second and when
-	// a watcher starts, so a watcher that dropped events is current again.
-	KindPending = "pending"
 	// KindDropped says how many events this watcher missed because it did
 	// not read them fast enough.
 	KindDropped = "dropped"
@@ -60,8 +55,6 @@ type Event struct {
 	By      string `json:"by,omitempty"`
 	// Dropped counts the events missed, on a dropped event.
 	Dropped uint64 `json:"dropped,omitempty"`
-	// Pending lists what waits, on a pending event.
-	Pending []approvals.Pending `json:"pending,omitempty"`
 }
 
 // Buffer is how many events a watcher may fall behind before it loses

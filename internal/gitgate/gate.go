@@ -30,7 +30,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/gitchange"
 	"github.com/intentfs/intentfs/internal/gitcheck"
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/textsafe"
@@ -158,8 +158,8 @@ func (g *Gate) Add(r *ledger.Record) {
 	g.versions.add(r)
 }
 
-// WatchGit implements fsnode.GitWatcher.
-func (g *Gate) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decision, func()) {
+// WatchGit implements gitchange.Watcher.
+func (g *Gate) WatchGit(ctx context.Context, w gitchange.Change) (*policy.Decision, func()) {
 	req := w.Req
 	dir1, in1, ok1 := policy.GitDirOf(req.Path)
 	dir2, in2, ok2 := policy.GitDirOf(req.Path2)
@@ -240,7 +240,7 @@ func (g *Gate) WatchGit(ctx context.Context, w fsnode.GitChange) (*policy.Decisi
 
 // remoteTrackingUpdate notes what a rename onto a remote-tracking ref
 // brings, if git fetch made it (see noteFetched).
-func (g *Gate) remoteTrackingUpdate(ctx context.Context, w fsnode.GitChange, gitDir string) {
+func (g *Gate) remoteTrackingUpdate(ctx context.Context, w gitchange.Change, gitDir string) {
 	if w.Caller == nil {
 		return
 	}
@@ -262,7 +262,7 @@ func (g *Gate) remoteTrackingUpdate(ctx context.Context, w fsnode.GitChange, git
 // looseRefRemoval judges the removal of a loose branch: the branch then
 // becomes what packed-refs says of it, if anything, and that value is
 // judged as if the branch moved there.
-func (g *Gate) looseRefRemoval(ctx context.Context, w fsnode.GitChange, gitDir, inner string) (*policy.Decision, func()) {
+func (g *Gate) looseRefRemoval(ctx context.Context, w gitchange.Change, gitDir, inner string) (*policy.Decision, func()) {
 	req := w.Req
 	content, err := w.Read(path.Join(gitDir, "packed-refs"), maxRefBytes)
 	if err != nil {
@@ -293,7 +293,7 @@ func (g *Gate) looseRefRemoval(ctx context.Context, w fsnode.GitChange, gitDir, 
 // verdict is the gate's answer to a judged branch update at rel: the
 // refusal naming the problems, or the function that records the commits
 // once the change is made.
-func (g *Gate) verdict(w fsnode.GitChange, st *repoState, ups []update, rel string, rep *gitcheck.Report, ids []string) (*policy.Decision, func()) {
+func (g *Gate) verdict(w gitchange.Change, st *repoState, ups []update, rel string, rep *gitcheck.Report, ids []string) (*policy.Decision, func()) {
 	if !rep.OK() {
 		return &policy.Decision{Code: CodeCommitRefused, Validation: policy.ValidationFail, Path: rel,
 			Reason: commitReason(ups, rep, g.outsideNote(w.Req.Intent))}, nil
@@ -395,7 +395,7 @@ type update struct {
 }
 
 // refUpdate judges a rename onto a ref.
-func (g *Gate) refUpdate(ctx context.Context, w fsnode.GitChange, gitDir, inner string, kind refKind) (*policy.Decision, func()) {
+func (g *Gate) refUpdate(ctx context.Context, w gitchange.Change, gitDir, inner string, kind refKind) (*policy.Decision, func()) {
 	req := w.Req
 	content, err := w.Read(req.Path, maxRefBytes)
 	if err != nil {

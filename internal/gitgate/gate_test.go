@@ -11,7 +11,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/gitchange"
 	"github.com/intentfs/intentfs/internal/gitexec/gittest"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -103,8 +103,8 @@ func newGateFixture(t *testing.T) *gateFixture {
 }
 
 // change is the request the mount sends for req, by the process pid.
-func (f *gateFixture) change(req policy.Request, pid uint32) fsnode.GitChange {
-	return fsnode.GitChange{
+func (f *gateFixture) change(req policy.Request, pid uint32) gitchange.Change {
+	return gitchange.Change{
 		Req:    req,
 		Caller: &fuse.Caller{Owner: fuse.Owner{Uid: 1000, Gid: 1000}, Pid: pid},
 		Read: func(rel string, max int64) ([]byte, error) {

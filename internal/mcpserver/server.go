@@ -17,7 +17,6 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/agentapi"
-	"github.com/intentfs/intentfs/internal/session"
 )
 
 // GuideURI is the agent guide resource.
@@ -85,7 +84,7 @@ type CheckArgs struct {
 
 // CheckAnswer is the structured answer of check_path.
 type CheckAnswer struct {
-	control.CheckResult
+	control.DryRunResult
 	// Advice says what to do when the change would be refused.
 	Advice string `json:"advice,omitempty"`
 }
@@ -125,7 +124,7 @@ func (h handlers) selectIntent(ctx context.Context, _ *mcp.CallToolRequest, in S
 	}
 	// The mount answers .intentfs/status with the reader's session, so
 	// the status read after the selection says whose intent changed.
-	var sess *session.Info
+	var sess *control.SessionInfo
 	if st, err := h.m.Status(); err == nil {
 		sess = st.Session
 	}
@@ -169,11 +168,11 @@ func (h handlers) checkPath(ctx context.Context, _ *mcp.CallToolRequest, in Chec
 			op = "create"
 		}
 	}
-	res, err := h.m.Check(rel, op)
+	res, err := h.m.DryRun(rel, op)
 	if err != nil {
 		return nil, CheckAnswer{}, err
 	}
-	ans := CheckAnswer{CheckResult: *res}
+	ans := CheckAnswer{DryRunResult: *res}
 	var msg string
 	if res.Allowed {
 		msg = fmt.Sprintf("Allowed: %s %s (%s).", res.Op, res.Path, res.Code)

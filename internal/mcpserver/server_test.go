@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/session"
 )
 
 // fakeMount is a mount with INT-001 (src/**) active and INT-002 (docs/**).
@@ -39,8 +38,8 @@ func (f *fakeMount) Context() (string, error) {
 func (f *fakeMount) Status() (*control.Status, error) {
 	return &control.Status{RecentDenials: []control.Denial{{Op: "create", Path: "docs/a.md", Code: "OUT_OF_SCOPE", Reason: "docs/a.md is outside"}}}, nil
 }
-func (f *fakeMount) Check(rel, op string) (*control.CheckResult, error) {
-	r := &control.CheckResult{Path: rel, Op: op, ActiveIntent: f.active, CoveredBy: []control.IntentRef{}}
+func (f *fakeMount) DryRun(rel, op string) (*control.DryRunResult, error) {
+	r := &control.DryRunResult{Path: rel, Op: op, ActiveIntent: f.active, CoveredBy: []control.IntentRef{}}
 	if strings.HasPrefix(rel, "src/root") {
 		r.Code, r.Reason, r.PolicyCode = control.CodeFilePermissions, rel+" belongs to root:root 0644; uid 1000 may not write it", "ALLOWED"
 	} else if strings.HasPrefix(rel, "src/") {
@@ -205,7 +204,7 @@ func TestRequestScopePathsIsAnArray(t *testing.T) {
 type sessionMount struct{ fakeMount }
 
 func (s *sessionMount) Status() (*control.Status, error) {
-	return &control.Status{ActiveIntent: s.active, Session: &session.Info{ID: "s-1", Spec: session.Spec{Name: "claude"}}}, nil
+	return &control.Status{ActiveIntent: s.active, Session: &control.SessionInfo{ID: "s-1", SessionSpec: control.SessionSpec{Name: "claude"}}}, nil
 }
 
 func TestSelectIntentInASessionSaysOnlyTheSessionChanged(t *testing.T) {

@@ -9,10 +9,9 @@ import (
 	"strings"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
-	"github.com/intentfs/intentfs/internal/registry"
-	orchestration "github.com/intentfs/intentfs/internal/workspace"
+	"github.com/intentfs/intentfs/internal/mounts"
+	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -33,7 +32,7 @@ type Backend interface {
 	// Call sends one control request.
 	Call(ctx context.Context, m Mount, req control.Request) (*control.Response, error)
 	// Watch follows the mount's events until ctx ends.
-	Watch(ctx context.Context, m Mount, fn func(feed.Event) error) error
+	Watch(ctx context.Context, m Mount, fn func(control.Event) error) error
 	// IntentDiff returns what an intent changed, file by file.
 	IntentDiff(m Mount, intent string) ([]history.FileDiff, error)
 	// Blame attributes each line of a file to the record that wrote it.
@@ -47,7 +46,7 @@ type Backend interface {
 // Local is the Backend of a ui run on the machine of its mounts: the
 // mounts this user's registry lists (only one, if Only names it).
 type Local struct {
-	Registry registry.Registry
+	Registry mounts.Registry
 	// Only is the mountpoint shown, "" for all.
 	Only string
 }
@@ -76,11 +75,11 @@ func (l Local) Call(ctx context.Context, m Mount, req control.Request) (*control
 }
 
 // Watch follows the mount's feed.
-func (l Local) Watch(ctx context.Context, m Mount, fn func(feed.Event) error) error {
+func (l Local) Watch(ctx context.Context, m Mount, fn func(control.Event) error) error {
 	return control.Watch(ctx, m.Socket, control.Request{}, fn)
 }
 
-func (l Local) history(m Mount) *history.Source { return orchestration.At(m.Source).History() }
+func (l Local) history(m Mount) *history.Source { return workspace.At(m.Source).History() }
 
 // IntentDiff returns each file's change from its first recorded version
 // under intent to its last.
@@ -104,7 +103,7 @@ func (l Local) Blame(m Mount, rel string) ([]history.BlameLine, error) {
 
 // Verify runs intentfs verify's checks of the local ledger.
 func (l Local) Verify(m Mount) *ledger.Report {
-	layout := orchestration.At(m.Source)
+	layout := workspace.At(m.Source)
 	ig, _, _ := policy.LoadIgnore(m.Source)
 	return ledger.Verify(ledger.VerifyOptions{Ledger: layout.LedgerPath(), Source: m.Source,
 		Exempt: func(rel string, isDir bool) bool { return ig.Match(rel, isDir) }, ListObjects: layout.Objects().List})
@@ -112,7 +111,7 @@ func (l Local) Verify(m Mount) *ledger.Report {
 
 // Intents reads the mount's policy file.
 func (l Local) Intents(m Mount) ([]*policy.Intent, error) {
-	in, _, err := policy.LoadIntents(orchestration.At(m.Source).PolicyPath())
+	in, _, err := policy.LoadIntents(workspace.At(m.Source).PolicyPath())
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/approvals"
-	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
@@ -32,7 +31,7 @@ var funcs = template.FuncMap{
 	"until":    func(t time.Time) string { return max(time.Until(t), 0).Round(time.Second).String() },
 	"mountURL": mountURL,
 	"join":     func(s []string) string { return textsafe.Escape(strings.Join(s, " ")) },
-	"isScope":  func(p approvals.Pending) bool { return p.Kind == approvals.KindScopeRequest },
+	"isScope":  func(p control.Pending) bool { return p.Kind == control.PendingScopeRequest },
 	"lineKind": diffLineKind,
 	"lines":    func(s string) []string { return strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n") },
 }
@@ -69,8 +68,8 @@ type indexData struct {
 	Mount     Mount
 	Status    *control.Status
 	StatusErr string
-	Pending   []approvals.Pending
-	Decisions []approvals.Decision
+	Pending   []control.Pending
+	Decisions []control.Decision
 	// ApprovalsErr says why the approvals could not be read.
 	ApprovalsErr string
 	Intents      []*policy.Intent
@@ -138,14 +137,14 @@ func (p *pages) panels(w http.ResponseWriter, r *http.Request) {
 func decisionFor(action string) (control.DecideRequest, bool) {
 	switch action {
 	case "approve":
-		return control.DecideRequest{Verdict: approvals.VerdictApproved}, true
+		return control.DecideRequest{Verdict: control.VerdictApproved}, true
 	case "approve-60s":
-		return control.DecideRequest{Verdict: approvals.VerdictApproved, For: 60 * time.Second}, true
+		return control.DecideRequest{Verdict: control.VerdictApproved, For: 60 * time.Second}, true
 	case "deny":
 		// As `intentfs deny` does: the rest of the burst is refused too.
-		return control.DecideRequest{Verdict: approvals.VerdictDenied, For: approvals.DefaultDenyCover}, true
+		return control.DecideRequest{Verdict: control.VerdictDenied, For: approvals.DefaultDenyCover}, true
 	case "deny-one":
-		return control.DecideRequest{Verdict: approvals.VerdictDenied}, true
+		return control.DecideRequest{Verdict: control.VerdictDenied}, true
 	}
 	return control.DecideRequest{}, false
 }
@@ -316,7 +315,7 @@ type streamEvent struct {
 	Pending []uint64 `json:"pending,omitempty"`
 }
 
-func toStream(ev feed.Event) streamEvent {
+func toStream(ev control.Event) streamEvent {
 	e := textsafe.Escape
 	s := streamEvent{Seq: ev.Seq, Time: ev.Time.Local().Format("15:04:05"), Kind: e(ev.Kind), Event: e(ev.Event), Op: e(ev.Op),
 		Path: e(ev.Path), Path2: e(ev.Path2), Intent: e(ev.Intent), Session: e(ev.Session), Code: e(ev.Code), Reason: e(ev.Reason),
@@ -349,7 +348,7 @@ func (p *pages) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	err = p.b.Watch(ctx, m, func(ev feed.Event) error {
+	err = p.b.Watch(ctx, m, func(ev control.Event) error {
 		b, err := json.Marshal(toStream(ev))
 		if err != nil {
 			return err

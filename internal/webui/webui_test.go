@@ -19,7 +19,6 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/approvals"
-	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -30,13 +29,13 @@ import (
 type fakeBackend struct {
 	mu        sync.Mutex
 	decisions []control.DecideRequest
-	pending   []approvals.Pending
+	pending   []control.Pending
 	diff      []history.FileDiff
-	events    []feed.Event
+	events    []control.Event
 	// mounts are the mounts listed, fakeMount alone when empty.
 	mounts []Mount
 	// live, if set, carries events sent after the first ones.
-	live chan feed.Event
+	live chan control.Event
 }
 
 var fakeMount = Mount{Mountpoint: "/ws", Source: "/src", Socket: "/nonexistent"}
@@ -59,12 +58,12 @@ func (f *fakeBackend) Call(_ context.Context, _ Mount, req control.Request) (*co
 		return &control.Response{OK: true, Pending: f.pending}, nil
 	case "decide":
 		f.decisions = append(f.decisions, *req.Decide)
-		return &control.Response{OK: true, Decisions: []approvals.Decision{{Pending: approvals.Pending{ID: req.Decide.ID}, Verdict: req.Decide.Verdict}}}, nil
+		return &control.Response{OK: true, Decisions: []control.Decision{{Pending: control.Pending{ID: req.Decide.ID}, Verdict: req.Decide.Verdict}}}, nil
 	}
 	return nil, errors.New("unexpected request " + req.Op)
 }
 
-func (f *fakeBackend) Watch(ctx context.Context, _ Mount, fn func(feed.Event) error) error {
+func (f *fakeBackend) Watch(ctx context.Context, _ Mount, fn func(control.Event) error) error {
 	for _, ev := range f.events {
 		if err := fn(ev); err != nil {
 			return err
@@ -150,8 +149,8 @@ func (p *page) do(t *testing.T, method, path string, body url.Values, hdr map[st
 
 func (p *page) cookie() string { return p.auth.cookie + "=" + p.auth.token }
 
-func heldChange() []approvals.Pending {
-	return []approvals.Pending{{ID: 3, Kind: approvals.KindHold, Op: "unlink", Path: "victim.txt", Rule: "hold-deletes", Why: "held",
+func heldChange() []control.Pending {
+	return []control.Pending{{ID: 3, Kind: control.PendingHold, Op: "unlink", Path: "victim.txt", Rule: "hold-deletes", Why: "held",
 		Since: time.Now(), Deadline: time.Now().Add(time.Minute)}}
 }
 
@@ -216,10 +215,10 @@ func TestHumanDecides(t *testing.T) {
 		verdict string
 		cover   time.Duration
 	}{
-		{"approve", approvals.VerdictApproved, 0},
-		{"approve-60s", approvals.VerdictApproved, 60 * time.Second},
-		{"deny", approvals.VerdictDenied, approvals.DefaultDenyCover},
-		{"deny-one", approvals.VerdictDenied, 0},
+		{"approve", control.VerdictApproved, 0},
+		{"approve-60s", control.VerdictApproved, 60 * time.Second},
+		{"deny", control.VerdictDenied, approvals.DefaultDenyCover},
+		{"deny-one", control.VerdictDenied, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.action, func(t *testing.T) {
@@ -285,7 +284,7 @@ func TestLoginDropsToken(t *testing.T) {
 // are shown escaped.
 func TestAgentShapedTextIsEscaped(t *testing.T) {
 	evil := "<script>alert(1)</script>\u202egnp.exe"
-	b := &fakeBackend{pending: []approvals.Pending{{ID: 4, Op: "unlink", Path: evil, Why: "<img src=x onerror=alert(2)>", Since: time.Now()}},
+	b := &fakeBackend{pending: []control.Pending{{ID: 4, Op: "unlink", Path: evil, Why: "<img src=x onerror=alert(2)>", Since: time.Now()}},
 		diff: []history.FileDiff{{Path: evil, Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+<iframe src=//evil></iframe>\x1b[2J\n"}}}
 	p := newPage(t, b)
 	for _, path := range []string{"/", "/approvals?m=%2Fws", "/diff?m=%2Fws&intent=INT-001"} {
@@ -305,9 +304,9 @@ func TestAgentShapedTextIsEscaped(t *testing.T) {
 // TestEventStream: the daemon's events reach the page as server-sent
 // events, with agent-shaped text escaped and the waiting list as ids.
 func TestEventStream(t *testing.T) {
-	b := &fakeBackend{events: []feed.Event{
-		{Kind: feed.KindHeld, Op: "unlink", Path: "a\u202eb", ID: 9, Time: time.Now()},
-		{Kind: feed.KindPending, Pending: []approvals.Pending{{ID: 9, Path: "<secret-looking>"}}},
+	b := &fakeBackend{events: []control.Event{
+		{Kind: control.EventHeld, Op: "unlink", Path: "a\u202eb", ID: 9, Time: time.Now()},
+		{Kind: control.EventPending, Pending: []control.Pending{{ID: 9, Path: "<secret-looking>"}}},
 	}}
 	p := newPage(t, b)
 	req, _ := http.NewRequest("GET", p.srv.URL+"/events?m=%2Fws", nil)
@@ -468,7 +467,7 @@ func TestOnlyListedMounts(t *testing.T) {
 // "for 60 s" (that covers a process's further changes, which a request
 // has none of).
 func TestScopeRequestButtons(t *testing.T) {
-	p := newPage(t, &fakeBackend{pending: []approvals.Pending{{ID: 5, Kind: approvals.KindScopeRequest, Paths: []string{"docs/**"}, Intent: "INT-001", Why: "docs too", Since: time.Now()}}})
+	p := newPage(t, &fakeBackend{pending: []control.Pending{{ID: 5, Kind: control.PendingScopeRequest, Paths: []string{"docs/**"}, Intent: "INT-001", Why: "docs too", Since: time.Now()}}})
 	_, body := p.do(t, "GET", "/approvals?m=%2Fws", nil, map[string]string{"Cookie": p.cookie()})
 	for _, want := range []string{`id="approve-5"`, `id="deny-5"`, "scope request", "docs/**"} {
 		if !strings.Contains(body, want) {
@@ -518,7 +517,7 @@ func TestEveryMount(t *testing.T) {
 // TestEventStreamOutlivesReadTimeout: the server's read timeout bounds
 // reading a request; a stream that lasts longer keeps going.
 func TestEventStreamOutlivesReadTimeout(t *testing.T) {
-	b := &fakeBackend{live: make(chan feed.Event, 1)}
+	b := &fakeBackend{live: make(chan control.Event, 1)}
 	srv := httptest.NewUnstartedServer(nil)
 	addr := srv.Listener.Addr().(*net.TCPAddr)
 	a := newAuth(strings.Repeat("a", 64), "test", []string{addr.String()}, false)
@@ -536,7 +535,7 @@ func TestEventStreamOutlivesReadTimeout(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	time.Sleep(time.Second) // five read timeouts
-	b.live <- feed.Event{Kind: feed.KindChange, Event: "write", Path: "late.txt", Time: time.Now()}
+	b.live <- control.Event{Kind: control.EventChange, Event: "write", Path: "late.txt", Time: time.Now()}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), "late.txt") {

@@ -1,6 +1,6 @@
 // Package workspace is the one home of a source's .orchestration/ layout:
 // where the policy, the ledger, the object store, the lock, the intent map
-// and the lessons file live. It also opens a session on a source (its
+// and the lessons file live. It also opens a source for writing (its
 // lock, ledger writer and workflow), wired the same way for a mount and
 // for a CLI command that changes an unmounted source, so the two cannot
 // drift apart.

@@ -65,12 +65,12 @@ func newSource(t *testing.T) string {
 
 func TestOpenIsTheOnlyWriter(t *testing.T) {
 	l := At(newSource(t))
-	s, err := l.Open(SessionOptions{Holder: "first", Version: "test"})
+	s, err := l.Open(OpenOptions{Holder: "first", Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Open(SessionOptions{Holder: "second"}); !errors.Is(err, ledger.ErrAlreadyMounted) || !strings.Contains(err.Error(), "first") {
-		t.Fatalf("second session: %v, want ErrAlreadyMounted naming the first holder", err)
+	if _, err := l.Open(OpenOptions{Holder: "second"}); !errors.Is(err, ledger.ErrAlreadyMounted) || !strings.Contains(err.Error(), "first") {
+		t.Fatalf("second opening: %v, want ErrAlreadyMounted naming the first holder", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestOpenIsTheOnlyWriter(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	s, err = l.Open(SessionOptions{Holder: "third"})
+	s, err = l.Open(OpenOptions{Holder: "third"})
 	if err != nil {
 		t.Fatalf("after Close the lock is free: %v", err)
 	}
@@ -90,13 +90,13 @@ func TestSessionLessonsHonourTheLessonsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := l.Open(SessionOptions{Holder: "test"})
+	s, err := l.Open(OpenOptions{Holder: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	if s.Workflow.Lessons != s.Lessons {
-		t.Error("the workflow appends lessons through another value than the session's")
+		t.Error("the workflow appends lessons through another value than the opened source's")
 	}
 	if want := filepath.Join(l.Dir(), "AGENT.md"); s.Lessons.Path != want {
 		t.Errorf("lessons go to %s, want %s", s.Lessons.Path, want)
@@ -116,7 +116,7 @@ func TestRevertCarriesTheRevertedIntent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := l.Open(SessionOptions{Holder: "test", Version: "test"})
+	s, err := l.Open(OpenOptions{Holder: "test", Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

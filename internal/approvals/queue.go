@@ -37,13 +37,13 @@ var ErrNotPending = errors.New("not pending")
 // waiting as allowed.
 var ErrFull = errors.New("too many pending")
 
-// Options configure a Gate.
+// Options configure a Queue.
 type Options struct {
 	// MaxPending bounds the entries waiting at once; MaxPendingPerUID the
 	// held changes of one uid; MaxRequestsPerUID its scope requests.
 	MaxPending, MaxPendingPerUID, MaxRequestsPerUID int
 	// OnPending is told of every new entry, OnDecision of every decision
-	// (to record it); both are called without the gate's lock.
+	// (to record it); both are called without the queue's lock.
 	OnPending  func(Pending)
 	OnDecision func(Decision)
 	// StartTime returns a process's start time (for decisions that cover
@@ -53,8 +53,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Gate holds changes for approval and keeps scope requests.
-type Gate struct {
+// Queue holds changes for approval and keeps scope requests.
+type Queue struct {
 	opts      Options
 	now       func() time.Time
 	startTime startTimeOf
@@ -78,8 +78,8 @@ type entry struct {
 	done chan Decision
 }
 
-// New returns a Gate.
-func New(o Options) *Gate {
+// New returns a Queue.
+func New(o Options) *Queue {
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
 	}
@@ -89,7 +89,7 @@ func New(o Options) *Gate {
 	if o.MaxRequestsPerUID <= 0 {
 		o.MaxRequestsPerUID = DefaultMaxRequestsPerUID
 	}
-	g := &Gate{opts: o, now: o.Now, startTime: o.StartTime, entries: map[uint64]*entry{},
+	g := &Queue{opts: o, now: o.Now, startTime: o.StartTime, entries: map[uint64]*entry{},
 		perUID: map[uint32]int{}, rates: map[string]*window{}}
 	if g.now == nil {
 		g.now = time.Now
@@ -103,7 +103,7 @@ func New(o Options) *Gate {
 // Hold decides whether rules hold h, and if one does, waits until a human
 // decides, the rule's timeout passes or ctx ends (the caller was
 // interrupted). No lock is held while it waits.
-func (g *Gate) Hold(ctx context.Context, h Held, rules []*policy.ApprovalRule) Verdict {
+func (g *Queue) Hold(ctx context.Context, h Held, rules []*policy.ApprovalRule) Verdict {
 	matched := matching(h, rules)
 	if len(matched) == 0 {
 		return Verdict{Proceed: true}
@@ -173,7 +173,7 @@ func (g *Gate) Hold(ctx context.Context, h Held, rules []*policy.ApprovalRule) V
 // it: observe mode reports such a change and lets it proceed. Rate rules
 // count the change as Hold does, so a burst is reported as it would be
 // held.
-func (g *Gate) WouldHold(h Held, rules []*policy.ApprovalRule) *policy.ApprovalRule {
+func (g *Queue) WouldHold(h Held, rules []*policy.ApprovalRule) *policy.ApprovalRule {
 	matched := matching(h, rules)
 	if len(matched) == 0 {
 		return nil
@@ -248,7 +248,7 @@ func covers(r *policy.ApprovalRule, h Held) (int, func() (int64, bool), bool) {
 // holding returns the first of the matched rules that holds the change
 // now, counting it in every matching rate rule. Called with the lock
 // held.
-func (g *Gate) holding(matched []match, now time.Time) *policy.ApprovalRule {
+func (g *Queue) holding(matched []match, now time.Time) *policy.ApprovalRule {
 	var rule *policy.ApprovalRule
 	for _, m := range matched {
 		// Every matching rate rule counts the change, whichever holds it.
@@ -290,10 +290,10 @@ func verdictOf(d Decision) Verdict {
 }
 
 // holdsOf counts the held changes of uid. Called with the lock held.
-func (g *Gate) holdsOf(uid uint32) int { return g.perUID[uid] }
+func (g *Queue) holdsOf(uid uint32) int { return g.perUID[uid] }
 
 // rate returns the counter of rule r. Called with the lock held.
-func (g *Gate) rate(r *policy.ApprovalRule, now time.Time) *window {
+func (g *Queue) rate(r *policy.ApprovalRule, now time.Time) *window {
 	w := g.rates[r.Key()]
 	if w != nil && w.slice == max(r.Within/rateBuckets, time.Millisecond) {
 		return w
@@ -311,7 +311,7 @@ func (g *Gate) rate(r *policy.ApprovalRule, now time.Time) *window {
 
 // finish removes e and hands d on, unless someone else finished it first
 // (then it reports false and e.done has their decision).
-func (g *Gate) finish(e *entry, d Decision) bool {
+func (g *Queue) finish(e *entry, d Decision) bool {
 	g.mu.Lock()
 	if g.entries[e.p.ID] != e {
 		g.mu.Unlock()
@@ -331,7 +331,7 @@ func (g *Gate) finish(e *entry, d Decision) bool {
 }
 
 // remove takes e off the books. Called with the lock held.
-func (g *Gate) remove(e *entry) {
+func (g *Queue) remove(e *entry) {
 	delete(g.entries, e.p.ID)
 	if e.p.Kind == KindHold {
 		if g.perUID[e.uid]--; g.perUID[e.uid] <= 0 {
@@ -341,7 +341,7 @@ func (g *Gate) remove(e *entry) {
 }
 
 // remember keeps d for .intentfs/pending. Called with the lock held.
-func (g *Gate) remember(d Decision) {
+func (g *Queue) remember(d Decision) {
 	g.recent = append(g.recent, d)
 	if len(g.recent) > maxRecent {
 		g.recent = slices.Delete(g.recent, 0, len(g.recent)-maxRecent)
@@ -354,7 +354,7 @@ func (g *Gate) remember(d Decision) {
 // the same process for that long, and coverProcess for as long as that
 // process lives; other changes of it that wait under the rule are decided
 // with it. It returns every decision made, the named one first.
-func (g *Gate) Decide(id uint64, verdict, by string, byProc *ledger.Process, cover time.Duration, coverProcess bool, reason string) ([]Decision, error) {
+func (g *Queue) Decide(id uint64, verdict, by string, byProc *ledger.Process, cover time.Duration, coverProcess bool, reason string) ([]Decision, error) {
 	if verdict != VerdictApproved && verdict != VerdictDenied {
 		return nil, fmt.Errorf("unknown verdict %q", verdict)
 	}
@@ -417,7 +417,7 @@ func joinReason(a, b string) string {
 }
 
 // sorted lists the entries by id. Called with the lock held.
-func (g *Gate) sorted() []*entry {
+func (g *Queue) sorted() []*entry {
 	out := slices.Collect(maps.Values(g.entries))
 	slices.SortFunc(out, func(a, b *entry) int {
 		switch {
@@ -433,7 +433,7 @@ func (g *Gate) sorted() []*entry {
 
 // Request files a scope request of uid and returns its id. Requests wait
 // without holding anything, but are bounded like holds.
-func (g *Gate) Request(uid uint32, p Pending) (uint64, error) {
+func (g *Queue) Request(uid uint32, p Pending) (uint64, error) {
 	g.mu.Lock()
 	n := 0
 	for _, e := range g.entries {
@@ -457,7 +457,7 @@ func (g *Gate) Request(uid uint32, p Pending) (uint64, error) {
 }
 
 // Get returns the pending entry id.
-func (g *Gate) Get(id uint64) (Pending, bool) {
+func (g *Queue) Get(id uint64) (Pending, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if e := g.entries[id]; e != nil {
@@ -467,7 +467,7 @@ func (g *Gate) Get(id uint64) (Pending, bool) {
 }
 
 // List returns what waits, oldest first.
-func (g *Gate) List() []Pending {
+func (g *Queue) List() []Pending {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []Pending
@@ -478,7 +478,7 @@ func (g *Gate) List() []Pending {
 }
 
 // Recent returns the last decisions, oldest first.
-func (g *Gate) Recent() []Decision {
+func (g *Queue) Recent() []Decision {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return slices.Clone(g.recent)

@@ -13,32 +13,32 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-// Check puts a change to the policy in force as a dry run: the decision
+// DryRun puts a change to the policy in force as a dry run: the decision
 // the mount would take for op on path right now, with the intents whose
 // owned_scope covers path. Nothing is recorded and nothing changes, so
 // hooks and MCP clients can ask before every write.
-func (d *Daemon) Check(path, op string, by *ledger.Process) (control.CheckResult, error) {
+func (d *Daemon) DryRun(path, op string, by *ledger.Process) (control.DryRunResult, error) {
 	if op == "" {
 		op = string(policy.OpOpenWrite)
 	}
 	valid := false
-	for _, o := range control.CheckOps() {
+	for _, o := range control.DryRunOps() {
 		valid = valid || o == op
 	}
 	if !valid {
-		return control.CheckResult{}, fmt.Errorf("unknown operation %q: one of %s", op, strings.Join(control.CheckOps(), ", "))
+		return control.DryRunResult{}, fmt.Errorf("unknown operation %q: one of %s", op, strings.Join(control.DryRunOps(), ", "))
 	}
 	// An absolute path inside the mount is accepted as the agent sees it.
 	if filepath.IsAbs(path) {
 		rel, err := filepath.Rel(d.cfg.Mountpoint, path)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return control.CheckResult{}, fmt.Errorf("%s is not inside the mount %s", path, d.cfg.Mountpoint)
+			return control.DryRunResult{}, fmt.Errorf("%s is not inside the mount %s", path, d.cfg.Mountpoint)
 		}
 		path = rel
 	}
 	rel, ok := policy.CleanRel(path)
 	if !ok {
-		return control.CheckResult{}, fmt.Errorf("%q is not a path inside the workspace", path)
+		return control.DryRunResult{}, fmt.Errorf("%q is not a path inside the workspace", path)
 	}
 	snap := d.engine.Snapshot()
 	active := d.intentFor(by)
@@ -51,7 +51,7 @@ func (d *Daemon) Check(path, op string, by *ledger.Process) (control.CheckResult
 	// the dry run answers as the mount would (allowed, with the refusal's
 	// code and reason): a hook that asks first must not refuse it instead.
 	dec := snap.Observed(req, snap.Decide(req))
-	res := control.CheckResult{Path: rel, Op: op, ActiveIntent: active, Allowed: dec.Allow, Code: string(dec.Code),
+	res := control.DryRunResult{Path: rel, Op: op, ActiveIntent: active, Allowed: dec.Allow, Code: string(dec.Code),
 		Reason: dec.Reason, CoveredBy: []control.IntentRef{}, Pinned: pinned}
 	if by != nil {
 		d.explainFilePermissions(&res, by)
@@ -71,7 +71,7 @@ func (d *Daemon) Check(path, op string, by *ledger.Process) (control.CheckResult
 // kernel refuses it before the policy is asked. A change the policy would
 // allow becomes FILE_PERMISSIONS, so the asker is not sent after an
 // intent or a scope that would change nothing.
-func (d *Daemon) explainFilePermissions(res *control.CheckResult, by *ledger.Process) {
+func (d *Daemon) explainFilePermissions(res *control.DryRunResult, by *ledger.Process) {
 	if d.root == nil {
 		// Not mounted (yet): no kernel sits in front of the policy.
 		return

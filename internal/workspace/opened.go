@@ -12,9 +12,9 @@ import (
 	"github.com/intentfs/intentfs/ledger"
 )
 
-// SessionOptions says who opens a session and how its changes are
+// OpenOptions says who opens a source and how its changes are
 // recorded.
-type SessionOptions struct {
+type OpenOptions struct {
 	// Holder names the lock's holder for a second writer's error
 	// ("the mount at /work", "`intentfs revert`").
 	Holder string
@@ -27,7 +27,7 @@ type SessionOptions struct {
 	LedgerMaxBytes int64
 	// Record, if set, is how the workflow records a change; a mount passes
 	// its own, which also counts the change and updates the intent map.
-	// Unset, changes go straight to the ledger (Session.Append).
+	// Unset, changes go straight to the ledger (Opened.Append).
 	Record func(ledger.Change)
 	// Changed is called after the workflow rewrote the policy.
 	Changed func()
@@ -36,9 +36,9 @@ type SessionOptions struct {
 	Committed func(*ledger.Record)
 }
 
-// Session is a source opened for writing: its lock is held, so this
+// Opened is a source opened for writing: its lock is held, so this
 // process is the ledger's only writer until Close.
-type Session struct {
+type Opened struct {
 	Layout   Layout
 	Writer   *ledger.Writer
 	Lessons  *sidecar.Lessons
@@ -50,7 +50,7 @@ type Session struct {
 
 // Open takes the source's lock and opens its ledger (stamped with the
 // git head) and a workflow whose lessons go to l's lessons file.
-func (l Layout) Open(opts SessionOptions) (*Session, error) {
+func (l Layout) Open(opts OpenOptions) (*Opened, error) {
 	lock, err := ledger.AcquireLock(l.source, opts.Holder)
 	if err != nil {
 		return nil, err
@@ -62,7 +62,7 @@ func (l Layout) Open(opts SessionOptions) (*Session, error) {
 		lock.Close()
 		return nil, fmt.Errorf("opening the ledger of %s: %w", l.source, err)
 	}
-	s := &Session{Layout: l, Writer: writer, Lessons: l.Lessons(), lock: lock, version: opts.Version}
+	s := &Opened{Layout: l, Writer: writer, Lessons: l.Lessons(), lock: lock, version: opts.Version}
 	record := opts.Record
 	if record == nil {
 		record = s.Append
@@ -72,12 +72,12 @@ func (l Layout) Open(opts SessionOptions) (*Session, error) {
 }
 
 // Append records c in the ledger.
-func (s *Session) Append(c ledger.Change) { s.Writer.Append(ledger.NewRecord(c, s.version)) }
+func (s *Opened) Append(c ledger.Change) { s.Writer.Append(ledger.NewRecord(c, s.version)) }
 
 // Revert plans and, unless r says otherwise, applies a revert in the
 // source, recording each step as by. Each step carries the intent of the
 // record it undoes, so the revert stays attributed to that intent.
-func (s *Session) Revert(r history.Request, by *ledger.Process) (*history.Plan, int, error) {
+func (s *Opened) Revert(r history.Request, by *ledger.Process) (*history.Plan, int, error) {
 	if err := s.Writer.Flush(); err != nil {
 		return nil, 0, err
 	}
@@ -89,7 +89,7 @@ func (s *Session) Revert(r history.Request, by *ledger.Process) (*history.Plan, 
 
 // Close flushes and closes the ledger, then releases the lock. It is safe
 // to call more than once.
-func (s *Session) Close() error {
+func (s *Opened) Close() error {
 	err := s.Writer.Close()
 	if s.lock != nil {
 		err = errors.Join(err, s.lock.Close())

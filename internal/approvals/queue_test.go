@@ -22,7 +22,7 @@ func rulesOf(t *testing.T, yaml string) []*policy.ApprovalRule {
 	return (&policy.Snapshot{Intents: in}).ApprovalRulesFor("")
 }
 
-// recorder collects what the gate reports.
+// recorder collects what the queue reports.
 type recorder struct {
 	mu        sync.Mutex
 	pending   []Pending
@@ -37,7 +37,7 @@ func (r *recorder) options() Options {
 }
 
 // waitEntries waits until n entries wait in g.
-func waitEntries(t *testing.T, g *Gate, n int) []Pending {
+func waitEntries(t *testing.T, g *Queue, n int) []Pending {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

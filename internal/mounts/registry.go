@@ -1,7 +1,7 @@
-// Package registry is where running mounts register, so the CLI can find
+// Package mounts is where running mounts register, so the CLI can find
 // a mount's control socket and log from its mountpoint or the current
 // directory.
-package registry
+package mounts
 
 import (
 	"crypto/sha256"
