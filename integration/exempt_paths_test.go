@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -284,4 +285,36 @@ func describeRecords(recs []*ledger.Record) string {
 			ledger.ShortHash(ledger.Str(g.PostHash)), filepath.Base(g.Op))
 	}
 	return b.String()
+}
+
+// TestMoveOutRefusedWhenItsBytesCannotBeKept: a move out of the governed
+// tree destroys what it takes along, for the ledger, as an unlink does;
+// when the object store cannot keep those bytes (its bound is reached),
+// the move is refused like the unlink would be, never made without undo.
+func TestMoveOutRefusedWhenItsBytesCannotBeKept(t *testing.T) {
+	t.Parallel()
+	src := tmpfsSource(t, "64m") // a bound of about 6.4 MiB
+	seed := map[string]string{".orchestration/.intentignore": "build/\n"}
+	for i := range 4 {
+		seed["src/bulk/big"+itoa(i)+".bin"] = bigFile() + itoa(i) // 4 × 2 MiB, each its own object
+	}
+	e := mountAt(t, src, exemptPolicy, "INT-001", seed, func(src string) { chownTree(t, src) })
+	e.reachableByAgent()
+	if out, err := e.shAs(agentUID, agentGID, "mkdir -p build && mv src/bulk build/bulk"); err == nil {
+		t.Fatalf("a move out of 8 MiB past a %d-byte store bound went ahead:\n%s", e.d.Status().Store.MaxBytes, out)
+	}
+	for i := range 4 {
+		rel := "src/bulk/big" + itoa(i) + ".bin"
+		if got, ok := e.srcContent(rel); !ok || got != bigFile()+itoa(i) {
+			t.Errorf("%s after the refused move: present %v, %d bytes", rel, ok, len(got))
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(e.src, "build", "bulk")); !os.IsNotExist(err) {
+		t.Errorf("build/bulk exists after the refused move: %v", err)
+	}
+	e.waitRecord("the PREIMAGE_UNAVAILABLE denial of the move", func(r *ledger.Record) bool {
+		g := r.Gov()
+		return g.Event == ledger.EventDenied && g.Code == "PREIMAGE_UNAVAILABLE"
+	})
+	verifyClean(t, e.src)
 }
