@@ -255,6 +255,59 @@ func TestApprovalKilledHolderLeavesNothing(t *testing.T) {
 	}
 }
 
+// TestApprovalKilledAgentEndsItsHold: an agent's (uid 1000) rm held by
+// a rule and killed with SIGKILL is gone within seconds on either
+// transport (INTENTFS_TRANSPORT=dev or uring), its hold is recorded as
+// CANCELLED, and nothing is left waiting: neither the hold nor a new one
+// for a request the kernel delivered after the kill.
+func TestApprovalKilledAgentEndsItsHold(t *testing.T) {
+	t.Parallel()
+	c, repo, ws := newPolicyRepo(t, approvalPolicy)
+	seedFiles(t, filepath.Join(repo, "bulk"), 40)
+	if err := filepath.Walk(repo, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, 1000, 1000)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.must("mount", "./repo", ws, "--intent", "INT-001")
+	t.Cleanup(func() { c.run("unmount", ws); syscall.Unmount(ws, syscall.MNT_DETACH) })
+	rm, _ := startIn(t, ws, "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "rm", "-rf", "bulk")
+	c.waitPending(ws)
+	killed := time.Now()
+	if err := rm.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- rm.Wait() }()
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Fatal("the killed rm exited 0")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the killed rm is still there %s after SIGKILL (pending: %+v)", time.Since(killed).Round(time.Second), c.pendingOf(ws))
+	}
+	waitFor(t, func() bool { return len(c.pendingOf(ws)) == 0 }, "the pending entry to go")
+	// Nothing comes back: a request delivered late would be held anew.
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if p := c.pendingOf(ws); len(p) != 0 {
+			t.Fatalf("a new hold after the kill: %+v", p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out := c.must("log", "--json", "--event", "approval", "--mount", ws)
+	if n := strings.Count(out, `"code":"CANCELLED"`); n != 1 {
+		t.Fatalf("%d CANCELLED records, want 1:\n%s", n, out)
+	}
+	if n := countFiles(filepath.Join(repo, "bulk")); n != 20 {
+		t.Fatalf("bulk has %d files, want the 20 before the hold", n)
+	}
+}
+
 // TestApprovalScopeRequest: an agent asks for scope, a human approves,
 // the policy changes only in that intent's scope (and version) and the
 // new scope takes effect.

@@ -19,6 +19,7 @@ import (
 	"github.com/intentfs/intentfs/internal/daemon"
 	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/otelexport"
+	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -53,6 +54,13 @@ one queue per CPU and a reply and the next request in one system call;
 "auto" uses io_uring where the kernel offers it and it is switched on, else
 /dev/fuse (also if mounting over io_uring fails). The default is
 $INTENTFS_TRANSPORT, else auto. "intentfs status" shows the transport in use.
+
+--upstream-known-hosts FILE names the host keys the fetch of the policy's
+declared upstream trusts over ssh, besides /etc/ssh/ssh_known_hosts; no other
+known_hosts counts (not the ~/.ssh/known_hosts of the repository's owner, who
+may be the agent) and an unknown host key fails the fetch. FILE and its
+directories must belong to root or to you and not be writable by others.
+Example: intentfs mount --upstream-known-hosts /etc/intentfs/known_hosts ./repo ./ws
 
 --otlp-endpoint (or the standard OTEL_EXPORTER_OTLP_ENDPOINT,
 OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL and
@@ -92,6 +100,7 @@ Examples:
 			fs.String("lessons-file", workspace.DefaultLessonsFile, "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 			fs.String("agent-files", "auto", `workspace-root files in which intentfs keeps a marked section with the agent guide and recent lessons: "auto" (CLAUDE.md and AGENTS.md where present, else a new CLAUDE.md), "none", or names such as "CLAUDE.md,AGENTS.md"`)
 			fs.String("transport", defaultTransport(), `how FUSE requests reach the daemon: "auto", "uring" (FUSE over io_uring) or "dev" (/dev/fuse)`)
+			fs.String("upstream-known-hosts", "", "a known_hosts file (owned by root or you, not writable by others) whose host keys the declared upstream's ssh fetch trusts besides /etc/ssh/ssh_known_hosts")
 			fs.Bool("nonempty", false, "mount over a MOUNTPOINT that has files of its own (hidden while mounted)")
 			fs.String("otlp-endpoint", "", "stream the ledger's records to this OTLP receiver URL (default: $OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT; none: no export)")
 			fs.String("otlp-protocol", "", `OTLP protocol: "http" (http/protobuf, port 4318) or "grpc" (port 4317) (default: $OTEL_EXPORTER_OTLP_PROTOCOL, else http)`)
@@ -114,6 +123,18 @@ func runMount(a *app, args []string) error {
 
 	if _, err := daemon.ParseTransport(flagString(a, "transport")); err != nil {
 		return usagef("--transport: %v", err)
+	}
+	knownHosts := flagString(a, "upstream-known-hosts")
+	if knownHosts != "" {
+		abs, err := filepath.Abs(knownHosts)
+		if err != nil {
+			return usagef("--upstream-known-hosts: %v", err)
+		}
+		// Checked here too, so that the error reaches the terminal.
+		if err := upstream.CheckKnownHosts(abs); err != nil {
+			return err
+		}
+		knownHosts = abs
 	}
 	export, err := otelexport.Resolve(os.Getenv, flagString(a, "otlp-endpoint"), flagString(a, "otlp-protocol"))
 	if err != nil {
@@ -143,6 +164,7 @@ func runMount(a *app, args []string) error {
 	cfg.AllowNonEmpty, _ = a.fs.GetBool("nonempty")
 	cfg.Export = export
 	cfg.Transport, _ = daemon.ParseTransport(flagString(a, "transport")) // checked above
+	cfg.UpstreamKnownHosts = knownHosts
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
 	cfg.SigningKeys, _ = a.fs.GetStringArray("signing-key")
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")

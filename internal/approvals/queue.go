@@ -49,9 +49,20 @@ type Options struct {
 	// StartTime returns a process's start time (for decisions that cover
 	// a process for as long as it lives).
 	StartTime func(pid uint32) (uint64, bool)
+	// CallerKilled reports whether the process that asked (the pid a
+	// FUSE request names) is killed or gone, so that its held change
+	// ends as cancelled even where the kernel sends no interrupt (see
+	// procinfo.Killed); nil: only the request's context ends a hold
+	// early. KilledPoll is how often a hold asks (0: DefaultKilledPoll).
+	CallerKilled func(pid uint32) bool
+	KilledPoll   time.Duration
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
 }
+
+// DefaultKilledPoll is how often a held change asks whether its caller
+// was killed: a killed caller exits within about this long.
+const DefaultKilledPoll = 250 * time.Millisecond
 
 // Queue holds changes for approval and keeps scope requests.
 type Queue struct {
@@ -149,24 +160,47 @@ func (g *Queue) Hold(ctx context.Context, h Held, rules []*policy.ApprovalRule) 
 
 	timer := time.NewTimer(rule.Timeout)
 	defer timer.Stop()
-	select {
-	case d := <-e.done:
-		return verdictOf(d)
-	case <-ctx.Done():
-		d := Decision{Pending: e.p, Verdict: VerdictCancelled, By: "intentfs",
-			Reason: "the waiting process was interrupted (a signal) before anyone decided"}
-		if !g.finish(e, d) {
-			return verdictOf(<-e.done)
+	// The kernel interrupts the request of a caller that gets a signal
+	// (ctx ends), but not every killed caller's: the hold also looks.
+	var killed <-chan time.Time
+	if g.opts.CallerKilled != nil && h.Pid != 0 {
+		poll := g.opts.KilledPoll
+		if poll <= 0 {
+			poll = DefaultKilledPoll
 		}
-		return Verdict{Interrupted: true, ID: e.p.ID}
-	case <-timer.C:
-		d := Decision{Pending: e.p, Verdict: VerdictTimedOut, By: "intentfs", For: burstCover,
-			Reason: fmt.Sprintf("nobody decided within %s", rule.Timeout)}
-		if !g.finish(e, d) {
-			return verdictOf(<-e.done)
-		}
-		return verdictOf(d)
+		tick := time.NewTicker(poll)
+		defer tick.Stop()
+		killed = tick.C
 	}
+	for {
+		select {
+		case d := <-e.done:
+			return verdictOf(d)
+		case <-ctx.Done():
+			return g.cancel(e, "the waiting process was interrupted (a signal) before anyone decided")
+		case <-killed:
+			if g.opts.CallerKilled(h.Pid) {
+				return g.cancel(e, "the waiting process was killed before anyone decided")
+			}
+		case <-timer.C:
+			d := Decision{Pending: e.p, Verdict: VerdictTimedOut, By: "intentfs", For: burstCover,
+				Reason: fmt.Sprintf("nobody decided within %s", rule.Timeout)}
+			if !g.finish(e, d) {
+				return verdictOf(<-e.done)
+			}
+			return verdictOf(d)
+		}
+	}
+}
+
+// cancel ends the hold of e because its caller stopped waiting, unless a
+// decision came first.
+func (g *Queue) cancel(e *entry, why string) Verdict {
+	d := Decision{Pending: e.p, Verdict: VerdictCancelled, By: "intentfs", Reason: why}
+	if !g.finish(e, d) {
+		return verdictOf(<-e.done)
+	}
+	return Verdict{Interrupted: true, ID: e.p.ID}
 }
 
 // WouldHold returns the rule that would hold h, or nil, without holding

@@ -370,3 +370,49 @@ func TestMoveOutCountsEachRemoval(t *testing.T) {
 		})
 	}
 }
+
+// TestKilledCallerEndsItsHold: a caller killed while its change is held
+// ends the hold as cancelled although its request's context never ends
+// (the kernel sent no interrupt); a live caller is left waiting.
+func TestKilledCallerEndsItsHold(t *testing.T) {
+	rules := rulesOf(t, "  - {name: every, ops: [delete], timeout: 1m}\n")
+	var mu sync.Mutex
+	killed := map[uint32]bool{}
+	rec := &recorder{}
+	o := rec.options()
+	o.KilledPoll = 5 * time.Millisecond
+	o.CallerKilled = func(pid uint32) bool { mu.Lock(); defer mu.Unlock(); return killed[pid] }
+	g := New(o)
+	done := map[uint32]chan Verdict{7: make(chan Verdict, 1), 8: make(chan Verdict, 1)}
+	for pid, ch := range done {
+		go func() { ch <- g.Hold(context.Background(), unlink(pid), rules) }()
+	}
+	waitEntries(t, g, 2)
+	mu.Lock()
+	killed[7] = true
+	mu.Unlock()
+	select {
+	case v := <-done[7]:
+		if !v.Interrupted {
+			t.Fatalf("the killed caller's hold got %+v", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed caller's hold did not end")
+	}
+	l := waitEntries(t, g, 1)
+	if l[0].Process.Pid != 8 {
+		t.Fatalf("left waiting: %+v", l[0])
+	}
+	rec.mu.Lock()
+	ds := rec.decisions
+	rec.mu.Unlock()
+	if len(ds) != 1 || ds[0].Verdict != VerdictCancelled || ds[0].Pending.Process.Pid != 7 || !strings.Contains(ds[0].Reason, "killed") {
+		t.Fatalf("decisions %+v", ds)
+	}
+	if _, err := g.Decide(l[0].ID, VerdictApproved, "alice", nil, 0, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if v := <-done[8]; !v.Proceed {
+		t.Fatalf("the approved caller got %+v", v)
+	}
+}

@@ -25,6 +25,9 @@ func (d *Daemon) newApprovalQueue() *approvals.Queue {
 		OnPending:  d.onPending,
 		OnDecision: d.onDecision,
 		StartTime:  procinfo.StartTime,
+		// A killed caller's change ends as cancelled on every transport,
+		// whether or not the kernel interrupts its request.
+		CallerKilled: procinfo.Killed,
 	})
 }
 

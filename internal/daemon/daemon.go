@@ -78,6 +78,10 @@ type Config struct {
 	// MaxCachedDirs bounds the directory descriptors the mount keeps open
 	// between calls (0: a quarter of the daemon's descriptor limit).
 	MaxCachedDirs int
+	// UpstreamKnownHosts is a known_hosts file the human controls that
+	// the declared upstream's fetch trusts besides the system's
+	// (upstream.CheckKnownHosts); "": the system's alone.
+	UpstreamKnownHosts string
 	// Transport is how the kernel's requests reach the daemon:
 	// TransportAuto, TransportURing or TransportDev ("": DefaultTransport).
 	Transport string
@@ -235,6 +239,9 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	d.git = d.newGitGate()
 	d.mirror = upstream.New(cfg.Source, cfg.Log)
+	if err = d.mirror.SetKnownHosts(cfg.UpstreamKnownHosts); err != nil {
+		return nil, err
+	}
 	cleanup := []func(){}
 	defer func() {
 		if err != nil {

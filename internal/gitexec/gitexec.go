@@ -86,6 +86,9 @@ type Repo struct {
 	// gitDir, if set, is passed as --git-dir: the repository is a bare
 	// one (OpenGitDir), never discovered from Dir.
 	gitDir string
+	// knownHosts, if set, is the known_hosts file of StrictTransport's
+	// ssh besides the system's (SetKnownHosts).
+	knownHosts string
 }
 
 // Open returns a Repo for the work tree at dir. When this process is root

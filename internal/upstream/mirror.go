@@ -5,7 +5,8 @@
 // (policy.Upstream): a repository URL and a ref. The daemon fetches that
 // ref itself into a bare mirror below the source's git directory
 // (MirrorRel), with a clean environment (gitexec.StrictTransport: no user
-// or repository configuration, ssh with -F none, HOME=/nonexistent), into
+// or repository configuration, ssh with -F none and only host keys the
+// agent cannot write, HOME=/nonexistent), into
 // a ref no agent command writes (TrustedRef). Nothing the agent's
 // repository, its remotes or its fetched refs hold is trusted: only what
 // this package fetched from the declared URL.
@@ -122,7 +123,10 @@ type Mirror struct {
 	closed      bool
 	repo        *gitexec.Repo
 	blobs       *gitexec.Blobs
-	cache       map[cacheKey]any
+	// knownHosts is the trusted known_hosts file besides the system's
+	// ("": none; SetKnownHosts).
+	knownHosts string
+	cache      map[cacheKey]any
 }
 
 // New returns the mirror of the repository at source (the workspace's
@@ -337,8 +341,11 @@ func (m *Mirror) mirror(ctx context.Context) (*gitexec.Repo, error) {
 		return nil, err
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := repo.SetKnownHosts(m.knownHosts); err != nil {
+		return nil, err
+	}
 	m.repo = repo
-	m.mu.Unlock()
 	return repo, nil
 }
 
