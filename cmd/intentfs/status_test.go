@@ -42,7 +42,7 @@ func TestIntentLineNamesTheSessionsIntents(t *testing.T) {
 // start the image again, not intentfs mount of a path inside a container
 // that has exited.
 func TestInitNextInTheImage(t *testing.T) {
-	if got := initNext("/src", "", false); !strings.Contains(got, "intentfs mount /src MOUNTPOINT") {
+	if got := initNext("/src", "", false); !strings.Contains(got, "intentfs doctor --source /src --agent agent && sudo intentfs mount /src MOUNTPOINT") {
 		t.Errorf("outside the image: %q", got)
 	}
 	got := initNext("/src", "start the container again", false)
