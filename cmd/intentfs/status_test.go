@@ -77,3 +77,18 @@ func TestStatusShowsFilePermissions(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusShowsEachIntentsEnforcement: the workspace's default mode and
+// that of each intent in progress, so an intent in observe mode is not
+// read as enforced when no intent is selected.
+func TestStatusShowsEachIntentsEnforcement(t *testing.T) {
+	var out strings.Builder
+	a := &app{stdout: &out}
+	printStatus(a, &control.Status{Enforcement: "enforce", WorkspaceEnforcement: "enforce", IntentEnforcement: []control.IntentEnforcement{
+		{ID: "INT-001", Status: "IN_PROGRESS", Enforcement: "observe"}, {ID: "INT-002", Status: "IN_PROGRESS", Enforcement: "enforce"},
+		{ID: "INT-003", Status: "COMPLETE", Enforcement: "observe"}}})
+	want := "enforcement: workspace default enforce; in progress: INT-001 observe, INT-002 enforce\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, out.String())
+	}
+}
