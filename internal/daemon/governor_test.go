@@ -1,12 +1,12 @@
 package daemon
 
 import (
-	"slices"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"

@@ -55,7 +55,7 @@ func (f *fakeBackend) Call(_ context.Context, _ Mount, req control.Request) (*co
 	case "status":
 		return &control.Response{OK: true, Status: &control.Status{Mountpoint: "/ws", Enforcement: "observe", WorkspaceEnforcement: "enforce",
 			IntentEnforcement: []control.IntentEnforcement{{ID: "INT-009", Status: "IN_PROGRESS", Enforcement: "observe"}, {ID: "INT-010", Status: "IN_PROGRESS", Enforcement: "enforce"}},
-			Counters: control.Counters{WouldDeny: 7}}}, nil
+			Counters:          control.Counters{WouldDeny: 7}}}, nil
 	case "approvals":
 		return &control.Response{OK: true, Pending: f.pending}, nil
 	case "decide":
