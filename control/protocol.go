@@ -116,6 +116,16 @@ type Counters struct {
 	HashCacheHits uint64 `json:"hash_cache_hits"`
 }
 
+// IntentEnforcement is the mode in force for changes under one intent.
+type IntentEnforcement struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	Enforcement string `json:"enforcement"`
+}
+
+// MaxIntentEnforcement bounds the intents Status lists modes for.
+const MaxIntentEnforcement = 100
+
 // Status is what `intentfs status` and .intentfs/status report.
 type Status struct {
 	Mountpoint   string    `json:"mountpoint"`
@@ -130,7 +140,12 @@ type Status struct {
 	// Enforcement is the mode in force for the active intent: enforce,
 	// or observe (refusals are recorded, not made).
 	Enforcement string `json:"enforcement"`
-	Passthrough bool   `json:"passthrough"`
+	// WorkspaceEnforcement is the policy's default mode; IntentEnforcement
+	// the mode in force for each intent (its own, else the default), so
+	// that sessions pinned to intents show theirs when none is selected.
+	WorkspaceEnforcement string              `json:"workspace_enforcement"`
+	IntentEnforcement    []IntentEnforcement `json:"intent_enforcement,omitempty"`
+	Passthrough          bool                `json:"passthrough"`
 	// Transport is how the kernel's FUSE requests reach the daemon:
 	// "uring" (FUSE over io_uring) or "dev" (/dev/fuse).
 	Transport string `json:"transport"`

@@ -338,3 +338,36 @@ func TestNonRootStatusSaysWhatIsTrue(t *testing.T) {
 		t.Fatalf("status without --mount as uid %d: exit %d:\n%s", otherUID, code, out)
 	}
 }
+
+// TestNonRootAcceptOfRootsMountSaysSudo: a human whose mount the root
+// daemon serves cannot record an acceptance or a scope change through it,
+// nor beside it in the locked source. The error names the command that
+// works: the same one with sudo and --mount, not "unmount it first".
+func TestNonRootAcceptOfRootsMountSaysSudo(t *testing.T) {
+	requireFUSE(t)
+	c := newCLI(t)
+	base := worldDir(t, 0)
+	repo, ws := filepath.Join(base, "repo"), filepath.Join(base, "ws")
+	writeFile(t, filepath.Join(repo, policy.IntentsFile), scopePolicy)
+	writeFile(t, filepath.Join(repo, "notes.txt"), "mine\n")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.mountCLI(repo, ws, "--intent", "INT-001")
+	c.dir = worldDir(t, otherUID)
+	userRuntime := filepath.Join(c.dir, "run")
+
+	for _, args := range [][]string{
+		{"accept", "--source", repo, "notes.txt", "--reason", "my edit"},
+		{"accept", "--mount", ws, "notes.txt", "--reason", "my edit"},
+	} {
+		out, code := c.runAs(otherUID, userRuntime, args...)
+		if code == 0 || !strings.Contains(out, "sudo intentfs accept --mount "+ws) || strings.Contains(out, "unmount it first") {
+			t.Fatalf("intentfs %s as uid %d: exit %d:\n%s", strings.Join(args, " "), otherUID, code, out)
+		}
+	}
+	out, code := c.runAs(otherUID, userRuntime, "policy", "suggest", "--mount", ws, "--intent", "INT-001", "--write")
+	if code == 0 || !strings.Contains(out, "sudo intentfs policy suggest --mount "+ws) {
+		t.Fatalf("policy suggest --write as uid %d: exit %d:\n%s", otherUID, code, out)
+	}
+}

@@ -55,9 +55,15 @@ Examples:
 			if err := refuseInsideMount(); err != nil {
 				return err
 			}
+			retry := acceptRetry(args, flagString(a, "reason"))
 			ws, err := workspaceFromFlags(a)
 			if err != nil {
-				return err
+				return withSudoHint(err, retry)
+			}
+			if ws.mount == nil {
+				if err := uncontrolledMountOf(ws.source); err != nil {
+					return withSudoHint(err, retry)
+				}
 			}
 			req := accept.Request{Paths: make([]string, len(args)), Reason: flagString(a, "reason")}
 			for i, p := range args {
@@ -166,4 +172,27 @@ func acceptPaths(ws cliWorkspace, req accept.Request) ([]accept.Result, error) {
 		return nil, fmt.Errorf("%w (if it is mounted, name the mount: intentfs accept --mount M)", err)
 	}
 	return out, err
+}
+
+// acceptRetry is the accept command line to suggest with sudo, {mount}
+// standing for the mount flag.
+func acceptRetry(paths []string, reason string) string {
+	var b strings.Builder
+	b.WriteString("accept {mount}")
+	for _, p := range paths {
+		b.WriteString(" " + shellWord(p))
+	}
+	if reason != "" {
+		b.WriteString(" --reason " + shellWord(reason))
+	}
+	return b.String()
+}
+
+// shellWord quotes s for a shell when it holds anything but plain path
+// characters, and escapes what a terminal would interpret.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(textsafe.Escape(s), "'", `'\''`) + "'"
 }

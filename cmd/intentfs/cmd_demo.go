@@ -9,8 +9,12 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -97,7 +101,13 @@ func runDemo(a *app, args []string) (err error) {
 			return err
 		}
 	}
-	w := a.stdout
+	// A reader that goes away (intentfs demo | head) must end the demo,
+	// not kill it with its workspace mounted: with SIGPIPE ignored a
+	// write fails instead, and the first failed write ends the demo.
+	signal.Ignore(syscall.SIGPIPE)
+	out := &demoOutput{w: a.stdout}
+	a.stdout = out
+	w := out
 	fmt.Fprintf(w, "intentfs demo in %s\n\n1. The policy (%s):\n\n%s\n\n", tmp, policy.IntentsFile, indent(demoPolicy))
 
 	daemon.SetProcessUmask() // after the demo's own files are written
@@ -115,8 +125,23 @@ func runDemo(a *app, args []string) (err error) {
 		}
 		<-done
 	}()
+	// SIGINT or SIGTERM while mounted: the demo may be blocked in a
+	// write, so the handler unmounts and exits itself.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case sig := <-sigs:
+			os.Exit(demoInterrupted(a, d, done, sig, keep, tmp))
+		case <-done:
+		}
+	}()
 
 	fmt.Fprintf(w, "2. Mounted %s at %s (passthrough I/O: %v).\n\n", src, mnt, d.Status().Passthrough)
+	if out.failed() {
+		return nil
+	}
 	if claude != "" {
 		fmt.Fprintf(w, "3. The agent's intent is INT-001 (scope src/**):\n")
 		demoShell(w, mnt, "echo INT-001 > .intentfs/active && cat .intentfs/active")
@@ -130,19 +155,86 @@ func runDemo(a *app, args []string) (err error) {
 	}
 	fmt.Fprintf(w, "3. Without an intent, nothing may change:\n")
 	demoShell(w, mnt, "echo hello > src/greeting.txt")
+	if out.failed() {
+		return nil
+	}
 	fmt.Fprintf(w, "\n4. The agent selects INT-001 (scope src/**) by writing to the control file:\n")
 	demoShell(w, mnt, "echo INT-001 > .intentfs/active && cat .intentfs/active")
+	if out.failed() {
+		return nil
+	}
 	fmt.Fprintf(w, "\n5. An allowed write, inside the scope:\n")
 	demoShell(w, mnt, "echo hello > src/greeting.txt && sed -i 's/hello/hello, world/' src/greeting.txt && cat src/greeting.txt")
+	if out.failed() {
+		return nil
+	}
 	fmt.Fprintf(w, "\n6. A denied write, outside the scope; the source is unchanged:\n")
 	demoShell(w, mnt, "echo 'agent was here' >> README.md")
 	demoShell(w, mnt, "cat README.md")
 	fmt.Fprintf(w, "\n   Why? The agent can read it in .intentfs/denials:\n")
 	demoShell(w, mnt, "tail -n 1 .intentfs/denials")
+	if out.failed() {
+		return nil
+	}
 	fmt.Fprintf(w, "\n7. The policy and the ledger cannot be edited through the mount:\n")
 	demoShell(w, mnt, "echo '' > .orchestration/agent_trace.jsonl")
 
+	if out.failed() {
+		return nil
+	}
 	return demoLedger(a, d, keep, tmp, 8, "the sed -i rename")
+}
+
+// demoOutput is the demo's stdout. After a write fails (the reader went
+// away) it discards the rest, and the demo ends at its next step.
+type demoOutput struct {
+	w   io.Writer
+	mu  sync.Mutex
+	err error
+}
+
+func (o *demoOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = fmt.Errorf("the demo's output: %w", err)
+	}
+	return n, err
+}
+
+func (o *demoOutput) failed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err != nil
+}
+
+// demoInterrupted unmounts the demo's workspace when a signal stops it,
+// waiting out a demo step's shell still in the mount, and returns the
+// exit status for sig.
+func demoInterrupted(a *app, d *daemon.Daemon, done <-chan struct{}, sig os.Signal, keep bool, tmp string) int {
+	deadline := time.Now().Add(10 * time.Second)
+	err := d.Unmount()
+	for err != nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		err = d.Unmount()
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "intentfs demo: stopped by %v, but %v: unmount it with intentfs unmount\n", sig, err)
+		return 1
+	}
+	<-done
+	if !keep {
+		os.RemoveAll(tmp)
+	}
+	fmt.Fprintf(a.stderr, "intentfs demo: stopped by %v; unmounted\n", sig)
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
 }
 
 // demoLedger prints the ledger as step n, the first rename in full (what

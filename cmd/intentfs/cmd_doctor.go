@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -115,7 +118,11 @@ func runDoctor(a *app, args []string) error {
 			rep.Agent = ag
 		}
 	}
-	rep.Findings = append(pre, doctor.Run(doctor.Setup{Source: rep.Source, Mountpoint: rep.Mountpoint, Agent: rep.Agent, Self: uint32(os.Geteuid())})...)
+	setup := doctor.Setup{Source: rep.Source, Mountpoint: rep.Mountpoint, Agent: rep.Agent, Self: uint32(os.Geteuid())}
+	if rep.Agent != nil {
+		setup.SafeDirectories = agentSafeDirectories(rep.Agent.Name)
+	}
+	rep.Findings = append(pre, doctor.Run(setup)...)
 	rep.Problems = doctor.Problems(rep.Findings)
 	if jsonOut(a) {
 		if err := printJSON(a, rep); err != nil {
@@ -179,4 +186,40 @@ func printDoctor(a *app, rep *doctorReport) {
 	default:
 		fmt.Fprintf(w, "\n%d problems found.\n", rep.Problems)
 	}
+}
+
+// agentSafeDirectories reads the safe.directory values the agent's git
+// sees: git's system config and the agent's global ones. It returns nil
+// when one of them exists but cannot be read (doctor then cannot tell).
+func agentSafeDirectories(agent string) []string {
+	files := []string{""} // "": git's system config, wherever git keeps it
+	if u, err := user.Lookup(agent); err == nil && u.HomeDir != "" {
+		files = append(files, filepath.Join(u.HomeDir, ".gitconfig"), filepath.Join(u.HomeDir, ".config", "git", "config"))
+	}
+	dirs := []string{}
+	for _, f := range files {
+		args := []string{"config", "--system", "--get-all", "safe.directory"}
+		if f != "" {
+			fh, err := os.Open(f)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil
+			}
+			fh.Close()
+			args = []string{"config", "--file", f, "--get-all", "safe.directory"}
+		}
+		out, err := exec.Command("git", args...).Output()
+		var ee *exec.ExitError
+		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) {
+			return nil
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if l != "" {
+				dirs = append(dirs, l)
+			}
+		}
+	}
+	return dirs
 }

@@ -100,10 +100,10 @@ func parentExists(dir string) error {
 // checkout: in a container DIR is a path the user does not see.
 func initNext(dir, next string, policyKept bool) string {
 	if policyKept && next == "" {
-		return fmt.Sprintf("\nThe policy %s/%s was already there (committed with the repository): check its intents with intentfs intent list --source %s,\nthen: intentfs mount %s MOUNTPOINT\n", dir, policy.IntentsFile, dir, dir)
+		return fmt.Sprintf("\nThe policy %s/%s was already there (committed with the repository): check its intents with intentfs intent list --source %s,\nthen: intentfs doctor --source %s --agent agent && sudo intentfs mount %s MOUNTPOINT\n", dir, policy.IntentsFile, dir, dir, dir)
 	}
 	if next != "" {
 		return fmt.Sprintf("\nNext: edit %s in the checkout (set an intent's status: IN_PROGRESS and its owned_scope),\nthen: %s\n", policy.IntentsFile, next)
 	}
-	return fmt.Sprintf("\nNext: edit %s/%s (set status: IN_PROGRESS),\nthen: intentfs mount %s MOUNTPOINT\n", dir, policy.IntentsFile, dir)
+	return fmt.Sprintf("\nNext: edit %s/%s (set status: IN_PROGRESS),\nthen: intentfs doctor --source %s --agent agent && sudo intentfs mount %s MOUNTPOINT\n", dir, policy.IntentsFile, dir, dir)
 }

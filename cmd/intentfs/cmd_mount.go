@@ -82,12 +82,12 @@ allowed signer covers. Without it, records are unsigned ("intentfs status"
 says so). See docs/signing.md.
 
 Examples:
-  intentfs mount ./repo /workspace
-  intentfs mount ./repo /workspace --intent INT-001
-  intentfs mount ./repo /workspace --foreground     # in containers; Ctrl-C unmounts
-  intentfs mount ./repo /workspace --transport uring
-  intentfs mount ./repo /workspace --otlp-endpoint http://localhost:4318
-  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc intentfs mount ./repo /workspace
+  sudo intentfs mount ./repo /workspace
+  sudo intentfs mount ./repo /workspace --intent INT-001
+  intentfs mount ./repo /workspace --foreground          # in a container, as its root; Ctrl-C unmounts
+  sudo intentfs mount ./repo /workspace --transport uring
+  sudo intentfs mount ./repo /workspace --otlp-endpoint http://localhost:4318
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc sudo -E intentfs mount ./repo /workspace
   sudo intentfs mount --signing-key /etc/intentfs/signing_key ./repo /workspace`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("intent", "", "select this intent at start")

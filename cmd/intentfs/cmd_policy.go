@@ -86,9 +86,23 @@ Examples:
 			if len(args) != 0 {
 				return usagef("unexpected arguments %v", args)
 			}
+			write, _ := a.fs.GetBool("write")
+			retry := "policy suggest {mount}"
+			if in := flagString(a, "intent"); in != "" {
+				retry += " --intent " + shellWord(in)
+			}
+			retry += " --write"
 			ws, err := workspaceFromFlags(a)
 			if err != nil {
+				if write {
+					return withSudoHint(err, retry)
+				}
 				return err
+			}
+			if write && ws.mount == nil {
+				if err := uncontrolledMountOf(ws.source); err != nil {
+					return withSudoHint(err, retry)
+				}
 			}
 			f := ledger.Filter{Intent: flagString(a, "intent")}
 			if s := flagString(a, "since"); s != "" {
@@ -134,7 +148,7 @@ Examples:
 					s.Add = append(s.Add, g)
 				}
 			}
-			if write, _ := a.fs.GetBool("write"); write && len(s.Add) > 0 {
+			if write && len(s.Add) > 0 {
 				if err := runIntentOp(ws, workflow.Request{Action: "scope", ID: in.ID, Add: s.Add}); err != nil {
 					return fmt.Errorf("writing the proposed scope of %s: %w", in.ID, err)
 				}

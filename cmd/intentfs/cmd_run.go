@@ -58,10 +58,10 @@ lies outside the mount; give each agent a clone of its own instead
 The exit status is CMD's (125: the session could not be started).
 
 Examples:
-  sudo intentfs run --mount /workspace --intent INT-001 -- claude
+  sudo intentfs run --mount /workspace --user agent --intent INT-001 -- claude
   sudo intentfs run --select --user agent --name refactor -- bash
-  sudo intentfs run --intent INT-001 --bind-tmp /var/cache/agent-tmp -- claude
-  sudo intentfs run --intent INT-002 --model anthropic/claude-opus-4-5 \
+  sudo intentfs run --mount /workspace --user agent --intent INT-001 --bind-tmp /var/cache/agent-tmp -- claude
+  sudo intentfs run --mount /workspace --user agent --intent INT-002 --model anthropic/claude-opus-4-5 \
       --conversation https://example.com/c/42 -- codex exec "fix the tests"`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("mount", "", "the mountpoint (default: the mount containing the current directory, or the only one)")

@@ -137,6 +137,9 @@ func printStatus(a *app, st *control.Status) {
 	}
 	c := st.Counters
 	fmt.Fprintf(w, "counters:   %d allowed, %d denied, %d recorded, %d bytes hashed (%d cache hits)\n", c.Allowed, c.Denied, c.Recorded, c.BytesHashed, c.HashCacheHits)
+	if st.WorkspaceEnforcement != "" {
+		fmt.Fprintf(w, "enforcement: %s\n", enforcementLine(st))
+	}
 	if st.Enforcement == "observe" || c.WouldDeny > 0 || c.WouldHold > 0 {
 		fmt.Fprintf(w, "observe:    %d would-deny, %d would-hold (enforcement for the active intent: %s; list them with `intentfs log --would-deny`)\n",
 			c.WouldDeny, c.WouldHold, orDash(st.Enforcement))
@@ -320,4 +323,34 @@ func percentOf(part, whole int64) int64 {
 		return 0
 	}
 	return part * 100 / whole
+}
+
+// maxModesShown bounds the intents the enforcement line names.
+const maxModesShown = 10
+
+// enforcementLine is the workspace's default mode and that of each intent
+// in progress or active: an intent may set its own.
+func enforcementLine(st *control.Status) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "workspace default %s", st.WorkspaceEnforcement)
+	n := 0
+	for _, ie := range st.IntentEnforcement {
+		if ie.Status != "IN_PROGRESS" && ie.ID != st.ActiveIntent {
+			continue
+		}
+		if n == maxModesShown {
+			b.WriteString(", and more (intentfs status --json)")
+			break
+		}
+		sep := ", "
+		if n == 0 {
+			sep = "; in progress: "
+		}
+		fmt.Fprintf(&b, "%s%s %s", sep, textsafe.Escape(ie.ID), ie.Enforcement)
+		if ie.ID == st.ActiveIntent {
+			b.WriteString(" (active)")
+		}
+		n++
+	}
+	return b.String()
 }

@@ -62,7 +62,7 @@ Examples:
 				// The store is private to its owner (root): a user who
 				// cannot list it would see every kept version as missing.
 				opts.ListObjects = nil
-				fmt.Fprintf(a.stderr, "intentfs verify: the object store %s is not readable by you (uid %d), so the kept copies of replaced versions are not checked; run verify as its owner (root) to check them\n",
+				fmt.Fprintf(a.stderr, "intentfs verify: the object store %s is not readable by you (uid %d), so the kept copies of replaced versions are not checked: run as root (sudo intentfs verify) to check pre-images\n",
 					textsafe.Escape(ws.layout().ObjectsDir()), os.Getuid())
 			}
 			bar := newProgress(a, "verifying")

@@ -143,3 +143,32 @@ func call(e mounts.Entry, req control.Request) (*control.Response, error) {
 	}
 	return resp, err
 }
+
+// withSudoHint turns the error of a command a human runs against a mount
+// this user may not control (the team setup's daemon runs as root) into
+// one that names the command that works: the same, as the daemon's user,
+// with --mount. retry is that command's line after "intentfs ", with
+// --mount M added here. Other errors pass unchanged.
+func withSudoHint(err error, retry string) error {
+	var u uncontrolledMountError
+	if !errors.As(err, &u) || u.dead != nil {
+		return err
+	}
+	return fmt.Errorf("%s is served by a daemon that uid %d may not control (it was mounted as another user, usually root with sudo): run sudo intentfs %s",
+		escapeTerminal(u.mount.Source), os.Geteuid(), strings.Replace(retry, "{mount}", "--mount "+escapeTerminal(u.mount.Mountpoint), 1))
+}
+
+// uncontrolledMountOf reports the live intentfs mount of source that this
+// user's registry does not list, as an uncontrolledMountError; nil if
+// there is none. A command that would otherwise work on the source
+// offline asks first: the mount's lock would refuse it with "unmount it
+// first", which is the wrong advice for a human beside a running agent.
+func uncontrolledMountOf(source string) error {
+	_, _, unlisted := unlistedMount("", "")
+	for _, m := range unlisted {
+		if m.Source == source && deadMount(m.Mountpoint) == nil {
+			return uncontrolledMountError{mount: m}
+		}
+	}
+	return nil
+}

@@ -41,7 +41,7 @@ func TestIntentLineNamesTheSessionsIntents(t *testing.T) {
 // start the image again, not intentfs mount of a path inside a container
 // that has exited.
 func TestInitNextInTheImage(t *testing.T) {
-	if got := initNext("/src", "", false); !strings.Contains(got, "intentfs mount /src MOUNTPOINT") {
+	if got := initNext("/src", "", false); !strings.Contains(got, "intentfs doctor --source /src --agent agent && sudo intentfs mount /src MOUNTPOINT") {
 		t.Errorf("outside the image: %q", got)
 	}
 	got := initNext("/src", "start the container again", false)
@@ -74,5 +74,20 @@ func TestStatusShowsFilePermissions(t *testing.T) {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("status lacks %q:\n%s", w, out.String())
 		}
+	}
+}
+
+// TestStatusShowsEachIntentsEnforcement: the workspace's default mode and
+// that of each intent in progress, so an intent in observe mode is not
+// read as enforced when no intent is selected.
+func TestStatusShowsEachIntentsEnforcement(t *testing.T) {
+	var out strings.Builder
+	a := &app{stdout: &out}
+	printStatus(a, &control.Status{Enforcement: "enforce", WorkspaceEnforcement: "enforce", IntentEnforcement: []control.IntentEnforcement{
+		{ID: "INT-001", Status: "IN_PROGRESS", Enforcement: "observe"}, {ID: "INT-002", Status: "IN_PROGRESS", Enforcement: "enforce"},
+		{ID: "INT-003", Status: "COMPLETE", Enforcement: "observe"}}})
+	want := "enforcement: workspace default enforce; in progress: INT-001 observe, INT-002 enforce\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, out.String())
 	}
 }

@@ -314,7 +314,17 @@ func (d *Daemon) Status() control.Status {
 	}
 	st.Counters = control.Counters{Allowed: d.counters.allowed.Load(), Denied: d.counters.denied.Load(),
 		Recorded: d.counters.recorded.Load(), WouldDeny: d.counters.wouldDeny.Load(), WouldHold: d.counters.wouldHold.Load()}
-	st.Enforcement = string(d.engine.Snapshot().EnforcementFor(st.ActiveIntent))
+	snap := d.engine.Snapshot()
+	st.Enforcement = string(snap.EnforcementFor(st.ActiveIntent))
+	st.WorkspaceEnforcement = string(snap.EnforcementFor(""))
+	if snap != nil && snap.Intents != nil {
+		for _, in := range snap.Intents.List {
+			if len(st.IntentEnforcement) == control.MaxIntentEnforcement {
+				break
+			}
+			st.IntentEnforcement = append(st.IntentEnforcement, control.IntentEnforcement{ID: in.ID, Status: string(in.Status), Enforcement: string(snap.EnforcementFor(in.ID))})
+		}
+	}
 	if d.root != nil {
 		st.Counters.BytesHashed = d.root.Hashes().BytesHashed()
 		st.Counters.HashCacheHits = d.root.Hashes().Hits()

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -632,5 +633,29 @@ func TestMountOptions(t *testing.T) {
 			o.AllowOther != (os.Geteuid() == 0) {
 			t.Errorf("watched %v: mount options %+v", watched, o.MountOptions)
 		}
+	}
+}
+
+// TestStatusShowsEachIntentsEnforcement: with no intent selected (each
+// session pinned to its own), the mode in force for the active intent is
+// the workspace's; status also reports each intent's own, so an intent in
+// observe mode is never shown as enforced.
+func TestStatusShowsEachIntentsEnforcement(t *testing.T) {
+	d := openDaemon(t, `enforcement: enforce
+active_intents:
+  - id: INT-001
+    name: api work
+    status: IN_PROGRESS
+    enforcement: observe
+    owned_scope: ["src/**"]
+  - id: INT-002
+    name: docs to write
+    status: IN_PROGRESS
+    owned_scope: ["docs/**"]
+`)
+	st := d.Status()
+	want := []control.IntentEnforcement{{ID: "INT-001", Status: "IN_PROGRESS", Enforcement: "observe"}, {ID: "INT-002", Status: "IN_PROGRESS", Enforcement: "enforce"}}
+	if st.WorkspaceEnforcement != "enforce" || !slices.Equal(st.IntentEnforcement, want) {
+		t.Fatalf("workspace %q, intents %+v; want enforce and %+v", st.WorkspaceEnforcement, st.IntentEnforcement, want)
 	}
 }

@@ -65,6 +65,10 @@ type Setup struct {
 	Self uint32
 	// MaxEntries bounds the files of the source examined for ownership.
 	MaxEntries int
+	// SafeDirectories are the safe.directory values the agent's git reads
+	// (the system's and the agent's global config); nil when they could
+	// not be read.
+	SafeDirectories []string
 }
 
 // Run runs every check that applies to s.
@@ -90,7 +94,50 @@ func Run(s Setup) []Finding {
 	out = append(out, agentIsNotTheHuman(s, &st))
 	out = append(out, sourceUnreachable(s))
 	out = append(out, sourceWritable(s, &st))
+	if f, ok := gitSafeDirectory(s, &st); ok {
+		out = append(out, f)
+	}
 	return out
+}
+
+// gitSafeDirectory checks that the agent's git will work in the mount.
+// Through the mount the repository keeps its owner (the human), and git
+// refuses a repository another user owns ("detected dubious ownership")
+// unless safe.directory names it. It applies only to a git checkout the
+// agent does not own.
+func gitSafeDirectory(s Setup, src *unix.Stat_t) (Finding, bool) {
+	if _, err := os.Lstat(filepath.Join(s.Source, ".git")); err != nil || src.Uid == s.Agent.Uid {
+		return Finding{}, false
+	}
+	f := Finding{Check: "safe_directory"}
+	mnt := s.Mountpoint
+	if mnt == "" {
+		mnt = "MOUNTPOINT"
+	}
+	fix := fmt.Sprintf("sudo git config --system --add safe.directory %s (or, as the agent: git config --global --add safe.directory %s)", mnt, mnt)
+	switch {
+	case s.SafeDirectories == nil:
+		f.Status, f.Detail, f.Fix = Note, "could not read git's safe.directory settings: the agent's git refuses the mount (\"dubious ownership\": the checkout is another user's) unless they name it", fix
+	case slices.Contains(s.SafeDirectories, "*") || s.Mountpoint != "" && slices.Contains(s.SafeDirectories, s.Mountpoint):
+		f.Status, f.Detail = OK, "git's safe.directory lets the agent's git work in the mount"
+	case s.Mountpoint == "":
+		f.Status, f.Fix = Note, fix
+		f.Detail = fmt.Sprintf("the checkout is owned by %s, not the agent: the agent's git refuses the mount (\"detected dubious ownership\") unless safe.directory names the mountpoint (it names %s)", owner(src.Uid, src.Gid), describeSafe(s.SafeDirectories))
+	default:
+		f.Status, f.Fix = Problem, fix
+		f.Detail = fmt.Sprintf("the checkout is owned by %s, not the agent: every git command the agent runs in %s fails with \"detected dubious ownership\", since safe.directory names %s", owner(src.Uid, src.Gid), s.Mountpoint, describeSafe(s.SafeDirectories))
+	}
+	return f, true
+}
+
+func describeSafe(dirs []string) string {
+	if len(dirs) == 0 {
+		return "nothing"
+	}
+	if len(dirs) > 3 {
+		return strings.Join(dirs[:3], ", ") + fmt.Sprintf(" and %d more", len(dirs)-3)
+	}
+	return strings.Join(dirs, ", ")
 }
 
 // Problems counts the findings that are problems.
@@ -296,13 +343,32 @@ func sourceWritable(s Setup, src *unix.Stat_t) Finding {
 	f.Status = Problem
 	f.Detail = fmt.Sprintf("the agent (%s) may not write %d of the checkout's files and directories%s, e.g. %s: through the mount each such change fails with \"Permission denied\" before intentfs decides (.intentfs/check says FILE_PERMISSIONS)",
 		a.describe(), n, limited, strings.Join(blocked, ", "))
-	grp := "GROUP"
-	if g, err := user.LookupGroupId(strconv.FormatUint(uint64(src.Gid), 10)); err == nil && src.Gid != 0 {
-		grp = g.Name
+	grp, human := sharedGroup(src)
+	addHuman := ""
+	if human != "" {
+		addHuman = fmt.Sprintf(" && sudo usermod -aG %s %s", grp, human)
 	}
-	f.Fix = fmt.Sprintf("let the agent write through a shared group: sudo usermod -aG %s %s && sudo chgrp -R %s %s && sudo chmod -R g+rwX %s && sudo find %s -type d -exec chmod g+s {} + ; or give the checkout to the agent: sudo chown -R %s %s",
-		grp, a.Name, grp, s.Source, s.Source, s.Source, a.Name, s.Source)
+	// The group must be a dedicated one, and the default ACL keeps it
+	// writing: an editor's atomic save replaces a file with a new one,
+	// created with the saver's umask, which a chmod -R made before does
+	// not cover.
+	f.Fix = fmt.Sprintf("let the human and the agent share a dedicated group (not the human's own): sudo groupadd -f %s && sudo usermod -aG %s %s%s && sudo chgrp -R %s %s && sudo chmod -R g+rwX %s && sudo find %s -type d -exec chmod g+s {} + && sudo setfacl -R -m g::rwX %s && sudo setfacl -R -d -m g::rwX %s (the default ACL keeps files a save creates group-writable; see docs/doctor-and-permissions.md)",
+		grp, grp, a.Name, addHuman, grp, s.Source, s.Source, s.Source, s.Source, s.Source)
 	return f
+}
+
+// sharedGroup names the group to share the checkout through: its group
+// when that is not root's nor its owner's personal group (one named
+// after the owner), else "devs". human is the owner's name, to add to a
+// new group ("" when unknown).
+func sharedGroup(src *unix.Stat_t) (grp, human string) {
+	if u, err := user.LookupId(strconv.FormatUint(uint64(src.Uid), 10)); err == nil && src.Uid != 0 {
+		human = u.Username
+	}
+	if g, err := user.LookupGroupId(strconv.FormatUint(uint64(src.Gid), 10)); err == nil && src.Gid != 0 && g.Name != human {
+		return g.Name, human
+	}
+	return "devs", human
 }
 
 // may reports whether the agent's mode-bit class of st grants want (a

@@ -63,7 +63,8 @@ func TestRun(t *testing.T) {
 				t.Errorf("%s: %+v, want %s with a detail and a fix", check, f, status)
 			}
 		}
-		if f := find(fs, "source_ownership"); !strings.Contains(f.Detail, "may not write 4 of the checkout's files") || !strings.Contains(f.Detail, "FILE_PERMISSIONS") || !strings.Contains(f.Fix, "chown -R agent "+src) {
+		if f := find(fs, "source_ownership"); !strings.Contains(f.Detail, "may not write 4 of the checkout's files") || !strings.Contains(f.Detail, "FILE_PERMISSIONS") || !strings.Contains(f.Fix, "groupadd -f devs") ||
+			!strings.Contains(f.Fix, "setfacl -R -d -m g::rwX "+src) || !strings.Contains(f.Fix, "setfacl -R -m g::rwX "+src) || strings.Contains(f.Fix, "chown") {
 			t.Errorf("ownership: %+v", f)
 		}
 		if f := find(fs, "source_reachable"); !strings.Contains(f.Fix, "chmod 700 "+filepath.Dir(src)) {
@@ -134,6 +135,43 @@ func TestRun(t *testing.T) {
 		}
 		if f := find(fs, "enable_uring"); f.Status != Note || !strings.Contains(f.Detail, "absent") {
 			t.Errorf("%+v", f)
+		}
+	})
+}
+
+func TestGitSafeDirectory(t *testing.T) {
+	agent := &Agent{Name: "agent", Uid: 1000, Gid: 1000}
+	sys, src := setupTree(t, 0o700)
+	if err := os.Mkdir(filepath.Join(src, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		mountpoint string
+		safe       []string
+		status     string
+		fix        string
+	}{
+		{"mounted, nothing safe", "/workspace", []string{}, Problem, "git config --system --add safe.directory /workspace"},
+		{"mounted, another directory safe", "/workspace", []string{"/srv/other"}, Problem, "safe.directory /workspace"},
+		{"mounted, the mountpoint safe", "/workspace", []string{"/srv/other", "/workspace"}, OK, ""},
+		{"mounted, everything safe", "/workspace", []string{"*"}, OK, ""},
+		{"not mounted yet", "", []string{}, Note, "safe.directory MOUNTPOINT"},
+		{"config unreadable", "/workspace", nil, Note, "safe.directory /workspace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := find(Run(Setup{Root: sys, Source: src, Mountpoint: tc.mountpoint, Agent: agent, Self: 0, SafeDirectories: tc.safe}), "safe_directory")
+			if f.Status != tc.status || f.Detail == "" || !strings.Contains(f.Fix, tc.fix) {
+				t.Errorf("%+v, want %s with a fix naming %q", f, tc.status, tc.fix)
+			}
+		})
+	}
+	t.Run("the agent owns the checkout", func(t *testing.T) {
+		if err := os.Chown(src, 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if f := find(Run(Setup{Root: sys, Source: src, Mountpoint: "/workspace", Agent: agent, SafeDirectories: []string{}}), "safe_directory"); f.Check != "" {
+			t.Errorf("%+v, want no finding: git trusts the agent's own repository", f)
 		}
 	})
 }

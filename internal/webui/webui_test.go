@@ -52,8 +52,9 @@ func (f *fakeBackend) Call(_ context.Context, _ Mount, req control.Request) (*co
 	defer f.mu.Unlock()
 	switch req.Op {
 	case "status":
-		return &control.Response{OK: true, Status: &control.Status{Mountpoint: "/ws", Enforcement: "observe",
-			Counters: control.Counters{WouldDeny: 7}}}, nil
+		return &control.Response{OK: true, Status: &control.Status{Mountpoint: "/ws", Enforcement: "observe", WorkspaceEnforcement: "enforce",
+			IntentEnforcement: []control.IntentEnforcement{{ID: "INT-009", Status: "IN_PROGRESS", Enforcement: "observe"}, {ID: "INT-010", Status: "IN_PROGRESS", Enforcement: "enforce"}},
+			Counters:          control.Counters{WouldDeny: 7}}}, nil
 	case "approvals":
 		return &control.Response{OK: true, Pending: f.pending}, nil
 	case "decide":
@@ -266,7 +267,8 @@ func TestLoginDropsToken(t *testing.T) {
 		t.Fatalf("Referrer-Policy %q", rp)
 	}
 	resp, body := p.do(t, "GET", "/", nil, map[string]string{"Cookie": p.cookie()})
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "would deny") || !strings.Contains(body, ">7 change(s)") {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "would deny") || !strings.Contains(body, ">7 change(s)") ||
+		!strings.Contains(body, `<dd id="intent-enforcement">workspace default enforce; INT-009 observe; INT-010 enforce</dd>`) {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
 	if strings.Contains(body, p.auth.token) {
