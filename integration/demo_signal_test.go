@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentfs/intentfs/internal/registry"
+	"github.com/intentfs/intentfs/internal/mounts"
 )
 
 // demoMounts lists the intentfs mounts whose source is under dir.
 func demoMounts(dir string) []string {
 	var out []string
-	mounts, _ := registry.IntentfsMounts()
-	for _, m := range mounts {
+	live, _ := mounts.IntentfsMounts()
+	for _, m := range live {
 		if strings.HasPrefix(m.Source, dir+"/") {
 			out = append(out, m.Mountpoint)
 		}
