@@ -39,6 +39,9 @@ type benchEnv struct {
 	cache       string // kept between harness runs: package caches, downloads
 	npmCache    string // npm's cache, filled once (see setupNpm)
 	cTarball    string // the C project's source (see setupMake)
+	parallel    int    // concurrent trees in the parallel workload
+	baseBin     string // the intentfs-base mode's binary
+	baseName    string // what it was built from, for the report
 }
 
 func sh(dir, script string, env ...string) error {
@@ -97,6 +100,8 @@ func workloads() []workload {
 			expect: func(e *benchEnv) ([]string, int) { return []string{"rename"}, 2000 }},
 		{name: "search", setup: setupSearch, prepare: func(e *benchEnv, src string) error { return untar(e, src) },
 			phases: searchPhases()},
+		{name: "parallel", setup: setupSearch, prepare: prepareParallel, phases: parallelPhases(),
+			expect: func(e *benchEnv) ([]string, int) { return []string{"create"}, e.parallel * e.corpusFiles }},
 		{name: "npm", setup: setupNpm, prepare: func(e *benchEnv, src string) error { return copyProject(e, src) },
 			phases: npmPhases(),
 			// 257 packages, each at least a package.json.
@@ -136,6 +141,47 @@ func edits(e *benchEnv, dir string) error {
 		}
 	}
 	return nil
+}
+
+// prepareParallel makes the parallel workload's directories, one per
+// concurrent agent, in the source before it is mounted.
+func prepareParallel(e *benchEnv, src string) error {
+	if e.parallel < 1 {
+		return fmt.Errorf("--parallel %d: need at least 1", e.parallel)
+	}
+	for i := range e.parallel {
+		if err := os.Mkdir(filepath.Join(src, fmt.Sprintf("agent%d", i)), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parallelPhases are agents working at once, each in its own directory:
+// --parallel untars, then as many searches of those trees, then as many
+// rm -rf. Compared with native's and the loopback's same N, they show
+// what the daemon serialises.
+func parallelPhases() []phase {
+	each := func(script func(e *benchEnv) string) func(e *benchEnv, dir string) error {
+		return func(e *benchEnv, dir string) error {
+			errs := make(chan error, e.parallel)
+			for i := range e.parallel {
+				go func() { errs <- sh(filepath.Join(dir, fmt.Sprintf("agent%d", i)), script(e)) }()
+			}
+			var first error
+			for range e.parallel {
+				if err := <-errs; err != nil && first == nil {
+					first = err
+				}
+			}
+			return first
+		}
+	}
+	return []phase{
+		{"par-untar", each(func(e *benchEnv) string { return "tar -xf " + e.corpusTar })},
+		{"par-search", each(func(*benchEnv) string { return "grep -rnI 'func New' src >/dev/null" })},
+		{"par-rm", each(func(*benchEnv) string { return "rm -rf src" })},
+	}
 }
 
 // prepareCorpus tars $(go env GOROOT)/src (or a subdirectory of it) as a
