@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -27,6 +28,13 @@ import (
 func main() {
 	if len(os.Args) == 4 && os.Args[1] == "--serve-loopback" {
 		serveLoopback(os.Args[2], os.Args[3])
+		return
+	}
+	if len(os.Args) == 3 && os.Args[1] == "--edit-tree" {
+		// The edit phase, re-run as the agent (--uid).
+		if err := edits(nil, os.Args[2]); err != nil {
+			fail(err)
+		}
 		return
 	}
 	workloads := pflag.StringSlice("workloads", []string{"untar", "rm", "git", "build", "stream", "edit", "search", "npm", "make", "ledger"},
@@ -42,6 +50,7 @@ func main() {
 	baseRev := pflag.String("base-rev", "", "git revision to build the intentfs-base mode from (e.g. main, a commit): its 'before' runs interleaved with this tree's 'after'")
 	baseBin := pflag.String("base-bin", "", "an intentfs binary to run as the intentfs-base mode, instead of building --base-rev")
 	parallel := pflag.Int("parallel", 4, "concurrent trees in the parallel workload")
+	uid := pflag.Int("uid", -1, "run the timed phases as this uid (and gid), as an unprivileged agent does, on sources it owns (needs root)")
 	jsonOut := pflag.String("json", "", "also write the results as JSON to this file")
 	workdir := pflag.String("workdir", "", "scratch directory on the disk (default: a temporary one)")
 	cacheDir := pflag.String("cache", defaultCache(), "kept between runs: the npm package cache and the C project's source, filled on first use")
@@ -71,7 +80,23 @@ func main() {
 			fileNames = append(fileNames, w)
 		}
 	}
-	env := &benchEnv{repo: mustCwd(), gocache: filepath.Join(dir, "gocache"), cache: *cacheDir, parallel: *parallel}
+	env := &benchEnv{repo: mustCwd(), gocache: filepath.Join(dir, "gocache"), cache: *cacheDir, parallel: *parallel, self: self}
+	if *uid >= 0 {
+		if os.Geteuid() != 0 {
+			fail(fmt.Errorf("--uid %d needs root: the harness gives each source to that uid", *uid))
+		}
+		env.agent = &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*uid)}
+		// The agent reads the corpus from the scratch directory, and
+		// runs this harness's edit phase from a copy there (go run's
+		// build directory is closed to it).
+		if err := os.Chmod(dir, 0o755); err != nil {
+			fail(err)
+		}
+		env.self = filepath.Join(dir, "bench-agent")
+		if err := sh(dir, "cp "+shellQuote(self)+" "+shellQuote(env.self)+" && chmod 755 "+shellQuote(env.self)); err != nil {
+			fail(err)
+		}
+	}
 	if slices.Contains(*modeNames, string(modeIntentfsBase)) {
 		var err error
 		if env.baseBin, env.baseName, err = baseBinary(dir, *baseRev, *baseBin); err != nil {
@@ -105,6 +130,11 @@ func main() {
 					fail(err)
 				}
 				defer os.RemoveAll(shm)
+				if env.agent != nil {
+					if err := os.Chmod(shm, 0o755); err != nil {
+						fail(err)
+					}
+				}
 				storages["tmpfs"] = shm
 			}
 		}
@@ -131,9 +161,12 @@ func main() {
 			for _, key := range []string{"stream", "stream/uring"} {
 				if ops, ok := opsLog[key]; ok {
 					// Passthrough is checked, not assumed: the data of 1 GiB
-					// written and read must not have reached the daemon.
-					fmt.Printf("kernel passthrough during %s: %v (READ requests %d, WRITE requests %d)\n",
-						key, ops["READ"] == 0 && ops["WRITE"] == 0, ops["READ"], ops["WRITE"])
+					// written and read must not have reached the daemon, as
+					// WRITE or as WRITEV (go-fuse's write with its data in
+					// place).
+					writes := ops["WRITE"] + ops["WRITEV"]
+					fmt.Printf("kernel passthrough during %s: %v (READ requests %d, WRITE and WRITEV requests %d)\n",
+						key, ops["READ"] == 0 && writes == 0, ops["READ"], writes)
 				}
 			}
 		}

@@ -64,6 +64,15 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 			return nil, err
 		}
 	}
+	if env.agent != nil {
+		// The agent owns its source, as in a workspace it was given.
+		if err := os.Chmod(root, 0o755); err != nil {
+			return nil, err
+		}
+		if err := sh(src, fmt.Sprintf("chown -R %d:%d .", env.agent.Uid, env.agent.Gid)); err != nil {
+			return nil, err
+		}
+	}
 	sh(src, "sync")
 	mt, err := mount(m, bin, self, src, mnt)
 	if err != nil {
