@@ -288,19 +288,20 @@ func TestKeepMaxBytesZeroKeepsNoPreImages(t *testing.T) {
 	}
 }
 
-// TestProfilesFromTheEnvironment: any command writes a CPU profile and a
-// block profile where the environment says, readable by its owner only.
+// TestProfilesFromTheEnvironment: any command writes a CPU profile, a
+// block profile and a mutex profile where the environment says, readable
+// by its owner only.
 func TestProfilesFromTheEnvironment(t *testing.T) {
 	t.Parallel()
 	bin := intentfsBinary(t)
 	dir := t.TempDir()
-	cpu, block := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "block.prof")
+	cpu, block, mutex := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "block.prof"), filepath.Join(dir, "mutex.prof")
 	cmd := exec.Command(bin, "version")
-	cmd.Env = append(os.Environ(), "INTENTFS_CPUPROFILE="+cpu, "INTENTFS_BLOCKPROFILE="+block)
+	cmd.Env = append(os.Environ(), "INTENTFS_CPUPROFILE="+cpu, "INTENTFS_BLOCKPROFILE="+block, "INTENTFS_MUTEXPROFILE="+mutex)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	for _, p := range []string{cpu, block} {
+	for _, p := range []string{cpu, block, mutex} {
 		st, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)

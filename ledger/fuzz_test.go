@@ -68,5 +68,14 @@ func FuzzPublicForm(f *testing.F) {
 		if err != nil || !bytes.Equal(again, p) {
 			t.Fatalf("%q: the public form %q is not its own (%q, %v)", line, p, again, err)
 		}
+		// The writer's hasher, which keeps its buffers, hashes a line as
+		// a fresh one does, also after the line's own public form.
+		var h publicHasher
+		want := LineHash(p)
+		for _, l := range [][]byte{line, p, line} {
+			if got, err := h.hash(l); err != nil || got != want {
+				t.Fatalf("%q: the reused hasher gives %s, %v; want %s", l, got, err, want)
+			}
+		}
 	})
 }

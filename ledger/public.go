@@ -76,11 +76,50 @@ func PublicForm(raw []byte, keep Keep) ([]byte, error) {
 // publicForm is PublicForm of a line known to be valid JSON (one the
 // writer has just encoded).
 func publicForm(raw []byte, keep Keep) ([]byte, error) {
+	var c canonicalizer
+	return c.form(raw, keep)
+}
+
+// canonicalizer writes a JSON value with its objects' keys sorted (the
+// last of duplicate keys kept, as encoding/json reads them) and the
+// fields a public form leaves out dropped. It reads a valid document
+// (PublicForm checks), copying strings, numbers and literals as they are.
+// Written by hand, and into one arena: the writer computes a public form
+// for every line, and decoding records generically would cost it several
+// times their encoding. One canonicalizer can be used for line after
+// line (see publicHasher), keeping its buffers.
+type canonicalizer struct {
+	in     []byte
+	pos    int
+	keep   Keep
+	sawGov bool
+	// arena holds the containers written; a value returned is a slice of
+	// it (or of in) that nothing writes to again until the next form.
+	arena []byte
+	// members and parts are stacks of the objects' members and the
+	// arrays' elements being read, innermost last: a container's own are
+	// those above the height the stack had when it began.
+	members []member
+	parts   [][]byte
+	// order is a stack of indexes into members, sorted per object:
+	// moving indexes is cheaper than moving members.
+	order []int32
+}
+
+// form returns the public form of raw, a valid JSON document, with what
+// keep names kept. The form is a slice of the canonicalizer's arena (or
+// of raw), valid until the next call.
+func (c *canonicalizer) form(raw []byte, keep Keep) ([]byte, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, errors.New("not a ledger record: not a JSON object")
 	}
-	c := canonicalizer{in: raw, keep: keep, arena: make([]byte, 0, 3*len(raw))}
+	c.in, c.pos, c.keep, c.sawGov = raw, 0, keep, false
+	if need := 3 * len(raw); cap(c.arena) < need {
+		c.arena = make([]byte, 0, need)
+	}
+	c.arena, c.members, c.parts, c.order = c.arena[:0], c.members[:0], c.parts[:0], c.order[:0]
 	out, err := c.value(atTop)
+	c.in = nil
 	if err != nil {
 		return nil, err
 	}
@@ -90,21 +129,31 @@ func publicForm(raw []byte, keep Keep) ([]byte, error) {
 	return out, nil
 }
 
-// canonicalizer writes a JSON value with its objects' keys sorted (the
-// last of duplicate keys kept, as encoding/json reads them) and the
-// fields a public form leaves out dropped. It reads a valid document
-// (PublicForm checks), copying strings, numbers and literals as they are.
-// Written by hand, and into one arena: the writer computes a public form
-// for every line, and decoding records generically would cost it several
-// times their encoding.
-type canonicalizer struct {
-	in     []byte
-	pos    int
-	keep   Keep
-	sawGov bool
-	// arena holds the containers written; a value returned is a slice of
-	// it (or of in) that nothing writes to again.
-	arena []byte
+// The largest buffers a canonicalizer keeps between lines: an unusually
+// long line's are let go rather than held.
+const (
+	maxKeptArena = 1 << 20
+	maxKeptStack = 4096
+)
+
+// publicHasher computes the PublicHash of line after line, reusing its
+// buffers: the writer hashes every line it encodes. Not safe for
+// concurrent use.
+type publicHasher struct {
+	c canonicalizer
+}
+
+// hash is publicHash of raw, a line known to be valid JSON.
+func (h *publicHasher) hash(raw []byte) (string, error) {
+	p, err := h.c.form(raw, Keep{})
+	if err != nil {
+		return "", err
+	}
+	sum := LineHash(p)
+	if cap(h.c.arena) > maxKeptArena || cap(h.c.members) > maxKeptStack || cap(h.c.parts) > maxKeptStack || cap(h.c.order) > maxKeptStack {
+		h.c = canonicalizer{}
+	}
+	return sum, nil
 }
 
 // Where a value is, as far as a public form cares.
@@ -117,13 +166,13 @@ const (
 )
 
 // inside returns where the value of key is, in an object at where.
-func inside(where int, key string) int {
+func inside(where int, key []byte) int {
 	switch {
-	case where == atTop && key == "metadata":
+	case where == atTop && string(key) == "metadata":
 		return atMetadata
-	case where == atMetadata && key == MetadataKey:
+	case where == atMetadata && string(key) == MetadataKey:
 		return atGov
-	case where == atGov && key == "process":
+	case where == atGov && string(key) == "process":
 		return atProcess
 	}
 	return atOther
@@ -155,7 +204,12 @@ func (c *canonicalizer) value(where int) ([]byte, error) {
 		return c.stringToken(), nil
 	}
 	start := c.pos
-	for c.pos < len(c.in) && !strings.ContainsRune(",]} \t\n\r", rune(c.in[c.pos])) {
+scalar:
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ',', ']', '}', ' ', '\t', '\n', '\r':
+			break scalar
+		}
 		c.pos++
 	}
 	return c.in[start:c.pos:c.pos], nil
@@ -175,7 +229,9 @@ func (c *canonicalizer) stringToken() []byte {
 	return c.in[start:c.pos:c.pos]
 }
 
-// emit appends the parts to the arena as one value and returns it.
+// emit appends the parts to the arena as one value and returns it. A
+// part may be an earlier value in the arena: append copies it from
+// wherever it is, also when the arena moves.
 func (c *canonicalizer) emit(open, close byte, parts [][]byte) []byte {
 	start := len(c.arena)
 	c.arena = append(c.arena, open)
@@ -188,26 +244,28 @@ func (c *canonicalizer) emit(open, close byte, parts [][]byte) []byte {
 
 func (c *canonicalizer) array() ([]byte, error) {
 	c.pos++ // [
-	var parts [][]byte
+	base := len(c.parts)
 	for i := 0; ; i++ {
 		c.skipSpace()
 		if c.in[c.pos] == ']' {
 			c.pos++
-			return c.emit('[', ']', parts), nil
+			out := c.emit('[', ']', c.parts[base:])
+			c.parts = c.parts[:base]
+			return out, nil
 		}
 		if i > 0 {
 			c.pos++ // the comma
-			parts = append(parts, comma)
+			c.parts = append(c.parts, comma)
 		}
 		v, err := c.value(atOther)
 		if err != nil {
 			return nil, err
 		}
-		parts = append(parts, v)
+		c.parts = append(c.parts, v)
 	}
 }
 
-var comma, colon = []byte{','}, []byte{':'}
+var comma = []byte{','}
 
 type member struct {
 	key   []byte // the key, unescaped
@@ -217,7 +275,7 @@ type member struct {
 
 func (c *canonicalizer) object(where int) ([]byte, error) {
 	c.pos++ // {
-	members := make([]member, 0, 16)
+	base := len(c.members)
 	for i := 0; ; i++ {
 		c.skipSpace()
 		if c.in[c.pos] == '}' {
@@ -239,43 +297,116 @@ func (c *canonicalizer) object(where int) ([]byte, error) {
 		}
 		c.skipSpace()
 		c.pos++ // the colon
-		v, err := c.value(inside(where, string(key)))
+		v, err := c.value(inside(where, key))
 		if err != nil {
 			return nil, err
 		}
-		members = append(members, member{key: key, token: tok, value: v})
+		c.members = append(c.members, member{key: key, token: tok, value: v})
 	}
+	members := c.members[base:]
+	obase := len(c.order)
+	for i := range members {
+		c.order = append(c.order, int32(i))
+	}
+	order := c.order[obase:]
+	defer func() { c.members, c.order = c.members[:base], c.order[:obase] }()
 	gov, proc := where == atGov, where == atProcess
 	if gov {
 		c.sawGov = true
 	}
 	// The last of duplicate keys is the one a decoder keeps.
-	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
-	parts := make([][]byte, 0, 4*len(members))
-	for i, m := range members {
-		if i+1 < len(members) && bytes.Equal(members[i+1].key, m.key) {
+	slices.SortStableFunc(order, func(a, b int32) int { return bytes.Compare(members[a].key, members[b].key) })
+	// The members are written straight into the arena; their values are
+	// earlier values there (or slices of the line), which append copies.
+	start := len(c.arena)
+	c.arena = append(c.arena, '{')
+	first := true
+	for i, mi := range order {
+		m := members[mi]
+		if i+1 < len(order) && bytes.Equal(members[order[i+1]].key, m.key) {
 			continue
 		}
-		switch key := string(m.key); {
-		case gov && key == "prev", gov && key == "source" && !c.keep.Source,
-			proc && key == "cmdline" && !c.keep.Cmdline, proc && (key == "uid" || key == "gid") && !c.keep.Uids:
-			continue
-		case proc && key == "exe" && !c.keep.Exe:
-			var exe string
-			if json.Unmarshal(m.value, &exe) == nil && strings.Contains(exe, "/") {
-				b, err := json.Marshal(path.Base(exe))
+		if gov || proc {
+			key := m.key
+			switch {
+			case gov && string(key) == "prev", gov && string(key) == "source" && !c.keep.Source,
+				proc && string(key) == "cmdline" && !c.keep.Cmdline,
+				proc && (string(key) == "uid" || string(key) == "gid") && !c.keep.Uids:
+				continue
+			case proc && string(key) == "exe" && !c.keep.Exe:
+				b, quote, err := exeBase(m.value)
 				if err != nil {
 					return nil, err
+				}
+				if quote {
+					// The base name of a plain string, quoted in place.
+					c.arena = appendComma(c.arena, &first)
+					c.arena = append(c.arena, m.token...)
+					c.arena = append(c.arena, ':', '"')
+					c.arena = append(c.arena, b...)
+					c.arena = append(c.arena, '"')
+					continue
 				}
 				m.value = b
 			}
 		}
-		if len(parts) > 0 {
-			parts = append(parts, comma)
-		}
-		parts = append(parts, m.token, colon, m.value)
+		c.arena = appendComma(c.arena, &first)
+		c.arena = append(c.arena, m.token...)
+		c.arena = append(c.arena, ':')
+		c.arena = append(c.arena, m.value...)
 	}
-	return c.emit('{', '}', parts), nil
+	c.arena = append(c.arena, '}')
+	return c.arena[start:len(c.arena):len(c.arena)], nil
+}
+
+// comma appends the comma before a member unless it is the first.
+func appendComma(arena []byte, first *bool) []byte {
+	if *first {
+		*first = false
+		return arena
+	}
+	return append(arena, ',')
+}
+
+// exeBase returns the value of a process's exe as a public form keeps it:
+// a string with a slash becomes its base name, encoded as encoding/json
+// encodes it; anything else stays as it is. With quote, the value
+// returned is a plain string's base name, to be written in quotes.
+func exeBase(value []byte) (b []byte, quote bool, err error) {
+	if plain, ok := plainString(value); ok {
+		// Printable ASCII with nothing encoding/json escapes, and no
+		// trailing slash: its base name is what follows the last slash,
+		// and quoted it is what json.Marshal writes.
+		i := bytes.LastIndexByte(plain, '/')
+		switch {
+		case i < 0:
+			return value, false, nil
+		case i < len(plain)-1:
+			return plain[i+1:], true, nil
+		}
+	}
+	var exe string
+	if json.Unmarshal(value, &exe) == nil && strings.Contains(exe, "/") {
+		b, err := json.Marshal(path.Base(exe))
+		return b, false, err
+	}
+	return value, false, nil
+}
+
+// plainString returns the content of a JSON string token that holds only
+// printable ASCII that encoding/json writes as it is (no quote,
+// backslash, <, > or &).
+func plainString(tok []byte) ([]byte, bool) {
+	if len(tok) < 2 || tok[0] != '"' || tok[len(tok)-1] != '"' {
+		return nil, false
+	}
+	in := tok[1 : len(tok)-1]
+	for _, b := range in {
+		if b < 0x20 || b > 0x7e || b == '"' || b == '\\' || b == '<' || b == '>' || b == '&' {
+			return nil, false
+		}
+	}
+	return in, true
 }
 
 // PublicHash is the chain hash of a line's public form with nothing

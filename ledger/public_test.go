@@ -2,9 +2,11 @@ package ledger
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -149,4 +151,98 @@ func TestPublicFormIsCanonical(t *testing.T) {
 			t.Errorf("%q has a public form", bad)
 		}
 	}
+}
+
+// TestPublicHasherReused: the writer's hasher keeps its buffers from line
+// to line; whatever came before, a line hashes as PublicHash has it.
+func TestPublicHasherReused(t *testing.T) {
+	long := NewRecord(Change{Event: EventCheckpoint, Path: "", Intent: "INT-001"}, "t")
+	for i := range 40000 {
+		long.Gov().Records = append(long.Gov().Records, fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
+	}
+	records := []*Record{
+		NewRecord(Change{Event: EventCreate, Path: "a.go", Intent: "INT-001", PostHash: EmptyHash, Lines: 3,
+			Process: &Process{Pid: 7, Uid: 1000, Gid: 1000, Comm: "tar", Exe: "/usr/bin/tar", Cmdline: []string{"tar", "-x"}}}, "t"),
+		NewRecord(Change{Event: EventDenied, Path: "b/c.go", Intent: "INT-002", Reason: "outside <scope> & more", Code: "OUT_OF_SCOPE",
+			Process: &Process{Pid: 8, Comm: "sh", Exe: "/bin/d\u00e9j\u00e0/sh"}}, "t"),
+		NewRecord(Change{Event: EventRename, Path: "x", FromPath: "y", Intent: "INT-001", Ranges: []Range{{StartLine: 1, EndLine: 4}}}, "t"),
+		long,
+		NewRecord(Change{Event: EventDelete, Path: "z", Intent: "INT-001", Session: &Session{ID: "s", Name: "n"}}, "t"),
+	}
+	var lines [][]byte
+	for i, r := range records {
+		r.Gov().Prev, r.Gov().PrevPublic = fmt.Sprintf("sha256:%d", i), fmt.Sprintf("sha256:p%d", i)
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, b)
+	}
+	lines = append(lines, []byte(`{"z":1,"metadata":{"dev.intentfs":{"event":"write","a\u0062":2,"ab":3,"process":{"exe":"/bin/x","exe":"/sbin/y"}}},"a":[{"c":1,"b":[{"e":1,"d":2}]}]}`))
+	var h publicHasher
+	for _, order := range [][]int{{0, 1, 2, 3, 4, 5}, {5, 4, 3, 2, 1, 0}, {3, 0, 3, 5, 1, 1}} {
+		for _, i := range order {
+			want, err := PublicHash(lines[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := h.hash(lines[i]); err != nil || got != want {
+				t.Errorf("line %d after others: %s, %v; want %s", i, got, err, want)
+			}
+		}
+	}
+}
+
+// TestPublicFormExeBaseName: a public form keeps the base name of the
+// program, encoded as encoding/json encodes it, whatever the name holds.
+func TestPublicFormExeBaseName(t *testing.T) {
+	for _, exe := range []string{"/usr/bin/sed", "sed", "/", "/a/b/", "a//b", "/tmp/a b", "/a/<b>", "/a/b&c",
+		"/a/x\u2028y", "/a/d\u00e9j\u00e0", "/a/q\"uote", "/a/back\\slash", "/a/\x01ctl", "/a/\xffbad"} {
+		r := NewRecord(Change{Event: EventWrite, Path: "a", Intent: "INT-001", Process: &Process{Pid: 1, Exe: exe}}, "t")
+		raw, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The name as the line holds it (invalid UTF-8 already replaced).
+		var held string
+		if err := json.Unmarshal(must(json.Marshal(exe)), &held); err != nil {
+			t.Fatal(err)
+		}
+		want := must(json.Marshal(held))
+		if strings.Contains(held, "/") {
+			want = must(json.Marshal(path.Base(held)))
+		}
+		p, err := PublicForm(raw, Keep{})
+		if err != nil {
+			t.Fatalf("%q: %v", exe, err)
+		}
+		if !strings.Contains(string(p), `"exe":`+string(want)+`}`) && !strings.Contains(string(p), `"exe":`+string(want)+`,`) {
+			t.Errorf("%q: the public form does not carry exe %s: %s", exe, want, p)
+		}
+	}
+}
+
+// TestPublicFormExeOfOtherEncoders: a line from another encoder may hold
+// what encoding/json escapes (<, >, &, U+2028) as it is; the base name is
+// still written as encoding/json writes it.
+func TestPublicFormExeOfOtherEncoders(t *testing.T) {
+	for exe, want := range map[string]string{
+		`/a/<b>`: `"\u003cb\u003e"`, `/a/b&c`: `"b\u0026c"`, "/a/x\u2028y": `"x\u2028y"`, `/a/plain`: `"plain"`,
+	} {
+		line := `{"metadata":{"dev.intentfs":{"event":"write","process":{"exe":"` + exe + `","pid":1}}}}`
+		p, err := PublicForm([]byte(line), Keep{})
+		if err != nil {
+			t.Fatalf("%s: %v", exe, err)
+		}
+		if !strings.Contains(string(p), `"exe":`+want+`,`) {
+			t.Errorf("%s: want exe %s: %s", exe, want, p)
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -63,6 +63,9 @@ type Writer struct {
 	// rev is the VCS revision stamped on the records of the current
 	// group, read once per group rather than once per record.
 	rev string
+	// public hashes each line's public form, keeping its buffers from
+	// line to line.
+	public publicHasher
 
 	queue chan writeReq
 	done  chan struct{}
@@ -270,7 +273,7 @@ func (w *Writer) encode(r *Record) ([]byte, error) {
 	}
 	w.prev = LineHash(line)
 	// A line this writer encoded is valid JSON and has a public form.
-	w.prevPublic, _ = publicHash(line)
+	w.prevPublic, _ = w.public.hash(line)
 	return append(line, '\n'), nil
 }
 

@@ -84,8 +84,9 @@ func main() {
 // by the environment (the benchmark harness uses it to show where the
 // time goes): INTENTFS_CPUPROFILE=FILE writes a CPU profile,
 // INTENTFS_BLOCKPROFILE=FILE a profile of where goroutines waited (on
-// locks, channels and the ledger's fsync) for 10 µs or more. The returned
-// function writes them.
+// locks, channels and the ledger's fsync) for 10 µs or more,
+// INTENTFS_MUTEXPROFILE=FILE where goroutines held a lock others waited
+// for. The returned function writes them.
 func startProfiles() (stop func()) {
 	var stops []func()
 	if p := os.Getenv("INTENTFS_CPUPROFILE"); p != "" {
@@ -98,6 +99,17 @@ func startProfiles() (stop func()) {
 		stops = append(stops, func() {
 			if f, err := createProfile(p); err == nil {
 				pprof.Lookup("block").WriteTo(f, 0)
+				f.Close()
+			}
+		})
+	}
+	if p := os.Getenv("INTENTFS_MUTEXPROFILE"); p != "" {
+		// One contention event in five: enough to rank the locks, cheap
+		// enough not to change what is measured.
+		runtime.SetMutexProfileFraction(5)
+		stops = append(stops, func() {
+			if f, err := createProfile(p); err == nil {
+				pprof.Lookup("mutex").WriteTo(f, 0)
 				f.Close()
 			}
 		})

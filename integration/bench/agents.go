@@ -50,7 +50,7 @@ func searchPhases() []phase {
 	grep := func(e *benchEnv, dir string) error {
 		// -I skips binary files, as agents' search tools do. Exit 1 (no
 		// match) would be a broken corpus: the pattern is everywhere.
-		return sh(dir, "grep -rnI 'func New' src >/dev/null")
+		return e.sh(dir, "grep -rnI 'func New' src >/dev/null")
 	}
 	return []phase{{"search-cold", grep}, {"search-warm", grep}}
 }
@@ -106,7 +106,7 @@ func copyProject(env *benchEnv, dst string) error {
 
 func npmPhases() []phase {
 	return []phase{{"npm-ci", func(e *benchEnv, dir string) error {
-		return sh(dir, "npm ci --offline --ignore-scripts --no-audit --no-fund --cache "+shellQuote(e.npmCache))
+		return e.sh(dir, "npm ci --offline --ignore-scripts --no-audit --no-fund --cache "+shellQuote(e.npmCache))
 	}}}
 }
 
@@ -203,7 +203,7 @@ func debSrcLists(dir string) error {
 // per core, as a build agent would.
 func makePhases() []phase {
 	return []phase{{"make-j", func(e *benchEnv, dir string) error {
-		return sh(filepath.Join(dir, "c"), "make -j"+strconv.Itoa(runtime.NumCPU())+" linux >/dev/null && test -x src/lua")
+		return e.sh(filepath.Join(dir, "c"), "make -j"+strconv.Itoa(runtime.NumCPU())+" linux >/dev/null && test -x src/lua")
 	}}}
 }
 

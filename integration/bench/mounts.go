@@ -26,7 +26,11 @@ const (
 	modeIntentfs mode = "intentfs"
 	// modeIntentfsURing is intentfs served over io_uring (--transport uring).
 	modeIntentfsURing mode = "intentfs-uring"
-	modeBindfs        mode = "bindfs"
+	// modeIntentfsBase is intentfs built from another revision (--base-rev
+	// or --base-bin), over /dev/fuse: the "before" of a change, measured
+	// in the same run, under the same load, as the "after".
+	modeIntentfsBase mode = "intentfs-base"
+	modeBindfs       mode = "bindfs"
 )
 
 // mounted is a mount under test.
@@ -60,8 +64,11 @@ func serveLoopback(src, mnt string) {
 	server.Wait()
 }
 
-// isIntentfs reports whether m is an intentfs mount, over either transport.
-func isIntentfs(m mode) bool { return m == modeIntentfs || m == modeIntentfsURing }
+// isIntentfs reports whether m is an intentfs mount, over either
+// transport or built from the base revision.
+func isIntentfs(m mode) bool {
+	return m == modeIntentfs || m == modeIntentfsURing || m == modeIntentfsBase
+}
 
 // mount makes the mode's view of src at mnt.
 func mount(m mode, bin, self, src, mnt string) (*mounted, error) {
@@ -84,7 +91,7 @@ func mount(m mode, bin, self, src, mnt string) (*mounted, error) {
 			cmd.Process.Signal(syscall.SIGTERM)
 			return cmd.Wait()
 		}}, nil
-	case modeIntentfs, modeIntentfsURing:
+	case modeIntentfs, modeIntentfsURing, modeIntentfsBase:
 		transport := "dev"
 		if m == modeIntentfsURing {
 			transport = "uring"
@@ -92,9 +99,11 @@ func mount(m mode, bin, self, src, mnt string) (*mounted, error) {
 		cmd := exec.Command(bin, "mount", "--foreground", "--intent", "INT-001", "--transport", transport, src, mnt)
 		cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+filepath.Join(filepath.Dir(mnt), "run"))
 		if p := os.Getenv("BENCH_PROFILE_DIR"); p != "" {
-			stamp := time.Now().UnixNano()
-			cmd.Env = append(cmd.Env, "INTENTFS_CPUPROFILE="+filepath.Join(p, fmt.Sprintf("intentfs-%d.prof", stamp)),
-				"INTENTFS_BLOCKPROFILE="+filepath.Join(p, fmt.Sprintf("intentfs-%d.block", stamp)))
+			// Named by mode and time, so the base's profiles and this
+			// tree's of one run can be told apart.
+			stem := filepath.Join(p, fmt.Sprintf("%s-%d", m, time.Now().UnixNano()))
+			cmd.Env = append(cmd.Env, "INTENTFS_CPUPROFILE="+stem+".prof", "INTENTFS_BLOCKPROFILE="+stem+".block",
+				"INTENTFS_MUTEXPROFILE="+stem+".mutex")
 		}
 		out, _ := cmd.StdoutPipe()
 		cmd.Stderr = nil

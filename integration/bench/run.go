@@ -45,6 +45,9 @@ const benchPolicy = `active_intents:
 // runOnce prepares a fresh source, mounts it in mode m, runs the
 // workload's phases and unmounts; for intentfs it checks the ledger.
 func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sample, error) {
+	if m == modeIntentfsBase {
+		bin = env.baseBin
+	}
 	root, err := os.MkdirTemp(base, w.name+"-"+string(m)+"-")
 	if err != nil {
 		return nil, err
@@ -58,6 +61,15 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 	}
 	if w.prepare != nil {
 		if err := w.prepare(env, src); err != nil {
+			return nil, err
+		}
+	}
+	if env.agent != nil {
+		// The agent owns its source, as in a workspace it was given.
+		if err := os.Chmod(root, 0o755); err != nil {
+			return nil, err
+		}
+		if err := sh(src, fmt.Sprintf("chown -R %d:%d .", env.agent.Uid, env.agent.Gid)); err != nil {
 			return nil, err
 		}
 	}
@@ -129,15 +141,18 @@ func median(xs []float64) float64 {
 // opsKey names a workload's request counts: the workload, and for the
 // io_uring transport the workload with "/uring".
 func opsKey(workload string, m mode) string {
-	if m == modeIntentfsURing {
+	switch m {
+	case modeIntentfsURing:
 		return workload + "/uring"
+	case modeIntentfsBase:
+		return workload + "/base"
 	}
 	return workload
 }
 
-// transportRatios prints, per storage and phase, intentfs over io_uring
-// divided by intentfs over /dev/fuse (medians), when both ran.
-func transportRatios(results []*result) string {
+// modeRatios prints, per storage and phase, the medians of mode num
+// divided by those of mode den, when both ran.
+func modeRatios(results []*result, num, den mode) string {
 	idx := map[string]*result{}
 	for _, r := range results {
 		idx[r.Storage+"/"+r.Phase+"/"+string(r.Mode)] = r
@@ -151,17 +166,17 @@ func transportRatios(results []*result) string {
 	}
 	var b strings.Builder
 	for _, r := range results {
-		if r.Mode != modeIntentfsURing {
+		if r.Mode != num {
 			continue
 		}
-		dev := idx[r.Storage+"/"+r.Phase+"/"+string(modeIntentfs)]
-		if dev == nil || med(dev) == 0 {
+		d := idx[r.Storage+"/"+r.Phase+"/"+string(den)]
+		if d == nil || med(d) == 0 {
 			continue
 		}
 		if b.Len() == 0 {
-			fmt.Fprintf(&b, "%-7s %-13s %12s %12s %14s\n", "storage", "phase", "dev s", "uring s", "uring ÷ dev")
+			fmt.Fprintf(&b, "%-7s %-15s %14s %14s %10s\n", "storage", "phase", string(den)+" s", string(num)+" s", "ratio")
 		}
-		fmt.Fprintf(&b, "%-7s %-13s %12.3f %12.3f %13.2f×\n", r.Storage, r.Phase, med(dev), med(r), med(r)/med(dev))
+		fmt.Fprintf(&b, "%-7s %-15s %14.3f %14.3f %9.2f×\n", r.Storage, r.Phase, med(d), med(r), med(r)/med(d))
 	}
 	return b.String()
 }
@@ -170,7 +185,7 @@ func transportRatios(results []*result) string {
 // min and max, and intentfs's ratios to native and to loopback.
 func report(results []*result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-7s %-13s %-9s %9s %9s %9s %10s %10s %9s %8s\n", "storage", "phase", "mode", "median s", "min s", "max s", "÷native", "÷loopback", "RSS MB", "CPU s")
+	fmt.Fprintf(&b, "%-7s %-15s %-14s %9s %9s %9s %10s %10s %9s %8s\n", "storage", "phase", "mode", "median s", "min s", "max s", "÷native", "÷loopback", "RSS MB", "CPU s")
 	idx := map[string]*result{}
 	for _, r := range results {
 		idx[r.Storage+"/"+r.Phase+"/"+string(r.Mode)] = r
@@ -196,7 +211,7 @@ func report(results []*result) string {
 		if l := idx[r.Storage+"/"+r.Phase+"/loopback"]; l != nil && r.Mode != modeLoopback && r.Mode != modeNative && med(l) > 0 {
 			ratioL = fmt.Sprintf("%.2f×", med(r)/med(l))
 		}
-		fmt.Fprintf(&b, "%-7s %-13s %-9s %9.3f %9.3f %9.3f %10s %10s %9.0f %8.1f\n", r.Storage, r.Phase, r.Mode, median(xs), slices.Min(xs), slices.Max(xs),
+		fmt.Fprintf(&b, "%-7s %-15s %-14s %9.3f %9.3f %9.3f %10s %10s %9.0f %8.1f\n", r.Storage, r.Phase, r.Mode, median(xs), slices.Min(xs), slices.Max(xs),
 			ratioN, ratioL, median(rss), median(cpu))
 	}
 	return b.String()
