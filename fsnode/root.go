@@ -92,6 +92,9 @@ type Root struct {
 	dev     uint64
 	gov     Governor
 	log     *slog.Logger
+	// writeGate keeps a pre-image linked into the store out of reach of
+	// writable handles.
+	writeGate writerGate
 	hashes  *objects.HashCache
 	objects *objects.Store
 	keepMax int64
