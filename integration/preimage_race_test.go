@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 )
@@ -125,10 +126,12 @@ func TestPreImageRaceCannotCorruptUndo(t *testing.T) {
 
 	// Every unlink is recorded with the pre-image it kept.
 	deletes := map[string]string{}
+	ids := map[string]string{}
 	waitFor(t, func() bool {
 		for _, r := range e.records() {
 			if g := r.Gov(); g.Event == ledger.EventDelete && strings.HasPrefix(r.Path(), "lib/r") {
 				deletes[r.Path()] = ledger.Str(g.PreHash)
+				ids[r.Path()] = r.ID
 			}
 		}
 		return len(deletes) >= tries
@@ -163,5 +166,48 @@ func TestPreImageRaceCannotCorruptUndo(t *testing.T) {
 		if !strings.HasPrefix(string(b), "package lib // original ") {
 			t.Errorf("undo of the delete of %s would restore %q", path, b)
 		}
+	}
+
+	if t.Failed() {
+		return
+	}
+
+	// A revert of a delete restores the original; one whose kept bytes
+	// were written after they were kept is refused, naming the object and
+	// the record, and verify reports the object.
+	ledgerPath := filepath.Join(e.src, ledger.FileName)
+	n := 0
+	var victim string
+	for path, id := range ids {
+		if n == 3 {
+			victim = path
+			break
+		}
+		n++
+		if _, _, err := history.Run(e.src, ledgerPath, store, history.Request{Record: id, Force: true}, func(ledger.Change) {}); err != nil {
+			t.Fatalf("revert of the delete of %s: %v", path, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(e.src, path)); err != nil || !strings.HasPrefix(string(b), "package lib // original ") {
+			t.Fatalf("revert of the delete of %s restored %q, %v", path, b, err)
+		}
+	}
+	p, _ := store.Path(deletes[victim])
+	if err := os.WriteFile(p, []byte("CORRUPTED-PREIMAGE\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = history.Run(e.src, ledgerPath, store, history.Request{Record: ids[victim], Force: true}, func(ledger.Change) {})
+	if err == nil || !strings.Contains(err.Error(), ids[victim]) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("revert from a corrupted object: %v; want a refusal naming %s and %s", err, p, ids[victim])
+	}
+	if _, err := os.Stat(filepath.Join(e.src, victim)); err == nil {
+		t.Fatalf("revert from a corrupted object restored %s", victim)
+	}
+	rep := ledger.Verify(ledger.VerifyOptions{Ledger: ledgerPath, ListObjects: store.List, CheckObject: store.Check})
+	found := false
+	for _, pr := range rep.Problems {
+		found = found || pr.Kind == ledger.ProblemObject && strings.Contains(pr.Detail, deletes[victim])
+	}
+	if !found {
+		t.Fatalf("verify does not report the corrupted object %s: %v", deletes[victim], rep.Problems)
 	}
 }
