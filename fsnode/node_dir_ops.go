@@ -165,9 +165,10 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 			// A pre-image linked into the store stays out of reach of
 			// writable opens until the unlink is done.
 			var done func()
-			if finish, done = n.root.deferredRemoval(dirfd, name); finish == nil {
+			mayLink := noHandles(n.childNode(name))
+			if finish, done = n.root.deferredRemoval(dirfd, name, mayLink); finish == nil {
 				done()
-				if pre, kept, done, lostErr = n.root.preImageForRemoval(dirfd, name, callerUID(ctx), true); lostErr != nil {
+				if pre, kept, done, lostErr = n.root.preImageForRemoval(dirfd, name, callerUID(ctx), mayLink); lostErr != nil {
 					done()
 					return lostErr
 				}
@@ -240,6 +241,11 @@ func (r *Root) preImageForRemoval(dirfd int, name string, uid uint32, mayLink bo
 	}
 	return d, kept, done, nil
 }
+
+// noHandles reports whether no handle, not even a reader's, is open on
+// node through the mount: a reader would see the link count of a file
+// linked into the store stay 1 after its removal.
+func noHandles(node *Node) bool { return node == nil || node.handles.Load() == 0 }
 
 // digestRegularAt hashes name in dirfd if it is a regular file; other
 // types have no content hash.
@@ -369,7 +375,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			// What is replaced is destroyed: keep its bytes, or refuse.
 			if dstExists && flags&policy.RenameExchange == 0 {
 				var done func()
-				pre, kept, done, lostErr = n.root.preImageForRemoval(dstDir, newName, callerUID(ctx), true)
+				pre, kept, done, lostErr = n.root.preImageForRemoval(dstDir, newName, callerUID(ctx), noHandles(swappedNode))
 				defer done()
 				if lostErr != nil {
 					return lostErr

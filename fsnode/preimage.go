@@ -195,11 +195,12 @@ func hasSetID(mode uint32, caller *fuse.Caller) bool {
 // a nil finish, and the caller does it all at once, when the hash is
 // already cached, or when linking would not be safe (other links, a
 // writable handle open or being opened) or not allowed (over the size
-// limit). done, never nil, must be called once the unlink has happened or
-// failed: until then no writable open can reach the linked inode.
-func (r *Root) deferredRemoval(dirfd int, name string) (finish func(*ledger.Record), done func()) {
+// limit), or when the caller says not to (mayLink false). done, never
+// nil, must be called once the unlink has happened or failed: until then
+// no writable open can reach the linked inode.
+func (r *Root) deferredRemoval(dirfd int, name string, mayLink bool) (finish func(*ledger.Record), done func()) {
 	done = func() {}
-	if r.objects == nil {
+	if r.objects == nil || !mayLink {
 		return nil, done
 	}
 	var st syscall.Stat_t
