@@ -40,6 +40,10 @@ type File struct {
 	// limit, if set, counts this handle in uid's share (handlelimit.go).
 	limit *handleLimit
 	uid   uint32
+	// writing is the inode this handle may write, counted in the root's
+	// writeGate while it is open (counted: whether it is).
+	writing inodeKey
+	counted bool
 }
 
 var (
@@ -121,6 +125,9 @@ func newFile(node *Node, fd int, t *tracking) *File {
 	f := &File{LoopbackFile: fs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), "")), fd: fd, node: node}
 	if node != nil {
 		node.handles.Add(1)
+		if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || fl&syscall.O_ACCMODE != syscall.O_RDONLY {
+			f.writing, f.counted = node.root.writeGate.opened(fd)
+		}
 	}
 	if t != nil {
 		f.track.Store(t)
@@ -163,6 +170,9 @@ func (f *File) Release(ctx context.Context) syscall.Errno {
 	}
 	if f.node != nil {
 		f.node.handles.Add(-1)
+		if f.counted {
+			f.node.root.writeGate.closed(f.writing)
+		}
 	}
 	if f.limit != nil {
 		f.limit.give(f.uid)

@@ -162,11 +162,18 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 			if fstatat(dirfd, name, &fst) == nil && fst.Mode&syscall.S_IFMT == syscall.S_IFREG {
 				mode = fmt.Sprintf("%04o", fst.Mode&0o7777)
 			}
-			if finish = n.root.deferredRemoval(dirfd, name, n.childNode(name)); finish == nil {
-				if pre, kept, lostErr = n.root.preImageForRemoval(dirfd, name, n.childNode(name), callerUID(ctx)); lostErr != nil {
+			// A pre-image linked into the store stays out of reach of
+			// writable opens until the unlink is done.
+			var done func()
+			mayLink := noHandles(n.childNode(name))
+			if finish, done = n.root.deferredRemoval(dirfd, name, mayLink); finish == nil {
+				done()
+				if pre, kept, done, lostErr = n.root.preImageForRemoval(dirfd, name, callerUID(ctx), mayLink); lostErr != nil {
+					done()
 					return lostErr
 				}
 			}
+			defer done()
 		}
 		return n.asCallerIn(ctx, func() error { return unix.Unlinkat(dirfd, name, 0) })
 	})
@@ -190,35 +197,55 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 // preImageBeforeRemoval hashes the regular file name in dirfd and keeps
-// its bytes, with one open, before an unlink or a rename over it.
-func (r *Root) preImageBeforeRemoval(dirfd int, name string, node *Node) (objects.Digest, string) {
-	d, kept, _ := r.preImageForRemoval(dirfd, name, node, objects.UnknownUID)
+// a copy of its bytes, before a change that destroys that version, or
+// leaves the file reachable under another name.
+func (r *Root) preImageBeforeRemoval(dirfd int, name string) (objects.Digest, string) {
+	d, kept, _, _ := r.preImageForRemoval(dirfd, name, objects.UnknownUID, false)
 	return d, kept
 }
 
-// preImageForRemoval is preImageBeforeRemoval for a removal by uid that
-// is refused when the bytes cannot be kept (a *preImageLost error).
-func (r *Root) preImageForRemoval(dirfd int, name string, node *Node, uid uint32) (objects.Digest, string, error) {
+// preImageForRemoval hashes the regular file name in dirfd and keeps its
+// bytes before an unlink or a rename over it by uid; bytes that cannot be
+// kept are a *preImageLost error, and the removal is refused. With
+// mayLink, the caller removes the name right after, and the bytes are
+// hard-linked into the store when no writable handle can reach the inode
+// (see writerGate); done, never nil, must then be called once the removal
+// has happened or failed.
+func (r *Root) preImageForRemoval(dirfd int, name string, uid uint32, mayLink bool) (d objects.Digest, kept string, done func(), err error) {
+	done = func() {}
 	fd, err := openatForHash(dirfd, name)
 	if err != nil {
-		return objects.Digest{}, "", nil
+		return objects.Digest{}, "", done, nil
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return objects.Digest{}, "", nil
+		return objects.Digest{}, "", done, nil
 	}
-	d, err := r.hashes.HashFd(fd)
+	d, err = r.hashes.HashFd(fd)
 	if err != nil {
 		r.log.Error("content hash failed", "name", name, "err", err)
-		return objects.Digest{}, "", nil
+		return objects.Digest{}, "", done, nil
 	}
-	kept, err := r.keepBeforeRemoval(dirfd, name, fd, &st, d, node, uid)
+	linkable := false
+	if mayLink && r.mayLinkPreImage(&st, d) {
+		if done, linkable = r.writeGate.tryLink(&st); linkable && !sameVersion(fd, &st) {
+			// Written since it was hashed: the link would not hold d.
+			done()
+			done, linkable = func() {}, false
+		}
+	}
+	kept, err = r.keepBeforeRemoval(dirfd, name, fd, &st, d, linkable, uid)
 	if err != nil {
-		return d, kept, &preImageLost{err}
+		return d, kept, done, &preImageLost{err}
 	}
-	return d, kept, nil
+	return d, kept, done, nil
 }
+
+// noHandles reports whether no handle, not even a reader's, is open on
+// node through the mount: a reader would see the link count of a file
+// linked into the store stay 1 after its removal.
+func noHandles(node *Node) bool { return node == nil || node.handles.Load() == 0 }
 
 // digestRegularAt hashes name in dirfd if it is a regular file; other
 // types have no content hash.
@@ -389,7 +416,10 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		} else if g.traced() {
 			// What is replaced is destroyed: keep its bytes, or refuse.
 			if dstExists && flags&policy.RenameExchange == 0 {
-				if pre, kept, lostErr = n.root.preImageForRemoval(dstDir, newName, dst.childNode(newName), callerUID(ctx)); lostErr != nil {
+				var done func()
+				pre, kept, done, lostErr = n.root.preImageForRemoval(dstDir, newName, callerUID(ctx), noHandles(swappedNode))
+				defer done()
+				if lostErr != nil {
 					return lostErr
 				}
 			}

@@ -87,6 +87,9 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 			return nil, 0, n.root.failChange(ctx, req, err)
 		}
 	}
+	// Until its handle is counted, no removal links this file into the
+	// store (see writerGate).
+	defer n.root.writeGate.beginOpen()()
 	fd, err := openBeneath(n.root.rootFd, rel, cleanOpenFlags(flags), 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
@@ -157,11 +160,14 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 		// unlockChild releases the existing file's writeMu once the new
 		// handle is registered.
 		unlockChild = func() {}
+		// endOpen lets removals link pre-images again once the handle
+		// on an existing file is counted (see writerGate).
+		endOpen = func() {}
 		// lostErr is the version this open would truncate, which the
 		// store could not keep: the open is refused.
 		lostErr error
 	)
-	defer func() { unlockChild() }()
+	defer func() { endOpen(); unlockChild() }()
 	dirRel, _ := splitRel(rel)
 	errno = n.withDir(func(dirfd int) error {
 		// The whole request runs as the caller (see CallerScope).
@@ -203,6 +209,7 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 					return err
 				}
 			}
+			endOpen = n.root.writeGate.beginOpen()
 			if fd, err = unix.Openat(dirfd, name, cleanOpenFlags(flags)|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err != nil {
 				return err
 			}

@@ -94,10 +94,10 @@ func callerUID(ctx context.Context) uint32 {
 
 // keepBeforeRemoval stores the version of name in dirfd that an unlink or
 // a rename over it is about to destroy. A hard link into the store costs
-// nothing; it is safe only when nothing else can reach the inode later (a
-// single link, no handle open through the mount), otherwise the bytes are
-// copied.
-func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Stat_t, d objects.Digest, node *Node, uid uint32) (string, error) {
+// nothing, but the store then holds the very inode: linkable says that no
+// descriptor through the mount can write it, now or later (see
+// writerGate.tryLink); otherwise the bytes are copied.
+func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Stat_t, d objects.Digest, linkable bool, uid uint32) (string, error) {
 	if r.objects == nil || d.Hash == "" {
 		return "", nil
 	}
@@ -107,9 +107,7 @@ func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Sta
 	if st.Size > r.keepMax {
 		return fmt.Sprintf("not kept: %d bytes is over the %d-byte limit (--keep-max-bytes); only the hash is recorded", st.Size, r.keepMax), nil
 	}
-	// Linking shows: anyone holding the file open would see its link count
-	// stay 1 after the unlink. So link only what nobody has open.
-	if st.Nlink == 1 && (node == nil || node.handles.Load() == 0) {
+	if linkable {
 		if err := r.objects.KeepLink(dirfd, name, d.Hash); err == nil {
 			return preImageStored, nil
 		} else if err != unix.EXDEV && err != syscall.EPERM {
@@ -117,6 +115,22 @@ func (r *Root) keepBeforeRemoval(dirfd int, name string, fd int, st *syscall.Sta
 		}
 	}
 	return r.keep(fd, d, uid)
+}
+
+// mayLinkPreImage is whether the file st describes, hashed as d, could be
+// linked into the store instead of copied, were nothing writing it: a
+// single link (another name would still reach the inode), a size the
+// store keeps, content that is not empty.
+func (r *Root) mayLinkPreImage(st *syscall.Stat_t, d objects.Digest) bool {
+	return r.objects != nil && st.Nlink == 1 && st.Size > 0 && st.Size <= r.keepMax &&
+		d.Hash != "" && d.Hash != ledger.EmptyHash
+}
+
+// sameVersion reports whether the file open at fd is still the version
+// st described: nothing wrote it since.
+func sameVersion(fd int, st *syscall.Stat_t) bool {
+	var now syscall.Stat_t
+	return syscall.Fstat(fd, &now) == nil && objects.VersionOf(&now) == objects.VersionOf(st)
 }
 
 // killSuidGid clears the set-user-ID bit, and the set-group-ID bit of a
@@ -178,24 +192,33 @@ func hasSetID(mode uint32, caller *fuse.Caller) bool {
 // linking it into the store's pending area, and returns what computes its
 // pre_hash later, in the ledger writer: rm -rf of a large tree then costs
 // a link per file on the caller's path instead of a full read. It returns
-// nil, and the caller does it all at once, when the hash is already
-// cached, or when linking would not be safe (other links, open handles)
-// or not allowed (over the size limit).
-func (r *Root) deferredRemoval(dirfd int, name string, node *Node) func(*ledger.Record) {
-	if r.objects == nil {
-		return nil
+// a nil finish, and the caller does it all at once, when the hash is
+// already cached, or when linking would not be safe (other links, a
+// writable handle open or being opened) or not allowed (over the size
+// limit), or when the caller says not to (mayLink false). done, never
+// nil, must be called once the unlink has happened or failed: until then
+// no writable open can reach the linked inode.
+func (r *Root) deferredRemoval(dirfd int, name string, mayLink bool) (finish func(*ledger.Record), done func()) {
+	done = func() {}
+	if r.objects == nil || !mayLink {
+		return nil, done
 	}
 	var st syscall.Stat_t
 	if err := fstatat(dirfd, name, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG ||
-		st.Nlink != 1 || st.Size == 0 || st.Size > r.keepMax || (node != nil && node.handles.Load() != 0) {
-		return nil
+		st.Nlink != 1 || st.Size == 0 || st.Size > r.keepMax {
+		return nil, done
 	}
 	if _, cached := r.hashes.Cached(&st); cached {
-		return nil
+		return nil, done
+	}
+	done, ok := r.writeGate.tryLink(&st)
+	if !ok {
+		return nil, done
 	}
 	pending, err := r.objects.LinkPending(dirfd, name)
 	if err != nil {
-		return nil
+		done()
+		return nil, func() {}
 	}
 	return func(rec *ledger.Record) {
 		hash, _, err := r.objects.Adopt(pending)
@@ -209,5 +232,5 @@ func (r *Root) deferredRemoval(dirfd int, name string, node *Node) func(*ledger.
 		if hash != "" {
 			g.PreHash = &hash
 		}
-	}
+	}, done
 }

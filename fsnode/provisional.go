@@ -264,7 +264,7 @@ func (r *Root) removeProvisional(p *provisionalFile, why string) {
 	}
 	// Its bytes are kept, as any version a change destroys: what was
 	// smuggled can be read back.
-	d, kept := r.preImageBeforeRemoval(dirfd, name, p.node)
+	d, kept := r.preImageBeforeRemoval(dirfd, name)
 	if err := unix.Unlinkat(dirfd, name, 0); err != nil {
 		r.log.Error("removing a provisional file failed", "path", p.rel, "err", err)
 		return

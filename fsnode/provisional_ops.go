@@ -218,7 +218,7 @@ func (n *Node) renameProvisional(ctx context.Context, name string, dst *Node, ne
 	var mode string
 	errno = withDirs(n, dst, func(srcDir, dstDir int) error {
 		if dstExists {
-			pre, kept = n.root.preImageBeforeRemoval(dstDir, newName, dst.childNode(newName))
+			pre, kept = n.root.preImageBeforeRemoval(dstDir, newName)
 		}
 		if err := n.root.asCaller(ctx, func() error { return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags)) }); err != nil {
 			return err
@@ -308,7 +308,7 @@ func (n *Node) renameToProvisional(ctx context.Context, g grant, name, newName, 
 			return nil
 		}
 		if gd.traced() {
-			pre, kept = n.root.preImageBeforeRemoval(dirfd, name, movedNode)
+			pre, kept = n.root.preImageBeforeRemoval(dirfd, name)
 		}
 		if err := n.root.asCaller(ctx, func() error {
 			return unix.Renameat2(dirfd, name, dirfd, newName, uint(flags|policy.RenameNoReplace))

@@ -87,15 +87,18 @@ type Options struct {
 
 // Root holds the state shared by every node of one mount.
 type Root struct {
-	source  string
-	rootFd  int // O_PATH handle on the source directory
-	dev     uint64
-	gov     Governor
-	log     *slog.Logger
-	hashes  *objects.HashCache
-	objects *objects.Store
-	keepMax int64
-	control fs.InodeEmbedder
+	source string
+	rootFd int // O_PATH handle on the source directory
+	dev    uint64
+	gov    Governor
+	log    *slog.Logger
+	// writeGate keeps a pre-image linked into the store out of reach of
+	// writable handles.
+	writeGate writerGate
+	hashes    *objects.HashCache
+	objects   *objects.Store
+	keepMax   int64
+	control   fs.InodeEmbedder
 	// callers runs calls on the source as the process that asked.
 	callers *callers
 	// writers are the handles open for writing, for OpenWriters.

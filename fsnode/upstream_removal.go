@@ -310,7 +310,7 @@ func (r *Root) upstreamRemoved(dirfd int, name, rel string, node *Node, g grant)
 	if err != nil {
 		return ledger.Change{}, upstreamRemoval{}, "a copy to put back could not be made (" + err.Error() + ")"
 	}
-	pre, kept := r.preImageBeforeRemoval(dirfd, name, node)
+	pre, kept := r.preImageBeforeRemoval(dirfd, name)
 	if pre.Hash == "" {
 		syscall.Close(held)
 		return ledger.Change{}, upstreamRemoval{}, "its content could not be read"

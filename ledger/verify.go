@@ -29,6 +29,7 @@ const (
 	ProblemDeleted  = "deleted"  // a file the ledger says exists is gone
 	ProblemUntraced = "untraced" // a file changed after the ledger began, with no record
 	ProblemPreImage = "preimage" // a hash the ledger names has no stored bytes
+	ProblemObject   = "object"   // the stored bytes of a hash the ledger names do not hash to it
 )
 
 // Problem is one finding of Verify.
@@ -63,6 +64,11 @@ type VerifyOptions struct {
 	// ListObjects, if set, lists the hashes whose bytes are stored; every
 	// version a record destroyed must be among them (or be a current file).
 	ListObjects func(fn func(hash string))
+	// CheckObject, if set, re-hashes the stored bytes of a hash and
+	// returns an error when they do not match it. Each stored version a
+	// record names is checked once: a kept pre-image written after it was
+	// kept would be what a revert restores.
+	CheckObject func(hash string) error
 	// Progress, if set, is called as lines are read (bytes done, total).
 	Progress func(done, total int64)
 }
@@ -144,6 +150,9 @@ func Verify(o VerifyOptions) *Report {
 		o.ListObjects(func(h string) { stored[h] = true })
 	}
 	missing := map[string]Problem{}
+	// named: the stored versions records name, each with the first record
+	// naming it, for CheckObject.
+	named := map[string]Problem{}
 	for fi, f := range files {
 		last := fi == len(files)-1
 		if torn, err := hasTornTail(f); err == nil && torn && last {
@@ -183,6 +192,11 @@ func Verify(o VerifyOptions) *Report {
 				missing[pre] = Problem{Kind: ProblemPreImage, File: f, Line: l.line, Path: r.Path(),
 					Detail: pre + ": the version this record replaced is not in the object store (destroyed out of band, or collected)"}
 			}
+			if pre := Str(g.PreHash); o.CheckObject != nil && stored[pre] {
+				if _, seen := named[pre]; !seen {
+					named[pre] = Problem{Kind: ProblemObject, File: f, Line: l.line, Path: r.Path()}
+				}
+			}
 			replay(state, r, f, l.line)
 		})
 		if err != nil {
@@ -211,6 +225,18 @@ func Verify(o VerifyOptions) *Report {
 	slices.Sort(hashes)
 	for _, h := range hashes {
 		rep.add(missing[h])
+	}
+	checked := make([]string, 0, len(named))
+	for h := range named {
+		checked = append(checked, h)
+	}
+	slices.Sort(checked)
+	for _, h := range checked {
+		if err := o.CheckObject(h); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			p := named[h]
+			p.Detail = h + ": the kept version this record replaced cannot be used for undo: " + err.Error()
+			rep.add(p)
+		}
 	}
 	rep.Elapsed = time.Since(start)
 	return rep

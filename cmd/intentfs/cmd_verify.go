@@ -22,7 +22,9 @@ ledger says exists has, on disk now, the content of its latest record. It
 reports each line that was edited, inserted, deleted or reordered, each file
 changed or deleted behind the ledger's back, each file changed after the
 ledger began that no record names, and each recorded version whose bytes are
-gone. Exit status 0 only when all holds; 1 otherwise.
+gone, or no longer hash to their name (each kept version a record names is
+read once: written after it was kept, revert refuses it). Exit status 0 only
+when all holds; 1 otherwise.
 
 On a clone without a local ledger (or with --notes) it verifies the ledgers
 carried in the git notes (intentfs notes): each origin's hash chain whole,
@@ -57,11 +59,12 @@ Examples:
 			}
 			ig, _, _ := policy.LoadIgnore(ws.source)
 			opts := ledger.VerifyOptions{Ledger: ws.layout().LedgerPath(), Source: ws.source,
-				Exempt: func(rel string, isDir bool) bool { return ig.Match(rel, isDir) }, ListObjects: ws.layout().Objects().List}
+				Exempt: func(rel string, isDir bool) bool { return ig.Match(rel, isDir) }, ListObjects: ws.layout().Objects().List,
+				CheckObject: ws.layout().Objects().Check}
 			if _, err := os.ReadDir(ws.layout().ObjectsDir()); errors.Is(err, fs.ErrPermission) {
 				// The store is private to its owner (root): a user who
 				// cannot list it would see every kept version as missing.
-				opts.ListObjects = nil
+				opts.ListObjects, opts.CheckObject = nil, nil
 				fmt.Fprintf(a.stderr, "intentfs verify: the object store %s is not readable by you (uid %d), so the kept copies of replaced versions are not checked: run as root (sudo intentfs verify) to check pre-images\n",
 					textsafe.Escape(ws.layout().ObjectsDir()), os.Getuid())
 			}

@@ -258,6 +258,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if cfg.Export != nil {
 		ec := *cfg.Export
 		ec.Source, ec.Mountpoint, ec.ServiceVersion = cfg.Source, cfg.Mountpoint, cfg.Version
+		ec.MountUIDs = []uint32{uint32(cfg.OwnerUID)}
 		if d.exporter, err = otelexport.New(context.Background(), ec, cfg.Log); err != nil {
 			return nil, err
 		}

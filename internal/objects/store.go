@@ -79,6 +79,30 @@ func (s *Store) Has(hash string) bool {
 	return syscall.Stat(p, &st) == nil
 }
 
+// holds reports whether the bytes of hash are stored with the given size.
+// A stored object of another size cannot be those bytes (something wrote
+// it after it was kept), and the caller stores them again over it. Same
+// size is trusted here, so that keeping stays a stat; Read checks the
+// bytes against their name whenever they are used.
+func (s *Store) holds(hash string, size int64) bool {
+	p, ok := s.Path(hash)
+	if !ok {
+		return false
+	}
+	var st syscall.Stat_t
+	return syscall.Stat(p, &st) == nil && st.Size == size
+}
+
+// MismatchError is a stored object whose bytes do not hash to its name:
+// it was written after it was kept, and must not be restored.
+type MismatchError struct {
+	Hash, Path, Got string
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("object store: %s holds bytes that hash to %s, not to its name %s: it was changed after it was kept, and is not used (remove it, or restore the file from another copy)", e.Path, e.Got, e.Hash)
+}
+
 // maxReadBytes bounds a version Read returns whole: the largest a diff
 // or a restore takes into memory.
 const maxReadBytes = 1<<31 - 1
@@ -100,7 +124,41 @@ func (s *Store) Read(hash string) ([]byte, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("the bytes of %s are not in the object store", hash)
 	}
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	// Whoever could write the object since it was kept must not choose
+	// what a restore or a diff shows.
+	got, _, err := s.contentHash(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("object store: hashing %s: %w", p, err)
+	}
+	if got != hash {
+		return nil, &MismatchError{Hash: hash, Path: p, Got: got}
+	}
+	return b, nil
+}
+
+// Check re-hashes the stored bytes of hash: nil when they match their
+// name, a *MismatchError when they do not, fs.ErrNotExist when they are
+// not stored.
+func (s *Store) Check(hash string) error {
+	p, ok := s.Path(hash)
+	if !ok {
+		return fmt.Errorf("%q is not a sha256 hash", hash)
+	}
+	rel, err := filepath.Rel(filepath.Dir(s.root), p)
+	if err != nil {
+		return fmt.Errorf("object store: %w", err)
+	}
+	got, err := safeio.HashFile(filepath.Dir(s.root), rel)
+	if err != nil {
+		return fmt.Errorf("object store: hashing %s: %w", p, err)
+	}
+	if got != hash {
+		return &MismatchError{Hash: hash, Path: p, Got: got}
+	}
+	return nil
 }
 
 func (s *Store) prepare(hash string) (string, error) {
@@ -134,10 +192,26 @@ func (s *Store) KeepLink(dirfd int, name, hash string) error {
 	// with whoever might still see it (the store's 0700 directories keep
 	// it from everyone but the daemon's user; see MakePrivate).
 	err = unix.Linkat(dirfd, name, unix.AT_FDCWD, p, 0)
-	if err == unix.EEXIST {
+	if err != unix.EEXIST {
+		return err // EXDEV and friends: the caller copies instead
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if s.holds(hash, st.Size) {
 		return nil
 	}
-	return err // EXDEV and friends: the caller copies instead
+	// What is stored under hash is not these bytes: replace it.
+	tmp := filepath.Join(filepath.Dir(p), fmt.Sprintf(".link-%d-%d", os.Getpid(), s.seq.Add(1)))
+	if err := unix.Linkat(dirfd, name, unix.AT_FDCWD, tmp, 0); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // KeepFd copies the file open (readable) at fd into the store as hash:
@@ -149,12 +223,12 @@ func (s *Store) KeepFd(fd int, hash string) error { return s.KeepFdFor(fd, hash,
 // filesystem's space for unprivileged users cannot take is refused with
 // an *UnavailableError.
 func (s *Store) KeepFdFor(fd int, hash string, uid uint32) (err error) {
-	if s.Has(hash) {
-		return nil
-	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("object store: %w", err)
+	}
+	if s.holds(hash, st.Size) {
+		return nil
 	}
 	p, err := s.prepare(hash)
 	if err != nil {
@@ -198,7 +272,7 @@ func (s *Store) KeepFdFor(fd int, hash string, uid uint32) (err error) {
 // KeepBytes stores b as the bytes of hash, for versions the daemon itself
 // replaced from memory (its own sections of the agents' files).
 func (s *Store) KeepBytes(b []byte, hash string) error {
-	if s.Has(hash) {
+	if s.holds(hash, int64(len(b))) {
 		return nil
 	}
 	if got, _, err := s.contentHash(bytes.NewReader(b)); err != nil || got != hash {

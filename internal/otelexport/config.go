@@ -30,6 +30,9 @@ type Config struct {
 	// Source and Mountpoint name the mount in the resource of every
 	// record; ServiceVersion is the intentfs build.
 	Source, Mountpoint, ServiceVersion string
+	// MountUIDs are the users, besides root and the daemon's own, whose
+	// loopback listener may receive the stream: the user who mounted.
+	MountUIDs []uint32
 }
 
 // Resolve decides whether and where to export: flagEndpoint and

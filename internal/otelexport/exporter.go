@@ -18,6 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +31,7 @@ import (
 	"go.opentelemetry.io/otel/log"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/resource"
+	"google.golang.org/grpc"
 
 	"github.com/intentfs/intentfs/ledger"
 )
@@ -44,6 +48,9 @@ const sdkQueueSize = 2048
 // maxAttributeLength bounds an attribute's value (a denial's reason, a
 // command line).
 const maxAttributeLength = 4096
+
+// httpTimeout bounds one OTLP/HTTP export, as the SDK's default does.
+const httpTimeout = 10 * time.Second
 
 // ShutdownTimeout bounds the flush at unmount.
 const ShutdownTimeout = 5 * time.Second
@@ -109,10 +116,14 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Exporter, error
 }
 
 func newOTLPExporter(ctx context.Context, cfg Config) (sdklog.Exporter, error) {
+	check := newListenerCheck(cfg.MountUIDs)
 	switch cfg.Protocol {
 	case ProtocolGRPC:
 		opts := []otlploggrpc.Option{otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: true,
-			InitialInterval: retryInitial, MaxInterval: retryMax, MaxElapsedTime: retryElapsed})}
+			InitialInterval: retryInitial, MaxInterval: retryMax, MaxElapsedTime: retryElapsed}),
+			otlploggrpc.WithDialOption(grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				return check.dial(ctx, "tcp", addr)
+			}))}
 		if !cfg.FromEnv {
 			opts = append(opts, otlploggrpc.WithEndpointURL(cfg.Endpoint))
 		}
@@ -124,6 +135,16 @@ func newOTLPExporter(ctx context.Context, cfg Config) (sdklog.Exporter, error) {
 			// The SDK takes a URL's path as is; --otlp-endpoint is a base
 			// URL, like OTEL_EXPORTER_OTLP_ENDPOINT.
 			opts = append(opts, otlploghttp.WithEndpointURL(cfg.URL()))
+		}
+		if !strings.HasPrefix(strings.ToLower(cfg.Endpoint), "https://") {
+			// In plain text nothing but the listener's owner says who
+			// receives the headers. Over TLS the server's certificate
+			// does, and the SDK's own client keeps the certificate
+			// settings (OTEL_EXPORTER_OTLP_CERTIFICATE), which a client
+			// of ours would replace.
+			transport := http.DefaultTransport.(*http.Transport).Clone()
+			transport.DialContext = check.dial
+			opts = append(opts, otlploghttp.WithHTTPClient(&http.Client{Transport: transport, Timeout: httpTimeout}))
 		}
 		return otlploghttp.New(ctx, opts...)
 	}

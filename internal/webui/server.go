@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/sockowner"
 )
 
 //go:embed page static
@@ -98,7 +99,7 @@ func Start(o Options) (*Server, error) {
 		}
 		tcp := ln.Addr().(*net.TCPAddr)
 		port := strconv.Itoa(tcp.Port)
-		ln = &peerListener{Listener: ln, allowed: allowed, lookup: tcpPeerUID, log: o.Log}
+		ln = &peerListener{Listener: ln, allowed: allowed, lookup: sockowner.PeerUID, log: o.Log}
 		a = newAuth(token, port, []string{tcp.String(), "localhost:" + port}, false)
 		pageURL = "http://" + tcp.String() + "/?" + tokenParam + "=" + token
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/history"
+	"github.com/intentfs/intentfs/internal/sockowner"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -357,7 +358,7 @@ func TestPeerListener(t *testing.T) {
 		} else {
 			allowed[uint32(os.Geteuid())+1] = true
 		}
-		pl := &peerListener{Listener: ln, allowed: allowed, lookup: tcpPeerUID, log: discard()}
+		pl := &peerListener{Listener: ln, allowed: allowed, lookup: sockowner.PeerUID, log: discard()}
 		accepted := make(chan net.Conn, 1)
 		go func() {
 			c, err := pl.Accept()
