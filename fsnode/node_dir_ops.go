@@ -170,7 +170,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 				done()
 				if pre, kept, done, lostErr = n.root.preImageForRemoval(dirfd, name, callerUID(ctx), mayLink); lostErr != nil {
 					done()
-					return lostErr
+					return syscall.ENOSPC // the cause is lostErr, answered below
 				}
 			}
 			defer done()
@@ -411,7 +411,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			// keep its bytes. What it replaces at the exempt name is not
 			// governed.
 			if removed, lostErr = n.root.keepMovedOut(srcDir, crossing, callerUID(ctx)); lostErr != nil {
-				return lostErr
+				return syscall.ENOSPC // the cause is lostErr, answered below
 			}
 		} else if g.traced() {
 			// What is replaced is destroyed: keep its bytes, or refuse.
@@ -420,7 +420,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 				pre, kept, done, lostErr = n.root.preImageForRemoval(dstDir, newName, callerUID(ctx), noHandles(swappedNode))
 				defer done()
 				if lostErr != nil {
-					return lostErr
+					return syscall.ENOSPC // the cause is lostErr, answered below
 				}
 			}
 			post = n.root.digestRegularAt(srcDir, name)

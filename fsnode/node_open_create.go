@@ -202,7 +202,7 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 					}
 					if kept, err = n.root.keep(rfd, pre, callerUID(ctx)); err != nil {
 						lostErr = &preImageLost{err}
-						return lostErr
+						return syscall.ENOSPC // the cause is lostErr, answered below
 					}
 					return nil
 				}); err != nil {

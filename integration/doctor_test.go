@@ -46,7 +46,7 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s", check, st, detail, want)
 		}
 	}
-	if _, detail, fix := rep.status("source_ownership"); !strings.Contains(detail, "may not write 4 of the checkout's files") || !strings.Contains(detail, "src (root:root 0755)") || !strings.Contains(fix, "chown -R") {
+	if _, detail, fix := rep.status("source_ownership"); !strings.Contains(detail, "may not write 4 of the checkout's files") || !strings.Contains(detail, "src (root:root 0755)") || !strings.Contains(fix, "chgrp -R devs") || strings.Contains(fix, "chown -R") {
 		t.Errorf("ownership: %s / %s", detail, fix)
 	}
 	if _, detail, fix := rep.status("source_reachable"); !strings.Contains(detail, "can reach the source "+repo) || !strings.Contains(fix, "chmod 700 "+filepath.Dir(repo)) {
