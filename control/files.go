@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -112,6 +113,26 @@ func (d *Dir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) s
 	out.Nlink = 2
 	setTimes(&out.Attr)
 	return 0
+}
+
+// Changed tells the kernel that the named control files' content has
+// changed, so that a stat right after (within the clock tick the kernel
+// keeps even a nanosecond's attributes) reads the new size: a denial, and
+// a stat of .intentfs/denials by the agent that was just refused. Only a
+// file the kernel was answered about since is invalidated, so a flood of
+// denials nobody looks at costs nothing here.
+func (d *Dir) Changed(names ...string) {
+	for _, name := range names {
+		child := d.GetChild(name)
+		if child == nil {
+			continue
+		}
+		if f, ok := child.Operations().(*ctlFile); ok && f.cached.Swap(false) {
+			// INVAL_INODE of a control file, which has no page cache,
+			// takes no lock a pending request holds.
+			_ = child.NotifyContent(0, 0)
+		}
+	}
 }
 
 func setTimes(a *fuse.Attr) {
@@ -262,11 +283,14 @@ func (d *Dir) readDenials(caller *fuse.Caller) []byte {
 // so a reader sees one consistent snapshot.
 type ctlFile struct {
 	fs.Inode
-	dir   *Dir
-	name  string
-	mode  uint32
-	read  func(caller *fuse.Caller) []byte
-	write func(data []byte, caller *fuse.Caller) syscall.Errno
+	// cached says that the kernel may hold the file's attributes: it was
+	// answered since the last invalidation (see Dir.Changed).
+	cached atomic.Bool
+	dir    *Dir
+	name   string
+	mode   uint32
+	read   func(caller *fuse.Caller) []byte
+	write  func(data []byte, caller *fuse.Caller) syscall.Errno
 	// partial, if set, reports whether what a handle was written so far
 	// is the start of a command that more writes will complete: the
 	// file then takes one command per open, over several write(2)s
@@ -300,7 +324,10 @@ func (f *ctlFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrO
 	}
 	// The content changes with every select or denial; let the kernel keep
 	// the size for no time (0 would mean the mount's default, a second).
+	// The kernel rounds that up to a clock tick, so the daemon also
+	// invalidates it when the content changes (Dir.Changed).
 	out.SetTimeout(time.Nanosecond)
+	f.cached.Store(true)
 	setTimes(&out.Attr)
 	return 0
 }

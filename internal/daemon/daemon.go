@@ -141,10 +141,13 @@ type Daemon struct {
 	// sessions are the agent sessions (intentfs run) of the mount.
 	sessions *session.Registry
 	ctl      *control.Server
-	layout   workspace.Layout
-	opened   *workspace.Opened
-	started  time.Time
-	stopW    func()
+	// ctlDir is the mount's .intentfs/ directory, whose files the kernel
+	// is told of when their content changes; nil before the mount.
+	ctlDir  *control.Dir
+	layout  workspace.Layout
+	opened  *workspace.Opened
+	started time.Time
+	stopW   func()
 	// cacheTimeout is how long the kernel keeps entries and attributes:
 	// long when the source is watched (see srcwatch.go).
 	cacheTimeout time.Duration
@@ -297,6 +300,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 
 	ctlDir := control.NewDir(controlBackend{d}, d.Process)
+	d.ctlDir = ctlDir
 	keepMax := cfg.KeepMaxBytes
 	switch {
 	case keepMax == 0:

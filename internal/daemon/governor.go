@@ -159,6 +159,9 @@ func (d *Daemon) showDenial(req policy.Request, dec policy.Decision, p *ledger.P
 	dn := control.Denial{Time: now, Op: string(req.Op), Path: path, Path2: other, Intent: req.Intent,
 		Session: sessID, Code: string(dec.Code), Reason: dec.Reason, Process: p}
 	d.denials.add(dn)
+	if d.ctlDir != nil {
+		d.ctlDir.Changed("denials", "status")
+	}
 	if d.feed.Active() {
 		d.publishDenial(dn)
 	}
