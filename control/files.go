@@ -297,6 +297,9 @@ type ctlFile struct {
 	// (bash's printf writes a line at a time), applied when it is
 	// complete and refused at close if it never is.
 	partial func(data []byte) bool
+	// handleless keeps, per process, the pending command of writes
+	// that come without a handle (see handleless.go).
+	handleless byProcess[ctlHandle]
 }
 
 var (
@@ -399,6 +402,9 @@ func (h *ctlHandle) Release(ctx context.Context) syscall.Errno {
 }
 
 func (f *ctlFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if fh == nil {
+		return f.readHandleless(ctx, dest, off)
+	}
 	h, ok := fh.(*ctlHandle)
 	if !ok {
 		return nil, syscall.EBADF
@@ -417,6 +423,9 @@ func (f *ctlFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off 
 	}
 	caller, _ := fuse.FromContext(ctx)
 	n := uint32(len(data)) // what this write(2) wrote, whatever it completes
+	if fh == nil && f.partial != nil {
+		fh = f.handleless.get(caller, true)
+	}
 	if h, ok := fh.(*ctlHandle); ok && f.partial != nil {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -458,4 +467,23 @@ func (f *ctlFile) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 		return errno
 	}
 	return 0
+}
+
+// readHandleless reads the content as it is now (see handleless.go).
+func (f *ctlFile) readHandleless(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	caller, _ := fuse.FromContext(ctx)
+	var content []byte
+	read := func() error { content = f.read(caller); return nil }
+	if f.dir != nil && f.dir.asDaemon != nil {
+		if err := f.dir.asDaemon(ctx, read); err != nil {
+			return nil, syscall.EIO
+		}
+	} else {
+		_ = read()
+	}
+	if off >= int64(len(content)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	end := min(off+int64(len(dest)), int64(len(content)))
+	return fuse.ReadResultData(content[off:end]), 0
 }

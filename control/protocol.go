@@ -149,6 +149,10 @@ type Status struct {
 	// Transport is how the kernel's FUSE requests reach the daemon:
 	// "uring" (FUSE over io_uring) or "dev" (/dev/fuse).
 	Transport string `json:"transport"`
+	// DataPath is how reads and writes of existing files reach the
+	// source: "passthrough" (every open decided at OPEN) or "cached" (no
+	// OPEN; changes decided at the requests that make them).
+	DataPath string `json:"data_path"`
 	// SourceWatched: changes made directly in the source are seen at
 	// once, so the kernel may keep entries and attributes for
 	// CacheSeconds; without the watch, such a change shows within

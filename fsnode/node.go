@@ -47,12 +47,23 @@ type Node struct {
 	// upstream, until it is published (see upstreamFile): the path has
 	// no file yet, so its attributes are the handle's.
 	sink atomic.Pointer[upstreamFile]
+
+	// readFd is the daemon's read-only descriptor of the file, for reads
+	// on the cached data path (see withReadFd); 0: not open. readGone is
+	// set once the kernel has forgotten the node.
+	readMu   sync.RWMutex
+	readFd   int
+	readGone bool
+	// cw is the writer of the cached data path (see cachedWriter).
+	cachedMu sync.Mutex
+	cw       *cachedWriter
 }
 
 var _ = (fs.NodeOnForgetter)((*Node)(nil))
 
 // OnForget closes the cached directory handle.
 func (n *Node) OnForget() {
+	n.closeReadFd()
 	n.dirMu.Lock()
 	defer n.dirMu.Unlock()
 	n.forgotten = true

@@ -261,6 +261,16 @@ func (n *Node) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size u
 	if _, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpFallocate, Path: rel}); errno != 0 {
 		return errno
 	}
+	if f == nil {
+		// The cached data path: through the node's writer, which keeps
+		// the pre-image and records the change.
+		w, errno := n.cachedWriterFor(ctx)
+		if errno != 0 {
+			return errno
+		}
+		defer n.cachedMu.Unlock()
+		f = w
+	}
 	fa, ok := f.(fs.FileAllocater)
 	if !ok {
 		return syscall.EBADF
@@ -289,13 +299,36 @@ func (n *Node) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint
 	if _, errno := n.root.authorize(ctx, policy.Request{Op: policy.OpCopyFileRange, Path: rel}); errno != 0 {
 		return 0, errno
 	}
-	in, ok1 := fhIn.(*File)
-	o, ok2 := fhOut.(*File)
-	if !ok1 || !ok2 {
+	if fhOut == nil {
+		// The cached data path: into the destination's writer.
+		w, errno := dst.cachedWriterFor(ctx)
+		if errno != 0 {
+			return 0, errno
+		}
+		defer dst.cachedMu.Unlock()
+		fhOut = w
+	}
+	o, ok := fhOut.(*File)
+	if !ok {
 		return 0, syscall.EBADF
 	}
 	oi, oo := int64(offIn), int64(offOut)
 	var count int
+	if fhIn == nil {
+		// From the daemon's read descriptor: the kernel checked the
+		// caller's read access when it opened the source file.
+		errno := n.withReadFd(func(rfd int) error {
+			return n.root.asCaller(ctx, func() (err error) {
+				count, err = unix.CopyFileRange(rfd, &oi, o.fd, &oo, int(length), int(flags))
+				return err
+			})
+		})
+		return uint32(count), errno
+	}
+	in, ok := fhIn.(*File)
+	if !ok {
+		return 0, syscall.EBADF
+	}
 	err := n.root.asCaller(ctx, func() (err error) {
 		count, err = unix.CopyFileRange(in.fd, &oi, o.fd, &oo, int(length), int(flags))
 		return err

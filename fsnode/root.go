@@ -103,6 +103,9 @@ type Root struct {
 	callers *callers
 	// writers are the handles open for writing, for OpenWriters.
 	writers writerSet
+	// cachedWriters are the nodes written on the cached data path whose
+	// writes are not recorded yet (see SettleWrites).
+	cachedWriters cachedWriters
 
 	controlInode atomic.Pointer[fs.Inode]
 	// noXattrAt is set when getxattrat(2) is unavailable (probed at the
@@ -168,6 +171,7 @@ func (n *Node) Hashes() *objects.HashCache { return n.root.hashes }
 // Close removes the provisional files left, puts back what git removed
 // and did not write again, then releases the source directory handle.
 func (n *Node) Close() error {
+	n.SettleWrites()
 	n.root.closeProvisional()
 	n.root.closed.Store(true)
 	n.root.putBackAll()

@@ -55,6 +55,15 @@ one queue per CPU and a reply and the next request in one system call;
 /dev/fuse (also if mounting over io_uring fails). The default is
 $INTENTFS_TRANSPORT, else auto. "intentfs status" shows the transport in use.
 
+--data-path chooses how reads and writes of existing files reach the source:
+"passthrough" decides every open for writing at open(2) and records at close;
+"cached" lets the kernel open files without asking the daemon, serves reads
+from the page cache, and decides a change at the request that makes it (the
+first write(2) of a process to a file, a truncate, fallocate, ...), recording
+it once the file's writes pause for 200 ms or before a select, status or
+unmount. The default is $INTENTFS_DATA_PATH, else passthrough. See
+docs/performance.md for what each costs and what the cached path refuses.
+
 --upstream-known-hosts FILE names the host keys the fetch of the policy's
 declared upstream trusts over ssh, besides /etc/ssh/ssh_known_hosts; no other
 known_hosts counts (not the ~/.ssh/known_hosts of the repository's owner, who
@@ -86,6 +95,7 @@ Examples:
   sudo intentfs mount ./repo /workspace --intent INT-001
   intentfs mount ./repo /workspace --foreground          # in a container, as its root; Ctrl-C unmounts
   sudo intentfs mount ./repo /workspace --transport uring
+  sudo intentfs mount ./repo /workspace --data-path cached
   sudo intentfs mount ./repo /workspace --otlp-endpoint http://localhost:4318
   OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc sudo -E intentfs mount ./repo /workspace
   sudo intentfs mount --signing-key /etc/intentfs/signing_key ./repo /workspace`,
@@ -100,6 +110,7 @@ Examples:
 			fs.String("lessons-file", workspace.DefaultLessonsFile, "the file in .orchestration/ that lessons are appended to (e.g. AGENT.md)")
 			fs.String("agent-files", "auto", `workspace-root files in which intentfs keeps a marked section with the agent guide and recent lessons: "auto" (CLAUDE.md and AGENTS.md where present, else a new CLAUDE.md), "none", or names such as "CLAUDE.md,AGENTS.md"`)
 			fs.String("transport", defaultTransport(), `how FUSE requests reach the daemon: "auto", "uring" (FUSE over io_uring) or "dev" (/dev/fuse)`)
+			fs.String("data-path", defaultDataPath(), `how reads and writes of existing files reach the source: "passthrough" or "cached"`)
 			fs.String("upstream-known-hosts", "", "a known_hosts file (owned by root or you, not writable by others) whose host keys the declared upstream's ssh fetch trusts besides /etc/ssh/ssh_known_hosts")
 			fs.Bool("nonempty", false, "mount over a MOUNTPOINT that has files of its own (hidden while mounted)")
 			fs.String("otlp-endpoint", "", "stream the ledger's records to this OTLP receiver URL (default: $OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT; none: no export)")
@@ -123,6 +134,10 @@ func runMount(a *app, args []string) error {
 
 	if _, err := daemon.ParseTransport(flagString(a, "transport")); err != nil {
 		return usagef("--transport: %v", err)
+	}
+	dataPath, err := daemon.ParseDataPath(flagString(a, "data-path"))
+	if err != nil {
+		return usagef("--data-path: %v", err)
 	}
 	knownHosts := flagString(a, "upstream-known-hosts")
 	if knownHosts != "" {
@@ -165,6 +180,7 @@ func runMount(a *app, args []string) error {
 	cfg.Export = export
 	cfg.Transport, _ = daemon.ParseTransport(flagString(a, "transport")) // checked above
 	cfg.UpstreamKnownHosts = knownHosts
+	cfg.DataPath = dataPath
 	cfg.LedgerMaxBytes, _ = a.fs.GetInt64("ledger-max-bytes")
 	cfg.SigningKeys, _ = a.fs.GetStringArray("signing-key")
 	cfg.KeepMaxBytes, _ = a.fs.GetInt64("keep-max-bytes")
@@ -350,6 +366,17 @@ func logSince(path string, start int64, n int, skip string) string {
 // transportEnv overrides the default transport of `intentfs mount` (the
 // test suite runs once per transport with it).
 const transportEnv = "INTENTFS_TRANSPORT"
+
+// dataPathEnv overrides the default data path of `intentfs mount` (the
+// test suite runs the fence tests on each path with it).
+const dataPathEnv = "INTENTFS_DATA_PATH"
+
+func defaultDataPath() string {
+	if p := os.Getenv(dataPathEnv); p != "" {
+		return p
+	}
+	return daemon.DefaultDataPath
+}
 
 func defaultTransport() string {
 	if t := os.Getenv(transportEnv); t != "" {

@@ -122,6 +122,9 @@ func printStatus(a *app, st *control.Status) {
 	fmt.Fprintf(w, "upstream:   %s\n", upstreamLine(st.Upstream))
 	fmt.Fprintf(w, "passthrough: %v\n", st.Passthrough)
 	fmt.Fprintf(w, "transport:  %s\n", transportName(st.Transport))
+	if st.DataPath != "" {
+		fmt.Fprintf(w, "data path:  %s\n", st.DataPath)
+	}
 	cache := time.Duration(st.CacheSeconds * float64(time.Second))
 	if st.SourceWatched {
 		fmt.Fprintf(w, "source watch: on (a change made directly in the source shows at once; the kernel caches entries for %v)\n", cache)

@@ -86,7 +86,9 @@ func main() {
 // INTENTFS_BLOCKPROFILE=FILE a profile of where goroutines waited (on
 // locks, channels and the ledger's fsync) for 10 µs or more,
 // INTENTFS_MUTEXPROFILE=FILE where goroutines held a lock others waited
-// for. The returned function writes them.
+// for. The returned function writes them. A daemon started in the
+// background writes its own, at FILE.daemon: the command that started it
+// writes FILE, and sharing one file made both profiles unreadable.
 func startProfiles() (stop func()) {
 	var stops []func()
 	if p := os.Getenv("INTENTFS_CPUPROFILE"); p != "" {
@@ -124,7 +126,16 @@ func startProfiles() (stop func()) {
 // createProfile creates a profile file readable by its owner only: the
 // daemon runs with umask 0, and a profile shows paths and timings.
 func createProfile(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	return os.OpenFile(profilePath(path, os.Getenv(readyFdEnv) != ""), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+}
+
+// profilePath is where a process writes the profile asked for at path:
+// path itself, or path.daemon in a daemon started in the background.
+func profilePath(path string, backgroundDaemon bool) string {
+	if backgroundDaemon {
+		return path + ".daemon"
+	}
+	return path
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -85,6 +85,10 @@ type Config struct {
 	// Transport is how the kernel's requests reach the daemon:
 	// TransportAuto, TransportURing or TransportDev ("": DefaultTransport).
 	Transport string
+	// DataPath is how reads and writes of existing files reach the
+	// source: fsnode.DataPathPassthrough or fsnode.DataPathCached ("":
+	// fsnode.DefaultDataPath).
+	DataPath string
 	// AgentFiles names the instruction files at the workspace root in
 	// which intentfs keeps a section with the agent guide and the recent
 	// lessons: "auto" (CLAUDE.md and AGENTS.md where present, else
@@ -320,14 +324,28 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if watch != nil {
 		cleanup = append(cleanup, func() { watch.Close() })
 	}
-	opts := mountOptions(cfg, watch != nil)
+	dataPath, err := fsnode.ParseDataPath(cfg.DataPath)
+	if err != nil {
+		return nil, err
+	}
+	opts := mountOptions(cfg, watch != nil, dataPath)
 	d.cacheTimeout = *opts.EntryTimeout
-	d.ops = fsnode.CountOps(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
+	raw := fuse.RawFileSystem(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
+	var elider *fsnode.OpenElider
+	if dataPath == fsnode.DataPathCached {
+		elider = fsnode.ElideOpen(raw)
+		raw = elider
+	}
+	d.ops = fsnode.CountOps(raw)
 	if d.server, d.transport, err = mountTransport(cfg.Transport, cfg.Mountpoint, d.ops, &opts.MountOptions, cfg.Log); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.server.Unmount() })
-	d.mounted.Store(&mountedInfo{transport: d.transport, passthrough: d.passthrough()})
+	if elider != nil && !elider.Eliding() {
+		cfg.Log.Warn("the kernel cannot open files without OPEN (NO_OPEN_SUPPORT): serving the passthrough data path")
+		dataPath = fsnode.DataPathPassthrough
+	}
+	d.mounted.Store(&mountedInfo{transport: d.transport, passthrough: d.passthrough(), dataPath: dataPath})
 
 	if err = cfg.Registry.Ensure(); err != nil {
 		return nil, err
@@ -359,7 +377,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	return d, nil
 }
 
-func mountOptions(cfg Config, watched bool) *fs.Options {
+func mountOptions(cfg Config, watched bool, dataPath string) *fs.Options {
 	// Entries and attributes are cached for long when the source is
 	// watched (see srcwatch.go), else for a second: every change made
 	// through the mount invalidates them, and a change made directly in
@@ -373,7 +391,7 @@ func mountOptions(cfg Config, watched bool) *fs.Options {
 		cache = longCache
 	}
 	root := os.Geteuid() == 0
-	return &fs.Options{
+	opts := &fs.Options{
 		EntryTimeout:    &cache,
 		AttrTimeout:     &cache,
 		NegativeTimeout: &negative,
@@ -399,12 +417,23 @@ func mountOptions(cfg Config, watched bool) *fs.Options {
 			EnableAcl: true,
 		},
 	}
+	if dataPath == fsnode.DataPathCached {
+		// With no OPEN, an O_TRUNC open would truncate nothing under
+		// ATOMIC_O_TRUNC (the kernel leaves it to OPEN): without it, the
+		// truncation comes as a SETATTR, which is decided.
+		opts.ExtraCapabilities &^= fuse.CAP_ATOMIC_O_TRUNC
+		// Locks need a handle to hold them at the source; with none, the
+		// kernel keeps them itself, among the mount's users.
+		opts.EnableLocks = false
+	}
+	return opts
 }
 
 // mountedInfo is what is known of the mount once it is up.
 type mountedInfo struct {
 	transport   string
 	passthrough bool
+	dataPath    string
 }
 
 func (d *Daemon) passthrough() bool {

@@ -119,6 +119,7 @@ func (d *Daemon) attachNotes(gitDir string) {
 }
 
 func (d *Daemon) syncNotes() {
+	d.settleWrites()
 	// What the sync attaches is signed: the checkpoint goes with it, to
 	// HEAD's note (gitnotes attaches trailing checkpoints).
 	d.checkpoint("notes sync")

@@ -197,6 +197,9 @@ func (d *Daemon) recordDenialSummaries(now time.Time, force bool) {
 // intent that is BLOCKED, COMPLETE or ARCHIVED, is refused; so is any
 // select by a process that cannot be placed.
 func (d *Daemon) Select(id string, by *ledger.Process) error {
+	// Writes made under the intent in force are recorded under it
+	// before the select is (see fsnode.cachedWriter).
+	d.settleWrites()
 	s, err := d.sessionOf(by)
 	if err != nil {
 		return fmt.Errorf("%v: %w", err, syscall.EPERM)
@@ -300,6 +303,9 @@ func (d *Daemon) Denials(by *ledger.Process) []control.Denial {
 
 // Status describes the mount.
 func (d *Daemon) Status() control.Status {
+	// What the cached data path's writers wrote is recorded before the
+	// ledger's figures are read.
+	d.settleWrites()
 	st := control.Status{
 		Mountpoint: d.cfg.Mountpoint, Source: d.cfg.Source, Pid: os.Getpid(), Version: d.cfg.Version,
 		StartedAt: d.started, ActiveIntent: d.ActiveIntent(), FailOpen: d.cfg.FailOpen,
@@ -308,7 +314,7 @@ func (d *Daemon) Status() control.Status {
 		SourceWatched: d.cacheTimeout == longCache, CacheSeconds: d.cacheTimeout.Seconds(),
 	}
 	if m := d.mounted.Load(); m != nil {
-		st.Transport, st.Passthrough = m.transport, m.passthrough
+		st.Transport, st.Passthrough, st.DataPath = m.transport, m.passthrough, m.dataPath
 	}
 	st.Upstream = upstreamStatusToWire(d.mirrorNow().Status())
 	st.Signing = d.signingStatus()
@@ -428,4 +434,12 @@ func heldWritersReason(held []control.OpenWriter) string {
 		fmt.Fprintf(&b, " %s (%s, pid %d)", textsafe.Escape(w.Path), w.Intent, w.Pid)
 	}
 	return b.String()
+}
+
+// settleWrites records what the cached data path's writers have written
+// (see fsnode.Node.SettleWrites); nothing before the mount is up.
+func (d *Daemon) settleWrites() {
+	if d.root != nil {
+		d.root.SettleWrites()
+	}
 }

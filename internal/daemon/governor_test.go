@@ -621,7 +621,7 @@ func TestCanonicalDirAndIsBelow(t *testing.T) {
 // briefly; the kernel checks permissions and ACLs either way.
 func TestMountOptions(t *testing.T) {
 	for _, watched := range []bool{false, true} {
-		o := mountOptions(Config{Source: "/src"}, watched)
+		o := mountOptions(Config{Source: "/src"}, watched, DataPathPassthrough)
 		want := shortCache
 		if watched {
 			want = longCache

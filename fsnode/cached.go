@@ -1,0 +1,350 @@
+package fsnode
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Data paths: how reads and writes of existing files reach the source.
+const (
+	// DataPathPassthrough opens every file with OPEN (where writes are
+	// decided and kernel passthrough is set up) and records at RELEASE.
+	DataPathPassthrough = "passthrough"
+	// DataPathCached answers OPEN and FLUSH with ENOSYS: the kernel then
+	// sends no OPEN, FLUSH or RELEASE for existing files, keeps their
+	// pages across opens, and the daemon governs the requests that change
+	// something instead (see cachedWriter).
+	DataPathCached = "cached"
+	// DefaultDataPath is what an empty data path means.
+	DefaultDataPath = DataPathPassthrough
+)
+
+// ParseDataPath checks a --data-path value.
+func ParseDataPath(s string) (string, error) {
+	switch s {
+	case "":
+		return DefaultDataPath, nil
+	case DataPathPassthrough, DataPathCached:
+		return s, nil
+	}
+	return "", fmt.Errorf("unknown data path %q: use passthrough or cached", s)
+}
+
+// cachedWriteQuiet is how long an inode's writes must pause before what
+// they wrote is recorded (see cachedWriter). Anything that depends on the
+// record settles it first (SettleWrites).
+const cachedWriteQuiet = 200 * time.Millisecond
+
+// OpenElider wraps the raw filesystem of a mount on the cached data path.
+//
+// The first OPEN and the first FLUSH are answered ENOSYS. A kernel that
+// offers NO_OPEN_SUPPORT (Linux 3.14+) takes that to mean the filesystem
+// keeps no file handles: it sends no OPEN or RELEASE for any file of the
+// connection again, opens every file as if the reply had been
+// FOPEN_KEEP_CACHE (the page cache survives opens; the source watch and
+// the mount's own changes invalidate it), and sends READ and WRITE with
+// handle 0. FLUSH answered ENOSYS is not sent again either. Files made by
+// CREATE still get a handle of their own, and kernel passthrough.
+type OpenElider struct {
+	fuse.RawFileSystem
+	elide bool // set in Init, before any request is served
+}
+
+var _ fuse.RawFileSystem = (*OpenElider)(nil)
+
+// ElideOpen wraps raw.
+func ElideOpen(raw fuse.RawFileSystem) *OpenElider { return &OpenElider{RawFileSystem: raw} }
+
+// Init learns from the kernel's INIT whether it can open files without
+// OPEN.
+func (e *OpenElider) Init(server *fuse.Server) {
+	e.elide = server.KernelSettings().Flags64()&fuse.CAP_NO_OPEN_SUPPORT != 0
+	e.RawFileSystem.Init(server)
+}
+
+// Eliding reports whether the kernel accepted the cached data path; a
+// kernel without NO_OPEN_SUPPORT is served on the passthrough path.
+func (e *OpenElider) Eliding() bool { return e.elide }
+
+// Open declines, once: the kernel remembers it for the connection.
+func (e *OpenElider) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if !e.elide {
+		return e.RawFileSystem.Open(cancel, in, out)
+	}
+	return fuse.ENOSYS
+}
+
+// Flush declines, once: a handle-less file has nothing to flush (writes
+// go to the source as they come), and a created file's handle asks for
+// no FLUSH (openFlags).
+func (e *OpenElider) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	if !e.elide {
+		return e.RawFileSystem.Flush(cancel, in)
+	}
+	return fuse.ENOSYS
+}
+
+// cachedWriter is the daemon's writing handle on an inode the kernel
+// writes with handle 0 (the cached data path). The first WRITE of a
+// process to the inode opens it the way an OPEN for writing does on the
+// passthrough path (openFile: decided with the same pipeline, the
+// pre-image kept before the first byte changes, the source file opened
+// as the caller) and later writes of that process under the same intent
+// go through it. Its release, once the inode's writes have paused for
+// cachedWriteQuiet or when something depends on the record, records the
+// change as the release of a handle does. A write by another process, or
+// by the same one under another intent (a select), ends it first and is
+// decided anew: a change is always decided under the intent in force when
+// it is made.
+type cachedWriter struct {
+	file   *File
+	pid    uint32
+	intent string
+	timer  *time.Timer
+}
+
+// cachedWriters is the set of nodes with a cachedWriter, for SettleWrites.
+type cachedWriters struct {
+	mu  sync.Mutex
+	set map[*Node]struct{}
+}
+
+func (c *cachedWriters) add(n *Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set == nil {
+		c.set = map[*Node]struct{}{}
+	}
+	c.set[n] = struct{}{}
+}
+
+func (c *cachedWriters) remove(n *Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.set, n)
+}
+
+func (c *cachedWriters) nodes() []*Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Node, 0, len(c.set))
+	for n := range c.set {
+		out = append(out, n)
+	}
+	return out
+}
+
+// SettleWrites records, now, what the cached data path's writers have
+// written and not yet recorded: before a select, a status, the commit
+// gate, a notes sync or an unmount reads the ledger.
+func (n *Node) SettleWrites() {
+	for _, node := range n.root.cachedWriters.nodes() {
+		node.cachedMu.Lock()
+		node.endCachedWriterLocked()
+		node.cachedMu.Unlock()
+	}
+}
+
+// endCachedWriterLocked records and closes the node's cached writer, if
+// any; n.cachedMu is held.
+func (n *Node) endCachedWriterLocked() {
+	cw := n.cw
+	if cw == nil {
+		return
+	}
+	n.cw = nil
+	cw.timer.Stop()
+	n.root.cachedWriters.remove(n)
+	cw.file.Release(context.Background())
+}
+
+// cachedWrite is a WRITE with handle 0: through the node's cachedWriter
+// for this process and intent, opened (and decided) on its first write.
+func (n *Node) cachedWrite(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	f, errno := n.cachedWriterFor(ctx)
+	if errno != 0 {
+		return 0, errno
+	}
+	defer n.cachedMu.Unlock()
+	return f.Write(ctx, data, off)
+}
+
+// cachedWriterFor returns the writer the request in ctx writes through,
+// with n.cachedMu held (the caller unlocks it once its write is done, so
+// a settle never closes the descriptor under a write).
+func (n *Node) cachedWriterFor(ctx context.Context) (*File, syscall.Errno) {
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || caller == nil || caller.Pid == 0 {
+		// Writeback of a shared writable mapping comes without the
+		// writer's credentials: whose change it is cannot be decided,
+		// so it is refused (fail closed). Files made through the mount
+		// (CREATE) keep a handle, and with it their mappings.
+		rel, _ := n.relPath()
+		n.root.log.Warn("a write without caller (shared writable mapping) to a file opened on the cached data path is refused", "path", rel)
+		return nil, syscall.EACCES
+	}
+	intent := n.root.actorOf(caller).Intent
+	n.cachedMu.Lock()
+	if cw := n.cw; cw != nil {
+		if cw.pid == caller.Pid && cw.intent == intent {
+			cw.timer.Reset(cachedWriteQuiet)
+			return cw.file, 0
+		}
+		n.endCachedWriterLocked()
+	}
+	var (
+		fh    fs.FileHandle
+		errno syscall.Errno
+	)
+	// As an OPEN on the passthrough path: the whole open runs as the
+	// caller (see CallerScope), the daemon's part as the daemon.
+	if err := n.root.callers.switcher.Run(n.root.callers.of(caller), func() error {
+		fh, _, errno = n.Open(ctx, syscall.O_WRONLY)
+		return nil
+	}); err != nil {
+		n.cachedMu.Unlock()
+		return nil, syscall.EACCES
+	}
+	if errno != 0 {
+		n.cachedMu.Unlock()
+		return nil, errno
+	}
+	f, ok := fh.(*File)
+	if !ok {
+		n.cachedMu.Unlock()
+		if r, ok := fh.(fs.FileReleaser); ok {
+			r.Release(ctx)
+		}
+		return nil, syscall.EBADF
+	}
+	cw := &cachedWriter{file: f, pid: caller.Pid, intent: intent}
+	cw.timer = time.AfterFunc(cachedWriteQuiet, func() { n.settleCachedWriter(cw) })
+	n.cw = cw
+	n.root.cachedWriters.add(n)
+	return f, 0
+}
+
+// settleCachedWriter ends cw once its writes have paused, unless it has
+// already been ended.
+func (n *Node) settleCachedWriter(cw *cachedWriter) {
+	n.cachedMu.Lock()
+	defer n.cachedMu.Unlock()
+	if n.cw == cw {
+		n.endCachedWriterLocked()
+	}
+}
+
+var (
+	_ = (fs.NodeReader)((*Node)(nil))
+	_ = (fs.NodeWriter)((*Node)(nil))
+	_ = (fs.NodeFsyncer)((*Node)(nil))
+)
+
+// Read reads through the handle the kernel names, or, for handle 0 (the
+// cached data path), through a read-only descriptor the daemon holds on
+// the inode: the kernel has checked the caller's access to the file from
+// its attributes (default_permissions) when it was opened.
+func (n *Node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if r, ok := f.(fs.FileReader); ok && f != nil {
+		return r.Read(ctx, dest, off)
+	}
+	var m int
+	errno := n.withReadFd(func(fd int) error {
+		var err error
+		m, err = syscall.Pread(fd, dest, off)
+		return err
+	})
+	if errno != 0 {
+		return nil, errno
+	}
+	return fuse.ReadResultData(dest[:m]), 0
+}
+
+// Write writes through the handle the kernel names, or, for handle 0,
+// through the node's cachedWriter.
+func (n *Node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	if w, ok := f.(fs.FileWriter); ok && f != nil {
+		return w.Write(ctx, data, off)
+	}
+	return n.cachedWrite(ctx, data, off)
+}
+
+// Fsync syncs through the handle the kernel names, or, for handle 0, the
+// node's writer or a read-only descriptor of the inode: fsync(2) of a
+// file must not become a silent no-op.
+func (n *Node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
+	if s, ok := f.(fs.FileFsyncer); ok && f != nil {
+		return s.Fsync(ctx, flags)
+	}
+	n.cachedMu.Lock()
+	if cw := n.cw; cw != nil {
+		defer n.cachedMu.Unlock()
+		return cw.file.Fsync(ctx, flags)
+	}
+	n.cachedMu.Unlock()
+	return n.withReadFd(syscall.Fsync)
+}
+
+// withReadFd runs fn with a read-only descriptor of n's inode in the
+// source: the cached one, opened beneath the root without following
+// symlinks on first use; or, while the mount holds its share of cached
+// descriptors, one for this call alone. A path that now names another
+// inode (replaced behind the mount) answers ESTALE.
+func (n *Node) withReadFd(fn func(fd int) error) syscall.Errno {
+	n.readMu.RLock()
+	if fd := n.readFd; fd > 0 {
+		defer n.readMu.RUnlock()
+		return fs.ToErrno(fn(fd))
+	}
+	n.readMu.RUnlock()
+	rel, ok := n.relPath()
+	if !ok {
+		return syscall.ENOENT
+	}
+	fd, err := withoutNoatimeOnEPERM(syscall.O_RDONLY|syscall.O_NOATIME, func(flags int) (int, error) { return openBeneath(n.root.rootFd, rel, flags, 0) })
+	if err != nil {
+		return fs.ToErrno(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return fs.ToErrno(err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || n.root.idFromStat(&st).Ino != n.StableAttr().Ino {
+		syscall.Close(fd)
+		return syscall.ESTALE
+	}
+	n.readMu.Lock()
+	if n.readFd == 0 && !n.readGone && n.root.dirFds.take() {
+		n.readFd = fd
+		n.readMu.Unlock()
+		n.readMu.RLock()
+		defer n.readMu.RUnlock()
+		if n.readFd > 0 {
+			return fs.ToErrno(fn(n.readFd))
+		}
+		return syscall.ESTALE // forgotten in the gap: no request names it now
+	}
+	n.readMu.Unlock()
+	defer syscall.Close(fd)
+	return fs.ToErrno(fn(fd))
+}
+
+// closeReadFd closes the cached read descriptor, when the kernel forgets
+// the node.
+func (n *Node) closeReadFd() {
+	n.readMu.Lock()
+	defer n.readMu.Unlock()
+	n.readGone = true
+	if n.readFd > 0 {
+		syscall.Close(n.readFd)
+		n.readFd = 0
+		n.root.dirFds.give()
+	}
+}
