@@ -117,6 +117,10 @@ func mountAt(t *testing.T, src, policyYAML, intent string, seed map[string]strin
 // ("": the daemon's default). .ci/run runs the suite once per transport.
 func testTransport() string { return os.Getenv("INTENTFS_TRANSPORT") }
 
+// testDataPath is the data path the suite's mounts use: INTENTFS_DATA_PATH
+// ("": the daemon's default), so the suite can run on the cached path.
+func testDataPath() string { return os.Getenv("INTENTFS_DATA_PATH") }
+
 // startDaemon serves src at mnt from the test process, with intent
 // selected, and unmounts in t.Cleanup, forcibly if the daemon cannot.
 func startDaemon(t *testing.T, src, mnt, intent string) *daemon.Daemon {
@@ -128,12 +132,16 @@ func startDaemon(t *testing.T, src, mnt, intent string) *daemon.Daemon {
 func startDaemonIn(t *testing.T, src, mnt, intent, reg string) *daemon.Daemon {
 	t.Helper()
 	d, err := daemon.Start(daemon.Config{Source: src, Mountpoint: mnt, Intent: intent, Version: "test", Debug: os.Getenv("INTENTFS_TEST_DEBUG") == "1",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: mounts.Registry{Dir: reg}, Transport: testTransport()})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: mounts.Registry{Dir: reg}, Transport: testTransport(),
+		DataPath: testDataPath()})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
 	if want := testTransport(); want != "" && want != daemon.TransportAuto && d.Status().Transport != want {
 		t.Fatalf("mounted over %q, but INTENTFS_TRANSPORT asks for %q", d.Status().Transport, want)
+	}
+	if want := testDataPath(); want != "" && d.Status().DataPath != want {
+		t.Fatalf("mounted on the %q data path, but INTENTFS_DATA_PATH asks for %q", d.Status().DataPath, want)
 	}
 	done := make(chan struct{})
 	go func() { d.Wait(); d.Close(); close(done) }()
