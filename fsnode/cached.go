@@ -103,10 +103,17 @@ func (e *OpenElider) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status
 // decided anew: a change is always decided under the intent in force when
 // it is made.
 type cachedWriter struct {
-	file   *File
+	file   cachedHandle
 	pid    uint32
 	intent string
 	timer  *time.Timer
+}
+
+// cachedHandle is a handle a cachedWriter writes through: a File, or the
+// handle of a file git creates from the upstream.
+type cachedHandle interface {
+	fs.FileWriter
+	fs.FileReleaser
 }
 
 // cachedWriters is the set of nodes with a cachedWriter, for SettleWrites.
@@ -178,7 +185,7 @@ func (n *Node) cachedWrite(ctx context.Context, data []byte, off int64) (uint32,
 // cachedWriterFor returns the writer the request in ctx writes through,
 // with n.cachedMu held (the caller unlocks it once its write is done, so
 // a settle never closes the descriptor under a write).
-func (n *Node) cachedWriterFor(ctx context.Context) (*File, syscall.Errno) {
+func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno) {
 	caller, ok := fuse.FromContext(ctx)
 	if !ok || caller == nil || caller.Pid == 0 {
 		// Writeback of a shared writable mapping comes without the
@@ -215,7 +222,7 @@ func (n *Node) cachedWriterFor(ctx context.Context) (*File, syscall.Errno) {
 		n.cachedMu.Unlock()
 		return nil, errno
 	}
-	f, ok := fh.(*File)
+	f, ok := fh.(cachedHandle)
 	if !ok {
 		n.cachedMu.Unlock()
 		if r, ok := fh.(fs.FileReleaser); ok {
@@ -223,11 +230,39 @@ func (n *Node) cachedWriterFor(ctx context.Context) (*File, syscall.Errno) {
 		}
 		return nil, syscall.EBADF
 	}
-	cw := &cachedWriter{file: f, pid: caller.Pid, intent: intent}
+	n.installCachedWriterLocked(f, caller.Pid, intent)
+	return f, 0
+}
+
+// installCachedWriterLocked makes f the node's writer for pid under
+// intent; n.cachedMu is held.
+func (n *Node) installCachedWriterLocked(f cachedHandle, pid uint32, intent string) {
+	cw := &cachedWriter{file: f, pid: pid, intent: intent}
 	cw.timer = time.AfterFunc(cachedWriteQuiet, func() { n.settleCachedWriter(cw) })
 	n.cw = cw
 	n.root.cachedWriters.add(n)
-	return f, 0
+}
+
+// adoptCreated makes the handle of a file just created by CREATE the
+// node's writer, and reports whether it did. With no OPEN (the cached
+// data path) the kernel sends no RELEASE for any file of the
+// connection, created ones included: a handle given to the kernel would
+// never be recorded or closed. The kernel gets none (handle 0); the
+// creator's writes go through this writer, and the creation is recorded
+// with the content written once they pause, in one record, as a handle's
+// release records it on the passthrough path.
+func (n *Node) adoptCreated(ctx context.Context, fh fs.FileHandle) bool {
+	f, ok := fh.(cachedHandle)
+	caller, known := fuse.FromContext(ctx)
+	if !ok || !known || caller == nil {
+		return false
+	}
+	intent := n.root.actorOf(caller).Intent
+	n.cachedMu.Lock()
+	defer n.cachedMu.Unlock()
+	n.endCachedWriterLocked()
+	n.installCachedWriterLocked(f, caller.Pid, intent)
+	return true
 }
 
 // settleCachedWriter ends cw once its writes have paused, unless it has
@@ -284,8 +319,10 @@ func (n *Node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 	}
 	n.cachedMu.Lock()
 	if cw := n.cw; cw != nil {
-		defer n.cachedMu.Unlock()
-		return cw.file.Fsync(ctx, flags)
+		if s, ok := cw.file.(fs.FileFsyncer); ok {
+			defer n.cachedMu.Unlock()
+			return s.Fsync(ctx, flags)
+		}
 	}
 	n.cachedMu.Unlock()
 	return n.withReadFd(syscall.Fsync)

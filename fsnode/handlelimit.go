@@ -99,6 +99,11 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errno
 	}
 	fh.(handleHolder).heldBy(&n.root.handles, uid)
+	if n.root.cached {
+		if c, ok := in.Operations().(*Node); ok && c.adoptCreated(ctx, fh) {
+			return in, nil, fl, 0 // see adoptCreated
+		}
+	}
 	return in, fh, fl, 0
 }
 

@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
 )
 
 // ioctls the kernel forwards run in the daemon: with its credentials, on
@@ -56,6 +57,9 @@ func (n *Node) Ioctl(ctx context.Context, f fs.FileHandle, cmd uint32, arg uint6
 	if !ok || len(output) < size {
 		return 0, syscall.ENOTTY
 	}
+	if f == nil {
+		return n.ioctlHandleless(ctx, cmd, arg, input, output)
+	}
 	h, ok := f.(fs.FileIoctler)
 	if !ok {
 		return 0, syscall.ENOTTY
@@ -71,4 +75,23 @@ func (f *File) Ioctl(ctx context.Context, cmd uint32, arg uint64, input []byte, 
 		return 0, syscall.ENOTTY
 	}
 	return f.LoopbackFile.Ioctl(ctx, cmd, arg, input, output)
+}
+
+// ioctlHandleless answers an allowed ioctl on a file opened on the cached
+// data path (no handle) through a copy of the daemon's read descriptor:
+// every allowed ioctl only reads.
+func (n *Node) ioctlHandleless(ctx context.Context, cmd uint32, arg uint64, input []byte, output []byte) (int32, syscall.Errno) {
+	var res int32
+	errno := n.withReadFd(func(fd int) error {
+		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		lf := fs.NewLoopbackFile(dup)
+		defer lf.(fs.FileReleaser).Release(ctx)
+		var e syscall.Errno
+		res, e = lf.(fs.FileIoctler).Ioctl(ctx, cmd, arg, input, output)
+		return errnoAsError(e)
+	})
+	return res, errno
 }

@@ -255,6 +255,13 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	if errno != 0 {
 		return errno
 	}
+	if n.root.cached && !n.IsRoot() && n.root.idFromStat(&st).Ino != n.StableAttr().Ino {
+		// The name now holds another file (a rename raced this call). On
+		// the cached data path no OPEN checks the caller at the source:
+		// the kernel's check of these attributes is the only one, so
+		// they must never be another file's.
+		return syscall.ESTALE
+	}
 	out.FromStat(&st)
 	if n.IsRoot() {
 		out.SetTimeout(rootAttrTimeout)

@@ -83,6 +83,10 @@ type Options struct {
 	ProvisionalIdle     time.Duration
 	ProvisionalMaxLife  time.Duration
 	ProvisionalPerActor int
+	// DataPath is DataPathPassthrough or DataPathCached ("": the
+	// default); the raw filesystem must be wrapped in ElideOpen for the
+	// cached one.
+	DataPath string
 }
 
 // Root holds the state shared by every node of one mount.
@@ -121,6 +125,10 @@ type Root struct {
 	// closed is set when the root's descriptor is about to close: work
 	// left in the background must not use it.
 	closed atomic.Bool
+	// cached is set on the cached data path: the kernel opens files
+	// without asking, checking the caller against the attributes this
+	// mount reported, so those must be the inode's own (see Getattr).
+	cached bool
 	// top is the root node, for invalidations made in the background.
 	top *Node
 	// prov are the provisional files: temporaries of atomic saves beside
@@ -151,6 +159,7 @@ func NewRoot(o Options) (*Node, error) {
 		control: o.ControlDir, callers: newCallers(switcher),
 		prov: newProvisionalTable(o.ProvisionalIdle, o.ProvisionalMaxLife, o.ProvisionalPerActor)}
 	r.dirFds.max = o.MaxCachedDirs
+	r.cached = o.DataPath == DataPathCached
 	sys := probeNewSyscalls()
 	r.noXattrAt.Store(!sys.xattrAt)
 	r.noFchmodat2.Store(!sys.fchmodat2)

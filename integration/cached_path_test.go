@@ -103,6 +103,14 @@ func TestCachedPathRecordsWithPreImages(t *testing.T) {
 	}
 	kept(r, "one\n")
 
+	// A file made through the mount: its creation is recorded with what
+	// its creator wrote (the kernel sends no RELEASE on this path).
+	e.agent("echo new > src/new.txt")
+	r = e.waitRecord("creation", event(ledger.EventCreate, "src/new.txt"))
+	if ledger.Str(r.Gov().PostHash) != shaOf([]byte("new\n")) {
+		t.Fatalf("creation recorded post %s", ledger.Str(r.Gov().PostHash))
+	}
+
 	e.agent("printf B | dd of=src/b.txt conv=notrunc status=none")
 	r = e.waitRecord("overwrite", event(ledger.EventWrite, "src/b.txt"))
 	if ledger.Str(r.Gov().PostHash) != shaOf([]byte("Bee\n")) {

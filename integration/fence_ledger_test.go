@@ -119,7 +119,9 @@ func TestFenceLedgerFailsClosed(t *testing.T) {
 	}
 	// work/after is recorded at its RELEASE, which the kernel sends after
 	// the shell's close(2) has returned.
-	e.waitRecord("work/after", func(r *ledger.Record) bool { return r.Path() == "work/after" })
+	// A denial names it too (the tries while the ledger was full): wait
+	// for the change's own record.
+	e.waitRecord("work/after", func(r *ledger.Record) bool { return r.Path() == "work/after" && ledger.ClassOf(r.Gov().Event) != "" })
 	recs := e.records()
 	recorded := map[string]bool{}
 	var failed, recovered bool

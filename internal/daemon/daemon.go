@@ -314,7 +314,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir,
 		Objects: d.store, KeepMaxBytes: keepMax, MaxHandlesPerUID: cfg.MaxHandlesPerUID,
-		MaxCachedDirs: cfg.MaxCachedDirs}); err != nil {
+		MaxCachedDirs: cfg.MaxCachedDirs, DataPath: cfg.DataPath}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.root.Close() })
