@@ -26,6 +26,9 @@ const (
 	modeIntentfs mode = "intentfs"
 	// modeIntentfsURing is intentfs served over io_uring (--transport uring).
 	modeIntentfsURing mode = "intentfs-uring"
+	// modeIntentfsCached is intentfs on the cached data path
+	// (--data-path cached), over /dev/fuse.
+	modeIntentfsCached mode = "intentfs-cached"
 	// modeIntentfsBase is intentfs built from another revision (--base-rev
 	// or --base-bin), over /dev/fuse: the "before" of a change, measured
 	// in the same run, under the same load, as the "after".
@@ -67,7 +70,7 @@ func serveLoopback(src, mnt string) {
 // isIntentfs reports whether m is an intentfs mount, over either
 // transport or built from the base revision.
 func isIntentfs(m mode) bool {
-	return m == modeIntentfs || m == modeIntentfsURing || m == modeIntentfsBase
+	return m == modeIntentfs || m == modeIntentfsURing || m == modeIntentfsBase || m == modeIntentfsCached
 }
 
 // mount makes the mode's view of src at mnt.
@@ -91,12 +94,16 @@ func mount(m mode, bin, self, src, mnt string) (*mounted, error) {
 			cmd.Process.Signal(syscall.SIGTERM)
 			return cmd.Wait()
 		}}, nil
-	case modeIntentfs, modeIntentfsURing, modeIntentfsBase:
+	case modeIntentfs, modeIntentfsURing, modeIntentfsBase, modeIntentfsCached:
 		transport := "dev"
 		if m == modeIntentfsURing {
 			transport = "uring"
 		}
-		cmd := exec.Command(bin, "mount", "--foreground", "--intent", "INT-001", "--transport", transport, src, mnt)
+		args := []string{"mount", "--foreground", "--intent", "INT-001", "--transport", transport}
+		if m == modeIntentfsCached {
+			args = append(args, "--data-path", "cached")
+		}
+		cmd := exec.Command(bin, append(args, src, mnt)...)
 		cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+filepath.Join(filepath.Dir(mnt), "run"))
 		if p := os.Getenv("BENCH_PROFILE_DIR"); p != "" {
 			// Named by mode and time, so the base's profiles and this

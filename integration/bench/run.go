@@ -146,6 +146,8 @@ func opsKey(workload string, m mode) string {
 		return workload + "/uring"
 	case modeIntentfsBase:
 		return workload + "/base"
+	case modeIntentfsCached:
+		return workload + "/cached"
 	}
 	return workload
 }
