@@ -54,12 +54,15 @@ const cachedWriteQuiet = 200 * time.Millisecond
 type OpenElider struct {
 	fuse.RawFileSystem
 	elide bool // set in Init, before any request is served
+	root  *Root
 }
 
 var _ fuse.RawFileSystem = (*OpenElider)(nil)
 
-// ElideOpen wraps raw.
-func ElideOpen(raw fuse.RawFileSystem) *OpenElider { return &OpenElider{RawFileSystem: raw} }
+// ElideOpen wraps raw, the filesystem of the tree whose root is top.
+func ElideOpen(raw fuse.RawFileSystem, top *Node) *OpenElider {
+	return &OpenElider{RawFileSystem: raw, root: top.root}
+}
 
 // Init learns from the kernel's INIT whether it can open files without
 // OPEN.
@@ -77,6 +80,9 @@ func (e *OpenElider) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 	if !e.elide {
 		return e.RawFileSystem.Open(cancel, in, out)
 	}
+	// Set before the kernel reads the answer: a CREATE it sends after
+	// that gets no RELEASE, and must find the flag set (adoptCreated).
+	e.root.noOpen.Store(true)
 	return fuse.ENOSYS
 }
 
@@ -155,6 +161,12 @@ func (n *Node) SettleWrites() {
 		node.cachedMu.Lock()
 		node.endCachedWriterLocked()
 		node.cachedMu.Unlock()
+	}
+	if n.root.cached {
+		// Handles the kernel holds (files created before it stopped
+		// sending OPEN) record what they wrote too, should their
+		// RELEASE be late or never come.
+		n.root.checkpointWriters()
 	}
 }
 
@@ -244,14 +256,18 @@ func (n *Node) installCachedWriterLocked(f cachedHandle, pid uint32, intent stri
 }
 
 // adoptCreated makes the handle of a file just created by CREATE the
-// node's writer, and reports whether it did. With no OPEN (the cached
-// data path) the kernel sends no RELEASE for any file of the
-// connection, created ones included: a handle given to the kernel would
-// never be recorded or closed. The kernel gets none (handle 0); the
+// node's writer, and reports whether it did. Once the kernel has stopped
+// sending OPEN (the cached data path, after the first OPEN is declined)
+// it sends no RELEASE for any file it opens, created ones included: a
+// handle given to the kernel would never be recorded or closed. Before
+// that, the handle goes to the kernel as on the passthrough path. The kernel gets none (handle 0); the
 // creator's writes go through this writer, and the creation is recorded
 // with the content written once they pause, in one record, as a handle's
 // release records it on the passthrough path.
 func (n *Node) adoptCreated(ctx context.Context, fh fs.FileHandle) bool {
+	if !n.root.noOpen.Load() {
+		return false
+	}
 	f, ok := fh.(cachedHandle)
 	caller, known := fuse.FromContext(ctx)
 	if !ok || !known || caller == nil {

@@ -129,6 +129,9 @@ type Root struct {
 	// without asking, checking the caller against the attributes this
 	// mount reported, so those must be the inode's own (see Getattr).
 	cached bool
+	// noOpen is set once OpenElider has declined an OPEN: the kernel
+	// sends no OPEN or RELEASE for files from then on.
+	noOpen atomic.Bool
 	// top is the root node, for invalidations made in the background.
 	top *Node
 	// prov are the provisional files: temporaries of atomic saves beside

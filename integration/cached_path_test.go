@@ -233,13 +233,14 @@ m[0:1] = b"X"
 try:
     m.flush()
 except OSError as e:
-    print("flush refused:", e)
+    print("flush refused:", e.errno, e.strerror)
     sys.exit(0)
 print("flushed")
 '`)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	t.Logf("msync: %s", strings.TrimSpace(out))
 	if !strings.Contains(out, "flush refused") {
 		t.Fatalf("the mapping's writeback was not refused:\n%s", out)
 	}

@@ -333,7 +333,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	raw := fuse.RawFileSystem(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
 	var elider *fsnode.OpenElider
 	if dataPath == fsnode.DataPathCached {
-		elider = fsnode.ElideOpen(raw)
+		elider = fsnode.ElideOpen(raw, d.root)
 		raw = elider
 	}
 	d.ops = fsnode.CountOps(raw)
