@@ -180,3 +180,52 @@ func TestRealClaudeCodeInTheContainer(t *testing.T) {
 	})
 	verifySource(t, src)
 }
+
+// TestRealCodexInTheContainer runs the real Codex as the agent's command
+// in intentfs's container image, with the hooks the checkout's
+// .codex/hooks.json names (the image's intentfs): apply_patch out of
+// scope is refused before it runs, with advice that works in the pinned
+// session; apply_patch in scope lands and is in the host's ledger.
+func TestRealCodexInTheContainer(t *testing.T) {
+	image := agentContainerImage(t)
+	src := containerSource(t, "codex", map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})
+	codex := realClient(t, "codex")
+	// CODEX_HOME, with the config that names the scripted model, from the
+	// host: the agent's home in the container starts empty.
+	codexHome := agentHome(t)
+
+	const updateReadme = "*** Begin Patch\n*** Update File: README.md\n@@\n-old line\n+new line\n*** End Patch\n"
+	model := agentsim.NewOpenAI(
+		agentsim.Call("apply_patch", updateReadme),
+		agentsim.Call("apply_patch", "*** Begin Patch\n*** Add File: src/new.go\n+package src\n*** End Patch\n"),
+		agentsim.Say("finished"),
+	)
+	defer model.Close()
+	writeCodexConfig(t, codexHome, containerWorkspaceDir, model)
+	argv := codexCommand("/usr/local/bin/codex", "/codex-home", "update the readme")
+	cmd := podmanRun(image, src, []string{codex + ":/usr/local/bin/codex:ro", codexHome + ":/codex-home"}, argv...)
+	events := codexOutput(t, exec.Command("timeout", append([]string{"300"}, cmd.Args...)...))
+	results := model.ToolResults()
+	t.Logf("codex events:\n%s\nthe model received:\n%s", events, agentsim.Transcript(results))
+
+	ws := containerWorkspaceDir
+	wantResult(t, results, 0, "apply_patch", false, "Command blocked by PreToolUse hook: "+policyDenial+
+		"writing README.md is refused (OUT_OF_SCOPE). README.md is outside the owned_scope of INT-001 (src/**). "+
+		"This session is pinned to INT-001 by the human, and no intent covers README.md. Leave the change to the human, or ask for the scope: "+
+		"printf 'paths: README.md\\nwhy: REASON\\n' > "+ws+"/.intentfs/request (or the MCP tool request_scope). Command: "+updateReadme)
+	wantResult(t, results, 1, "apply_patch", false, "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA src/new.go\n")
+
+	if b, _ := os.ReadFile(filepath.Join(src, "README.md")); string(b) != "# readme\nold line\n" {
+		t.Errorf("README.md is now %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(src, "src", "new.go")); string(b) != "package src\n" {
+		t.Errorf("src/new.go is %q", b)
+	}
+	rec := ledgerRecord(t, src, "the container's write of src/new.go", func(r *ledger.Record) bool {
+		return r.Gov().Event != ledger.EventDenied && len(r.Files) > 0 && r.Files[len(r.Files)-1].Path == "src/new.go"
+	})
+	if g := rec.Gov(); g.Process == nil || g.Process.Uid != 1000 || ledger.Str(g.IntentID) != "INT-001" || g.Session == nil {
+		t.Errorf("the write is recorded as %+v", g)
+	}
+	verifySource(t, src)
+}
