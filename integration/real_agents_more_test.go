@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,5 +82,28 @@ func TestRealClaudeCodeGitCommitOutOfScope(t *testing.T) {
 	// agent's work leave the workspace verifying.
 	if out, err := e.cli("verify", "--source", e.src); err != nil || !strings.HasPrefix(out, "OK") {
 		t.Errorf("verify after hook install and the agent's commits: %v\n%s", err, out)
+	}
+}
+
+// TestHookInstallInTheMountLeavesVerifyClean: intentfs hook install, run
+// in the mount as a user does before starting the agent, writes the
+// agent's hook file in the source and records it as accepted, for either
+// agent, so the workspace verifies afterwards.
+func TestHookInstallInTheMountLeavesVerifyClean(t *testing.T) {
+	for _, c := range []struct{ agent, file string }{{"claude", ".claude/settings.json"}, {"codex", ".codex/hooks.json"}} {
+		t.Run(c.agent, func(t *testing.T) {
+			e := mountForSessions(t, "INT-005")
+			cmd := commandIn(e.mnt, intentfsBinary(t), "hook", "install", c.agent)
+			cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+e.reg)
+			if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "recorded "+c.file+" in the ledger") {
+				t.Fatalf("hook install %s: %v\n%s", c.agent, err, out)
+			}
+			if _, err := os.Lstat(filepath.Join(e.src, c.file)); err != nil {
+				t.Fatalf("hook install wrote no %s in the source: %v", c.file, err)
+			}
+			if out, err := e.cli("verify", "--source", e.src); err != nil || !strings.HasPrefix(out, "OK") {
+				t.Errorf("verify after hook install %s: %v\n%s", c.agent, err, out)
+			}
+		})
 	}
 }
