@@ -12,11 +12,6 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-var (
-	_ = (fs.NodeOpener)((*Node)(nil))
-	_ = (fs.NodeCreater)((*Node)(nil))
-)
-
 // openFlags are the FOPEN flags of every file handle. FOPEN_NOFLUSH: the
 // kernel sends no FLUSH at close(2). A FLUSH would cost a round trip per
 // close and has nothing to do here: the source is written through at once

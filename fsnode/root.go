@@ -174,8 +174,6 @@ func (n *Node) Close() error {
 	return syscall.Close(n.root.rootFd)
 }
 
-var _ = (fs.NodeOnAdder)((*Node)(nil))
-
 // OnAdd creates the control directory once the root is in the tree.
 func (n *Node) OnAdd(ctx context.Context) {
 	if n.root.control == nil || !n.IsRoot() {
