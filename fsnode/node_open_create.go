@@ -113,26 +113,6 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	return newFile(n, fd, t), openFlags, 0
 }
 
-// preImageAt hashes the file at rel and keeps its bytes in the object
-// store, before a change by uid destroys them. Bytes that cannot be kept
-// are a *preImageLost error: the change is refused (see failChange).
-func (r *Root) preImageAt(rel string, uid uint32) (objects.Digest, string, error) {
-	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return openBeneath(r.rootFd, rel, flags, 0) })
-	if err != nil {
-		return objects.Digest{}, "", err
-	}
-	defer syscall.Close(fd)
-	d, err := r.hashes.HashFd(fd)
-	if err != nil {
-		return objects.Digest{}, "", err
-	}
-	kept, err := r.keep(fd, d, uid)
-	if err != nil {
-		return d, kept, &preImageLost{err}
-	}
-	return d, kept, nil
-}
-
 // digestAt hashes the file at rel through a read-only descriptor.
 func (r *Root) digestAt(rel string) (objects.Digest, syscall.Errno) {
 	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return openBeneath(r.rootFd, rel, flags, 0) })
