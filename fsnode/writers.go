@@ -64,3 +64,17 @@ func (n *Node) OpenWriters() []OpenWriter {
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
+
+// checkpointWriters records the pending writes of every file open for
+// writing through the mount.
+func (r *Root) checkpointWriters() {
+	r.writers.mu.Lock()
+	files := make([]*File, 0, len(r.writers.set))
+	for f := range r.writers.set {
+		files = append(files, f)
+	}
+	r.writers.mu.Unlock()
+	for _, f := range files {
+		f.checkpoint(false)
+	}
+}
