@@ -20,8 +20,8 @@ import (
 // opens it; handles opened while it is registered share it. The
 // credentials of I/O through a handle are therefore those of the first
 // process to open the file among those that have it open.
-func (n *Node) CallerScope(raw fuse.RawFileSystem) fuse.RawFileSystem {
-	c := n.root.callers
+func (r *Root) CallerScope(raw fuse.RawFileSystem) fuse.RawFileSystem {
+	c := r.callers
 	return rawfs.CallerScope(raw, func(caller *fuse.Caller, fn func() error) error {
 		return c.switcher.Run(c.of(caller), fn)
 	})

@@ -117,7 +117,7 @@ type kernel struct {
 	t      *testing.T
 	src    string
 	gov    *fakeGovernor
-	root   *fsnode.Node
+	root   *fsnode.Root
 	raw    fuse.RawFileSystem
 	ops    *rawfs.OpCounter
 	caller fuse.Caller
@@ -165,7 +165,7 @@ func newKernelStore(t *testing.T, src string, gov fsnode.Governor, store *object
 	}
 	t.Cleanup(func() { root.Close() })
 	// The same stack of request handlers as the daemon mounts.
-	ops := rawfs.CountOps(rawfs.ElideOpendir(root.CallerScope(fs.NewNodeFS(root, &fs.Options{NullPermissions: true}))))
+	ops := rawfs.CountOps(rawfs.ElideOpendir(root.CallerScope(fs.NewNodeFS(root.Node(), &fs.Options{NullPermissions: true}))))
 	fake, _ := gov.(*fakeGovernor)
 	if g, ok := gov.(*gitGovernor); ok {
 		fake = g.fakeGovernor

@@ -38,8 +38,8 @@ type OpenWriter struct {
 }
 
 // OpenWriters lists the files open for writing, by path.
-func (n *Node) OpenWriters() []OpenWriter {
-	w := &n.root.writers
+func (r *Root) OpenWriters() []OpenWriter {
+	w := &r.writers
 	w.mu.Lock()
 	files := make([]*File, 0, len(w.set))
 	for f := range w.set {

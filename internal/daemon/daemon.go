@@ -129,7 +129,7 @@ type Daemon struct {
 	mirror *upstream.Mirror
 	writer *ledger.Writer
 	procs  *procinfo.Cache
-	root   *fsnode.Node
+	root   *fsnode.Root
 	server server
 	// transport is how requests arrive: TransportURing or TransportDev.
 	transport string
@@ -323,7 +323,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	opts := mountOptions(cfg, watch != nil)
 	d.cacheTimeout = *opts.EntryTimeout
-	d.ops = rawfs.CountOps(rawfs.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
+	d.ops = rawfs.CountOps(rawfs.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root.Node(), opts))))
 	if d.server, d.transport, err = mountTransport(cfg.Transport, cfg.Mountpoint, d.ops, &opts.MountOptions, cfg.Log); err != nil {
 		return nil, err
 	}

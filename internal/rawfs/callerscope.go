@@ -9,7 +9,7 @@ import (
 type RunAs func(caller *fuse.Caller, fn func() error) error
 
 // CallerScope wraps raw so that OPEN and CREATE run, from start to end,
-// with the caller's credentials (see fsnode's Node.CallerScope for why).
+// with the caller's credentials (see fsnode's Root.CallerScope for why).
 func CallerScope(raw fuse.RawFileSystem, runAs RunAs) fuse.RawFileSystem {
 	return &callerScope{RawFileSystem: raw, runAs: runAs}
 }
