@@ -62,9 +62,9 @@ func (r *Root) authorizeSized(ctx context.Context, req policy.Request, size func
 //  2. decision: the current policy snapshot decides the request
 //     (policy.Snapshot.Decide, policy/decide.go);
 //  3. exceptions: git bringing the declared upstream's content outside
-//     the scope (upstreamOutside, upstream.go), observe-only rules
-//     (observed, observe.go), a git ref update the commit gate refuses
-//     (watchGit, gitwatch.go);
+//     the scope (upstreamOutside, upstream.go), observe mode turning a
+//     scope refusal into a recorded would-deny (observed, observe.go), a
+//     git ref update the commit gate refuses (watchGit, gitwatch.go);
 //  4. refusal: a denial is recorded and answered EACCES, unless the
 //     change may be work on a provisional file (provisional_ops.go);
 //  5. stale target: a write over a file changed since the session read

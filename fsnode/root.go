@@ -1,6 +1,13 @@
 // Package fsnode implements the governed passthrough filesystem: go-fuse
 // nodes and file handles that mirror a source directory, ask the policy
 // before every change, and report every change made.
+//
+// A write, in file order: interfaces.go lists the operations the nodes
+// implement; node_open_create.go opens (Node.Open, openFile); authorize.go
+// decides, its steps numbered in authorizeAs; preimage.go keeps what the
+// change destroys; file.go records at RELEASE through record.go. The other
+// changes (node_dir_ops.go, node_setattr.go, node_xattr.go) take the same
+// front door, authorize, and record at once.
 package fsnode
 
 import (
