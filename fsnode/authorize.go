@@ -7,6 +7,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/intentfs/intentfs/internal/upstreamplan"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -24,8 +25,8 @@ type grant struct {
 	// refuses such writes.
 	stale string
 	// upstream, if set, is the plan of git's change outside the scope
-	// toward the declared upstream (see UpstreamSource).
-	upstream *upstreamPlan
+	// toward the declared upstream (see upstreamplan.Plan).
+	upstream *upstreamplan.Plan
 	// refContent, if set, is what a rename onto a git ref was judged
 	// from (see gitchange.Change.Judged).
 	refContent []byte
@@ -162,7 +163,7 @@ func decideFor(snap *policy.Snapshot, req policy.Request, a Actor) policy.Decisi
 // towardUpstream is the first exception of step 3: a change the scope
 // refuses may be git bringing the declared upstream's content (see
 // upstreamOutside).
-func (r *Root) towardUpstream(ctx context.Context, caller *fuse.Caller, req policy.Request, d policy.Decision) (policy.Decision, *upstreamPlan) {
+func (r *Root) towardUpstream(ctx context.Context, caller *fuse.Caller, req policy.Request, d policy.Decision) (policy.Decision, *upstreamplan.Plan) {
 	if !d.Allow && d.Code == policy.CodeOutOfScope {
 		return r.upstreamOutside(ctx, caller, req, d)
 	}

@@ -128,7 +128,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	var pre objects.Digest
 	var kept string
 	var finish func(*ledger.Record)
-	if g.upstream != nil && g.upstream.rewrite {
+	if g.upstream != nil && g.upstream.Rewrite {
 		return n.unlinkForUpstream(ctx, name, rel, g)
 	}
 	mode := ""

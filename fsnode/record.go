@@ -17,7 +17,7 @@ func (r *Root) record(g grant, c ledger.Change) {
 	g.noteWouldDeny(&c)
 	if g.upstream != nil {
 		if c.RestoredFrom == "" {
-			c.RestoredFrom = g.upstream.restoredFrom()
+			c.RestoredFrom = g.upstream.RestoredFrom()
 		}
 		if c.Reason == "" {
 			c.Reason = g.decision.Reason

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentfs/intentfs/fsnode"
 	"github.com/intentfs/intentfs/internal/gitgate"
 	"github.com/intentfs/intentfs/internal/upstream"
+	"github.com/intentfs/intentfs/internal/upstreamplan"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
 
-var _ fsnode.UpstreamSource = (*Daemon)(nil)
+var _ upstreamplan.Source = (*Daemon)(nil)
 
 // upstreamWait bounds how long a change git makes outside the scope
 // waits for the daemon's fetch of the upstream in progress: git pull
@@ -49,33 +49,33 @@ func upstreamContext(ctx context.Context, d time.Duration) (context.Context, con
 }
 
 // UpstreamEntry says what the declared upstream's tip has at rel.
-func (d *Daemon) UpstreamEntry(ctx context.Context, rel string) (fsnode.UpstreamEntry, error) {
+func (d *Daemon) UpstreamEntry(ctx context.Context, rel string) (upstreamplan.Entry, error) {
 	ctx, cancel := upstreamContext(ctx, upstreamWait+upstreamReadTimeout)
 	defer cancel()
 	m := d.mirrorNow()
 	tip, err := m.Tip(ctx, upstreamWait)
 	if errors.Is(err, upstream.ErrNotConfigured) {
-		return fsnode.UpstreamEntry{}, fmt.Errorf("no upstream is declared (a human adds `upstream:` with the url and ref of the shared branch to %s)", policy.IntentsFile)
+		return upstreamplan.Entry{}, fmt.Errorf("no upstream is declared (a human adds `upstream:` with the url and ref of the shared branch to %s)", policy.IntentsFile)
 	}
 	if err != nil {
-		return fsnode.UpstreamEntry{}, fmt.Errorf("the declared upstream is not available: %w", err)
+		return upstreamplan.Entry{}, fmt.Errorf("the declared upstream is not available: %w", err)
 	}
 	e, err := m.Entry(ctx, tip, rel)
 	if err != nil {
-		return fsnode.UpstreamEntry{}, fmt.Errorf("reading the upstream's %s at %s: %w", tip.Ref, tip.Commit, err)
+		return upstreamplan.Entry{}, fmt.Errorf("reading the upstream's %s at %s: %w", tip.Ref, tip.Commit, err)
 	}
-	return fsnode.UpstreamEntry{Ref: tip.Ref, Commit: tip.Commit, Kind: e.Kind, Mode: e.Mode, SHA256: e.SHA256, Size: e.Size}, nil
+	return upstreamplan.Entry{Ref: tip.Ref, Commit: tip.Commit, Kind: e.Kind, Mode: e.Mode, SHA256: e.SHA256, Size: e.Size}, nil
 }
 
 // UpstreamHistory says which contents rel had in the upstream's history.
-func (d *Daemon) UpstreamHistory(ctx context.Context, commit, rel string) (fsnode.UpstreamHistory, error) {
+func (d *Daemon) UpstreamHistory(ctx context.Context, commit, rel string) (upstreamplan.History, error) {
 	ctx, cancel := upstreamContext(ctx, upstreamReadTimeout)
 	defer cancel()
 	h, err := d.mirror.Versions(ctx, upstream.Tip{Commit: commit}, rel)
 	if err != nil {
-		return fsnode.UpstreamHistory{}, fmt.Errorf("reading the upstream's history of %s: %w", rel, err)
+		return upstreamplan.History{}, fmt.Errorf("reading the upstream's history of %s: %w", rel, err)
 	}
-	return fsnode.UpstreamHistory{Blobs: h.Blobs, WasTree: h.WasTree}, nil
+	return upstreamplan.History{Blobs: h.Blobs, WasTree: h.WasTree}, nil
 }
 
 // fetchedInMount starts a refresh of the mirror when the agent's git has
