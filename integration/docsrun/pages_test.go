@@ -1,0 +1,132 @@
+package docsrun
+
+// The scenarios of the pages whose blocks run, and each page's
+// substitution table: the doc's example paths and users, and what the
+// test uses instead.
+
+// gitRepo makes ./repo the way a reader has it: a clone of a project
+// whose remote, origin, has main, which the agent may write through its
+// group.
+const gitRepo = `git init -q seed
+mkdir -p seed/src seed/docs
+printf 'package main\n\nfunc main() {}\n' > seed/src/main.go
+printf '# app\n' > seed/README.md
+git -C seed add -A
+git -C seed commit -qm 'the project'
+git clone -q --bare seed origin.git
+git clone -q origin.git repo
+share_with_agent repo
+`
+
+// scopePolicy is the policy the pages' $EDITOR writes.
+const scopePolicy = `active_intents:
+  - id: INT-001
+    name: "API work"
+    status: IN_PROGRESS
+    owned_scope: ["src/**"]
+`
+
+// workspace stands for the docs' /workspace and agent.
+var workspace = []repl{
+	{"--user agent", `--user "$AGENT"`},
+	{"--agent agent", `--agent "$AGENT"`},
+	{"/workspace", `"$MNT"`},
+}
+
+// agentWork stands for the agent the docs start ("-- claude"): it adds
+// a line to a file in its scope.
+var agentWork = repl{"-- claude", `-- sh -c 'echo "// rate limits" >> src/main.go'`}
+
+// observePolicy is observe-mode.md's policy as its setup block
+// describes it.
+const observePolicy = `enforcement: observe
+active_intents:
+  - id: INT-001
+    name: "API work"
+    status: IN_PROGRESS
+    owned_scope: ["src/api/**"]
+`
+
+// mounted is a page's ./repo with the scope policy committed, mounted at
+// $MNT.
+const mounted = gitRepo + `intentfs init ./repo >/dev/null
+"$EDITOR" repo/.orchestration/active_intents.yaml
+git -C repo add .orchestration && git -C repo commit -qm "intentfs policy" && git -C repo push -q
+intentfs mount ./repo "$MNT" >/dev/null
+`
+
+// observeAgentWork stands for observe-mode.md's agent: it writes a page
+// outside its scope, which observe mode records as would-deny.
+var observeAgentWork = repl{"-- claude", `-- sh -c 'mkdir docs && echo "# limits" > docs/a.md && echo "# quotas" > docs/b.md'`}
+
+// observed is ./repo under observePolicy, mounted at $MNT, after its
+// agent's work: observe-mode.md's setup block as the transcripts before
+// it find it.
+var observed = gitRepo + `intentfs init ./repo >/dev/null
+"$EDITOR" repo/.orchestration/active_intents.yaml
+git -C repo add .orchestration && git -C repo commit -qm "intentfs policy" && git -C repo push -q
+intentfs mount ./repo "$MNT" --intent INT-001 >/dev/null
+` + substitute("intentfs run --mount /workspace --user agent --intent INT-001 -- claude\n", []repl{observeAgentWork}, workspace)
+
+func docPages() []page {
+	return []page{
+		{
+			file:   "README.md",
+			policy: scopePolicy,
+			subst:  workspace,
+			steps: []step{
+				{glue: gitRepo, doc: "go build -o intentfs", subst: []repl{
+					{"go build -o intentfs ./cmd/intentfs", `go -C "$MODULE" build -o "$T/intentfs" ./cmd/intentfs`},
+					{"/usr/local/bin/", `"$BIN/"`},
+					{"sudo intentfs watch", "run_for 2 intentfs watch"},
+					agentWork,
+				}},
+			},
+		},
+		{
+			file:   "docs/using.md",
+			policy: scopePolicy,
+			subst:  workspace,
+			steps: []step{
+				{glue: gitRepo, doc: "go build -o intentfs", subst: []repl{
+					{"go build -o intentfs ./cmd/intentfs", `go -C "$MODULE" build -o "$T/intentfs" ./cmd/intentfs`},
+					{"/usr/local/bin/", `"$BIN/"`},
+					{"sudo intentfs watch", "run_for 2 intentfs watch"},
+					{"sudo intentfs unmount", "# still used below: intentfs unmount"},
+					agentWork,
+				}},
+				{doc: "cat .intentfs/intents", asAgent: true, subst: []repl{{"...work...", "true"}}},
+			},
+		},
+		{
+			file:   "docs/doctor-and-permissions.md",
+			policy: scopePolicy,
+			subst:  append([]repl{{"~/src/app", "./repo"}}, workspace...),
+			steps: []step{
+				// intentfs mount writes CLAUDE.md 0644, past the default
+				// ACL, which doctor then reports as a file the agent may
+				// not write; the agent's group is given it until the
+				// mount keeps the group's write bit.
+				{glue: mounted + "chmod g+w repo/CLAUDE.md\n", doc: "sudo intentfs doctor --mount", subst: []repl{
+					// The test's agent is not the machine's user "agent", doctor's default.
+					{"doctor --mount /workspace", `doctor --mount /workspace --agent "$AGENT"`},
+					{"doctor --json", `doctor --json --agent "$AGENT"`},
+				}},
+			},
+		},
+		{
+			file:   "docs/observe-mode.md",
+			policy: observePolicy,
+			subst:  workspace,
+			steps: []step{
+				{glue: observed, doc: "$ intentfs status", dir: "workspace"},
+				{doc: "$ intentfs policy suggest", dir: "workspace"},
+				// The setup block runs on a second checkout and mountpoint: the first is mounted.
+				{glue: `git clone -q origin.git repo2 && share_with_agent repo2 && mkdir ws2`, doc: "intentfs init ./repo", subst: []repl{
+					{"./repo", "./repo2"}, {"/workspace", `"$T/ws2"`}, observeAgentWork,
+				}},
+				{doc: "intentfs status", dir: "workspace"},
+			},
+		},
+	}
+}
