@@ -258,7 +258,12 @@ func parseTranscript(body string) []transcriptCmd {
 	return out
 }
 
-var tokenRe = regexp.MustCompile(`\.\.\.|…|\s+|[0-9a-f]{6,}|[0-9]+`)
+const durationUnit = `(?:ns|µs|us|ms|s|m|h)`
+
+var (
+	tokenRe    = regexp.MustCompile(`\.\.\.|…|\s+|\b(?:[0-9]+(?:\.[0-9]+)?` + durationUnit + `)+\b|[0-9a-f]{6,}|[0-9]+`)
+	durationRe = regexp.MustCompile(`^(?:[0-9]+(?:\.[0-9]+)?` + durationUnit + `)+$`)
+)
 
 // lineRegexp turns a line of expected output into the regexp of the
 // matching rule in the package comment.
@@ -275,6 +280,8 @@ func lineRegexp(want string) *regexp.Regexp {
 			sb.WriteString(".*")
 		case strings.TrimSpace(tok) == "":
 			sb.WriteString(`\s+`)
+		case durationRe.MatchString(tok):
+			sb.WriteString(`(?:[0-9]+(?:\.[0-9]+)?` + durationUnit + `)+`)
 		case strings.Trim(tok, "0123456789") == "":
 			sb.WriteString(`[0-9]+`)
 		case strings.ContainsAny(tok, "0123456789"):
@@ -330,6 +337,8 @@ func TestOutputMatches(t *testing.T) {
 	}{
 		{"same", []string{"OK: 7 records"}, "OK: 7 records\n", true},
 		{"numbers differ", []string{"OK: 7 records in 0s"}, "OK: 12 records in 3s", true},
+		{"durations differ", []string{"in 0s, waiting 1m59s"}, "in 1.5ms, waiting 12s", true},
+		{"a duration is not a word", []string{"in 0s"}, "in 0 s", false},
 		{"words differ", []string{"OK: 7 records"}, "FAILED: 7 records", false},
 		{"hash differs", []string{"accepted a.txt: 8b0b06c1c94b, mode 0644"}, "accepted a.txt: 0f3e11aa9d02, mode 0644", true},
 		{"hex word without digits is literal", []string{"decade"}, "facade", false},

@@ -20,7 +20,8 @@
 // both sides: "..." (or "…") matches any text within a line, and a line
 // that is only "..." matches any number of lines; any run of digits
 // matches any run of digits, a run of six or more hex digits holding a
-// digit matches any such run (hashes, ids, times, pids, sizes), and any
+// digit matches any such run (hashes, ids, times, pids, sizes), a
+// duration (0s, 1.5ms, 1m59s) matches any duration, and any
 // run of spaces matches any run of spaces (column widths). A command the
 // doc shows no output for must exit 0 and its output is not compared; a
 // command with output may exit non-zero (the doc shows a refusal).

@@ -1,5 +1,7 @@
 package docsrun
 
+import "strings"
+
 // The scenarios of the pages whose blocks run, and each page's
 // substitution table: the doc's example paths and users, and what the
 // test uses instead.
@@ -49,7 +51,10 @@ active_intents:
 
 // mounted is a page's ./repo with the scope policy committed, mounted at
 // $MNT.
-const mounted = gitRepo + `intentfs init ./repo >/dev/null
+const mounted = gitRepo + mountedRepo
+
+// mountedRepo commits the page's policy in ./repo and mounts it at $MNT.
+const mountedRepo = `intentfs init ./repo >/dev/null
 "$EDITOR" repo/.orchestration/active_intents.yaml
 git -C repo add .orchestration && git -C repo commit -qm "intentfs policy" && git -C repo push -q
 intentfs mount ./repo "$MNT" >/dev/null
@@ -128,5 +133,44 @@ func docPages() []page {
 				{doc: "intentfs status", dir: "workspace"},
 			},
 		},
+		{
+			file:   "docs/accept-and-privacy.md",
+			policy: scopePolicy,
+			subst:  workspace,
+			steps: []step{
+				{glue: mounted + agentEdit + `intentfs unmount "$MNT" >/dev/null
+echo "// a human's edit" >> repo/src/main.go
+echo "a note" > repo/notes.txt
+`, doc: "$ intentfs verify --source ./repo"},
+			},
+		},
+		{
+			file:   "docs/effects.md",
+			policy: scopePolicy,
+			docT:   "/home/me",
+			steps: []step{
+				{glue: mounted, doc: "$ flock -x", dir: "workspace", asAgent: true},
+				{glue: `git clone -q origin.git clone
+mkdir -p clone/.orchestration
+ln -s /dev/null clone/.orchestration/agent_trace.jsonl
+cp repo/.orchestration/active_intents.yaml clone/.orchestration/
+`, doc: "$ intentfs log --source ./clone"},
+				{glue: `rm -rf clone && mkdir clone outside && ln -s ../outside clone/.orchestration`, doc: "$ intentfs init ./clone"},
+			},
+		},
+		{
+			file:   "docs/blame.md",
+			policy: scopePolicy,
+			steps: []step{
+				{glue: gitRepo + `printf 'package api\n// human\n\nfunc util() {}\n' > repo/src/util.go
+share_with_agent repo
+` + strings.Replace(mountedRepo, `"$MNT"`, `"$MNT" --intent INT-001`, 1) + `(cd "$MNT" && as_agent sh -c 'echo "// agent" >> src/util.go')
+`, doc: "$ intentfs blame src/util.go", dir: "workspace"},
+			},
+		},
 	}
 }
+
+// agentEdit is the agent's work in a session: a line added to a file
+// in its scope.
+var agentEdit = substitute("intentfs run --mount /workspace --user agent --intent INT-001 -- claude >/dev/null\n", []repl{agentWork}, workspace)

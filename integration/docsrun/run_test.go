@@ -39,7 +39,11 @@ type page struct {
 	file   string
 	policy string // what $EDITOR writes into the file it is given
 	subst  []repl // for every block of the page
-	steps  []step
+	// docT is the directory the page's printed paths start with where
+	// the test's are in $T (e.g. /home/me): a transcript's output is
+	// compared with $T replaced by it.
+	docT  string
+	steps []step
 }
 
 // plannedStep is a step with its block.
@@ -84,6 +88,8 @@ type world struct {
 const prelude = `set -e -o pipefail
 # run_for SECONDS CMD...: a command that runs until stopped (watch, ui), stopped after SECONDS.
 run_for() { local s=$1; shift; timeout "$s" "$@" || [ $? -eq 124 ]; }
+# as_agent CMD...: CMD as the agent's user, outside a session.
+as_agent() { setpriv --reuid="$AGENT" --regid="$AGENT" --init-groups -- "$@"; }
 # share_with_agent DIR: the checkout's owner is root, not the agent (the
 # README's team setup); the agent writes through a group, as
 # docs/doctor-and-permissions.md sets it up, and its git trusts the mount.
@@ -190,6 +196,15 @@ func (w *world) goEnv() []string {
 	return []string{"GOCACHE=" + dirs[0], "GOMODCACHE=" + dirs[1]}
 }
 
+// asDoc replaces the page's directory in a command's output by the one
+// the doc shows.
+func (w *world) asDoc(p page, out string) string {
+	if p.docT == "" {
+		return out
+	}
+	return strings.ReplaceAll(out, w.vars["T"], p.docT)
+}
+
 // agentCommand wraps a command so that it runs as the agent in a
 // session of the page's mount, in the mount.
 func agentCommand(cmd string) string {
@@ -242,7 +257,7 @@ func (w *world) runStep(p page, s plannedStep) {
 			switch {
 			case c.want == nil && err != nil:
 				t.Errorf("%s: $ %s fails: %v\n%s", b, c.cmd, err, out)
-			case c.want != nil && !outputMatches(c.want, out):
+			case c.want != nil && !outputMatches(c.want, w.asDoc(p, out)):
 				t.Errorf("%s: $ %s prints what the doc does not show (exit: %v)\n--- the doc:\n%s\n--- printed:\n%s", b, c.cmd, err, strings.Join(c.want, "\n"), out)
 			default:
 				t.Logf("%s: $ %s\n%s", b, cmd, out)
