@@ -117,6 +117,10 @@ func docPages() []page {
 					{"doctor --mount /workspace", `doctor --mount /workspace --agent "$AGENT"`},
 					{"doctor --json", `doctor --json --agent "$AGENT"`},
 				}},
+				{glue: `intentfs unmount "$MNT" >/dev/null
+install -m 0644 -o root -g root /dev/null repo/src/x.go
+intentfs mount ./repo "$MNT" --intent INT-001 >/dev/null
+`, doc: "$ exec 3<>.intentfs/check", dir: "workspace", asUID: true},
 			},
 		},
 		{
@@ -166,6 +170,24 @@ cp repo/.orchestration/active_intents.yaml clone/.orchestration/
 share_with_agent repo
 ` + strings.Replace(mountedRepo, `"$MNT"`, `"$MNT" --intent INT-001`, 1) + `(cd "$MNT" && as_agent sh -c 'echo "// agent" >> src/util.go')
 `, doc: "$ intentfs blame src/util.go", dir: "workspace"},
+			},
+		},
+		{
+			file:   "docs/ledger.md",
+			policy: scopePolicy,
+			// The synopsis with every optional flag given.
+			subst: []repl{{"[", ""}, {"]", ""}, {"--limit N", "--limit 20"}, {"src/api/handler.go", "src/main.go"}},
+			steps: []step{
+				{glue: mounted + agentEdit, doc: "intentfs log --intent INT-001", dir: "workspace"},
+			},
+		},
+		{
+			file:   "docs/git-and-ci.md",
+			policy: scopePolicy,
+			steps: []step{
+				{glue: mounted + agentEdit + `git -C repo add src/main.go && git -C repo commit -qm "rate limits"
+echo "more" >> repo/README.md && git -C repo commit -qam "tidy"
+`, doc: "$ intentfs check origin/main..HEAD", dir: "repo"},
 			},
 		},
 	}

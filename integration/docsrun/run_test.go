@@ -31,6 +31,7 @@ type step struct {
 	doc     string // "": a glue-only step
 	subst   []repl // for this block, before the page's
 	asAgent bool   // each command runs in an agent session in the mount
+	asUID   bool   // each command runs as the agent's user, outside a session
 	dir     string // the block runs there (relative to $T), where the doc's reader is
 }
 
@@ -205,6 +206,18 @@ func (w *world) asDoc(p page, out string) string {
 	return strings.ReplaceAll(out, w.vars["T"], p.docT)
 }
 
+// wrap makes a command run as the step says: as root, as the agent in
+// a session, or as the agent's user.
+func (s step) wrap(cmd string) string {
+	switch {
+	case s.asAgent:
+		return agentCommand(cmd)
+	case s.asUID:
+		return `as_agent bash -e -o pipefail -c ` + shellQuote(cmd)
+	}
+	return cmd
+}
+
 // agentCommand wraps a command so that it runs as the agent in a
 // session of the page's mount, in the mount.
 func agentCommand(cmd string) string {
@@ -238,9 +251,7 @@ func (w *world) runStep(p page, s plannedStep) {
 	switch b.mark {
 	case markRun:
 		script := substitute(b.body, s.subst, p.subst)
-		if s.asAgent {
-			script = agentCommand(script)
-		}
+		script = s.wrap(script)
 		out, err := w.shIn(s.dir, script)
 		if err != nil {
 			t.Errorf("%s: the block fails: %v\n--- ran:\n%s\n--- output:\n%s", b, err, script, out)
@@ -250,9 +261,7 @@ func (w *world) runStep(p page, s plannedStep) {
 	case markTranscript:
 		for _, c := range parseTranscript(b.body) {
 			cmd := substitute(c.cmd, s.subst, p.subst)
-			if s.asAgent {
-				cmd = agentCommand(cmd)
-			}
+			cmd = s.wrap(cmd)
 			out, err := w.shIn(s.dir, cmd)
 			switch {
 			case c.want == nil && err != nil:
