@@ -190,8 +190,35 @@ echo "more" >> repo/README.md && git -C repo commit -qam "tidy"
 `, doc: "$ intentfs check origin/main..HEAD", dir: "repo"},
 			},
 		},
+		{
+			file:   "docs/ci-gate.md",
+			policy: scopePolicy,
+			subst: []repl{
+				{"/usr/local/bin/intentfs", `"$BIN/intentfs"`},
+				{"sh intentfs-check.sh", `sh "$MODULE/docs/ci/intentfs-check.sh"`},
+			},
+			steps: []step{
+				{glue: mounted + agentEdit + pullRequests, doc: "$ intentfs check origin/main..origin/pr-ok", dir: "ci"},
+				{doc: "$ intentfs check origin/main..origin/pr1", dir: "ci"},
+				{doc: "INTENTFS=/usr/local/bin/intentfs sh intentfs-check.sh main", dir: "ci"},
+			},
+		},
 	}
 }
+
+// pullRequests gives origin two pull-request branches: pr-ok, the
+// agent's change written through the mount, with its notes pushed, and
+// pr1, a change made in a clone outside any mount that also adds an
+// ignore file; ci is a clone of origin with the notes fetched, where CI
+// runs check.
+const pullRequests = `git -C repo add src/main.go && git -C repo commit -qm "rate limits"
+(cd repo && intentfs notes sync >/dev/null && git push -q origin HEAD:refs/heads/pr-ok && intentfs notes push origin >/dev/null)
+git clone -q origin.git other
+echo "build/" > other/.intentignore && echo "more" >> other/README.md
+git -C other add -A && git -C other commit -qm "tidy" && git -C other push -q origin HEAD:refs/heads/pr1
+git clone -q origin.git ci
+(cd ci && intentfs notes fetch origin >/dev/null && git checkout -q -b pr-ok origin/pr-ok)
+`
 
 // agentEdit is the agent's work in a session: a line added to a file
 // in its scope.
