@@ -188,6 +188,8 @@ share_with_agent repo
 				{glue: mounted + agentEdit + `git -C repo add src/main.go && git -C repo commit -qm "rate limits"
 echo "more" >> repo/README.md && git -C repo commit -qam "tidy"
 `, doc: "$ intentfs check origin/main..HEAD", dir: "repo"},
+				{doc: "intentfs notes sync", dir: "repo", subst: []repl{{"[origin]", "origin"}}},
+				{doc: "git push origin refs/notes/intentfs", dir: "repo"},
 			},
 		},
 		{
@@ -201,6 +203,37 @@ echo "more" >> repo/README.md && git -C repo commit -qam "tidy"
 				{glue: mounted + agentEdit + pullRequests, doc: "$ intentfs check origin/main..origin/pr-ok", dir: "ci"},
 				{doc: "$ intentfs check origin/main..origin/pr1", dir: "ci"},
 				{doc: "INTENTFS=/usr/local/bin/intentfs sh intentfs-check.sh main", dir: "ci"},
+			},
+		},
+		{
+			file:   "docs/agents-and-containers.md",
+			policy: scopePolicy,
+			subst:  append([]repl{agentWork}, workspace...),
+			steps: []step{
+				{glue: mounted, doc: "sudo intentfs run --mount /workspace --user agent --intent INT-001 --name api"},
+				{doc: "intentfs hook install claude", dir: "repo"},
+				// The hook opens the mount by its absolute path, which
+				// the agent reaches only through directories it may search.
+				{glue: `intentfs unmount "$MNT" >/dev/null && intentfs mount ./repo "$MNT" --intent INT-001 >/dev/null
+chmod 711 "$T" "$(dirname "$T")"`,
+					doc: `echo '{"hook_event_name":"PreToolUse"`, dir: "workspace", asUID: true,
+					subst: []repl{{`"cwd":"/workspace"`, `"cwd":"'"$MNT"'"`}}},
+			},
+		},
+		{
+			file:   "docs/ui.md",
+			policy: scopePolicy,
+			subst:  append([]repl{{"intentfs ui", "run_for 2 intentfs ui"}}, workspace...),
+			steps: []step{
+				{glue: mounted, doc: "intentfs ui", dir: "workspace"},
+			},
+		},
+		{
+			file:   "docs/signing.md",
+			policy: scopePolicy,
+			subst:  append([]repl{{"/etc/intentfs", `"$T/etc/intentfs"`}}, workspace...),
+			steps: []step{
+				{glue: gitRepo + strings.Replace(mountedRepo, `intentfs mount ./repo "$MNT" >/dev/null`, "", 1) + "mkdir -p etc\n", doc: "sudo install -d -m 0700 /etc/intentfs"},
 			},
 		},
 	}
