@@ -35,6 +35,14 @@ var workspace = []repl{
 	{"/workspace", `"$MNT"`},
 }
 
+// tryIt stands for the README's first two commands: the demo runs from
+// this checkout; the test suite is what runs this very block, so its
+// line stands for itself and is not run again.
+var tryIt = []repl{
+	{"go run ./cmd/intentfs demo", `go -C "$MODULE" run ./cmd/intentfs demo`},
+	{"go test -race -timeout 30m ./...", "true"},
+}
+
 // agentWork stands for the agent the docs start ("-- claude"): it adds
 // a line to a file in its scope.
 var agentWork = repl{"-- claude", `-- sh -c 'echo "// rate limits" >> src/main.go'`}
@@ -80,6 +88,7 @@ func docPages() []page {
 			policy: scopePolicy,
 			subst:  workspace,
 			steps: []step{
+				{doc: "go run ./cmd/intentfs demo", subst: tryIt},
 				{glue: gitRepo, doc: "go build -o intentfs", subst: []repl{
 					{"go build -o intentfs ./cmd/intentfs", `go -C "$MODULE" build -o "$T/intentfs" ./cmd/intentfs`},
 					{"/usr/local/bin/", `"$BIN/"`},
@@ -93,6 +102,7 @@ func docPages() []page {
 			policy: scopePolicy,
 			subst:  workspace,
 			steps: []step{
+				{doc: "go run ./cmd/intentfs demo", subst: tryIt},
 				{glue: gitRepo, doc: "go build -o intentfs", subst: []repl{
 					{"go build -o intentfs ./cmd/intentfs", `go -C "$MODULE" build -o "$T/intentfs" ./cmd/intentfs`},
 					{"/usr/local/bin/", `"$BIN/"`},
