@@ -118,11 +118,7 @@ func docPages() []page {
 			policy: scopePolicy,
 			subst:  append([]repl{{"~/src/app", "./repo"}}, workspace...),
 			steps: []step{
-				// intentfs mount writes CLAUDE.md 0644, past the default
-				// ACL, which doctor then reports as a file the agent may
-				// not write; the agent's group is given it until the
-				// mount keeps the group's write bit.
-				{glue: mounted + "chmod g+w repo/CLAUDE.md\n", doc: "sudo intentfs doctor --mount", subst: []repl{
+				{glue: mounted, doc: "sudo intentfs doctor --mount", subst: []repl{
 					// The test's agent is not the machine's user "agent", doctor's default.
 					{"doctor --mount /workspace", `doctor --mount /workspace --agent "$AGENT"`},
 					{"doctor --json", `doctor --json --agent "$AGENT"`},
