@@ -111,6 +111,10 @@ func docPages() []page {
 					agentWork,
 				}},
 				{doc: "cat .intentfs/intents", asAgent: true, subst: []repl{{"...work...", "true"}}},
+				// The agent asks under the intent it works in, selected first.
+				{doc: "printf 'paths: docs/api.md notes/**", asAgent: true, subst: []repl{{"printf", "echo INT-001 > .intentfs/active; printf"}}},
+				// The request waits for a human, and says what it asks.
+				{glue: `intentfs approvals --mount "$MNT" | grep -q 'docs/api.md'`, doc: "intentfs watch --mount /workspace --json", subst: []repl{{"intentfs watch", "run_for 2 intentfs watch"}}},
 			},
 		},
 		{
