@@ -244,6 +244,19 @@ chmod 711 "$T" "$(dirname "$T")"`,
 			subst:  append([]repl{{"/etc/intentfs", `"$T/etc/intentfs"`}}, workspace...),
 			steps: []step{
 				{glue: gitRepo + strings.Replace(mountedRepo, `intentfs mount ./repo "$MNT" >/dev/null`, "", 1) + "mkdir -p etc\n", doc: "sudo install -d -m 0700 /etc/intentfs"},
+				// The base holds the signers file CI trusts; the agent's
+				// work is committed after it, its last checkpoint (written
+				// at unmount) carried by the commit after.
+				{glue: `mkdir -p home/.config/git repo/.github
+echo "human@example.com namespaces=\"intentfs-ledger@intentfs\" $(cat etc/intentfs/signing_key.pub)" > home/.config/git/allowed_signers
+cp home/.config/git/allowed_signers repo/.github/allowed_signers
+git -C repo add .github && git -C repo commit -qm "CI's signers" && git -C repo push -q
+` + agentEdit + `git -C repo add src/main.go && git -C repo commit -qm "rate limits"
+intentfs unmount "$MNT" >/dev/null
+git -C repo commit -q --allow-empty -m "after the last checkpoint"
+(cd repo && intentfs notes sync >/dev/null)
+`, doc: `git show "origin/$BASE:.github/allowed_signers"`, dir: "repo", subst: []repl{{"$BASE", "main"}, {"$RUNNER_TEMP", "$T"}}},
+				{doc: "git notes --ref=refs/notes/intentfs show HEAD", dir: "repo"},
 			},
 		},
 	}
