@@ -87,13 +87,15 @@ func parseBlocks(file, text string) ([]block, error) {
 	return out, nil
 }
 
-// commandWords are the first words of an untagged block that make it a
-// block of commands a reader would type.
-var commandWords = map[string]bool{
-	"intentfs": true, "sudo": true, "go": true, "git": true, "docker": true,
-	"podman": true, "cd": true, "echo": true, "cat": true, "printf": true,
-	"mkdir": true, "cp": true, "export": true, "npx": true, "claude": true,
-	"INTENTFS": true,
+// isCommandWord reports whether an untagged block starting with word
+// is a block of commands a reader would type.
+func isCommandWord(word string) bool {
+	switch word {
+	case "intentfs", "sudo", "go", "git", "docker", "podman", "cd", "echo", "cat",
+		"printf", "mkdir", "cp", "export", "npx", "claude", "INTENTFS":
+		return true
+	}
+	return false
 }
 
 // runnable reports whether a reader would type the block: a shell
@@ -117,7 +119,7 @@ func (b block) runnable() bool {
 		return false
 	}
 	word, _, _ := strings.Cut(first[0], "=")
-	return commandWords[word]
+	return isCommandWord(word)
 }
 
 // docFiles are the markdown files whose blocks are checked, relative to

@@ -29,23 +29,29 @@ const scopePolicy = `active_intents:
 `
 
 // workspace stands for the docs' /workspace and agent.
-var workspace = []repl{
-	{"--user agent", `--user "$AGENT"`},
-	{"--agent agent", `--agent "$AGENT"`},
-	{"/workspace", `"$MNT"`},
+func workspace() []repl {
+	return []repl{
+		{"--user agent", `--user "$AGENT"`},
+		{"--agent agent", `--agent "$AGENT"`},
+		{"/workspace", `"$MNT"`},
+	}
 }
 
 // tryIt stands for the README's first two commands: the demo runs from
 // this checkout; the test suite is what runs this very block, so its
 // line stands for itself and is not run again.
-var tryIt = []repl{
-	{"go run ./cmd/intentfs demo", `go -C "$MODULE" run ./cmd/intentfs demo`},
-	{"go test -race -timeout 30m ./...", "true"},
+func tryIt() []repl {
+	return []repl{
+		{"go run ./cmd/intentfs demo", `go -C "$MODULE" run ./cmd/intentfs demo`},
+		{"go test -race -timeout 30m ./...", "true"},
+	}
 }
 
 // agentWork stands for the agent the docs start ("-- claude"): it adds
 // a line to a file in its scope.
-var agentWork = repl{"-- claude", `-- sh -c 'echo "// rate limits" >> src/main.go'`}
+func agentWork() repl {
+	return repl{"-- claude", `-- sh -c 'echo "// rate limits" >> src/main.go'`}
+}
 
 // observePolicy is observe-mode.md's policy as its setup block
 // describes it.
@@ -70,45 +76,49 @@ intentfs mount ./repo "$MNT" >/dev/null
 
 // observeAgentWork stands for observe-mode.md's agent: it writes a page
 // outside its scope, which observe mode records as would-deny.
-var observeAgentWork = repl{"-- claude", `-- sh -c 'mkdir docs && echo "# limits" > docs/a.md && echo "# quotas" > docs/b.md'`}
+func observeAgentWork() repl {
+	return repl{"-- claude", `-- sh -c 'mkdir docs && echo "# limits" > docs/a.md && echo "# quotas" > docs/b.md'`}
+}
 
 // observed is ./repo under observePolicy, mounted at $MNT, after its
 // agent's work: observe-mode.md's setup block as the transcripts before
 // it find it.
-var observed = gitRepo + `intentfs init ./repo >/dev/null
+func observed() string {
+	return gitRepo + `intentfs init ./repo >/dev/null
 "$EDITOR" repo/.orchestration/active_intents.yaml
 git -C repo add .orchestration && git -C repo commit -qm "intentfs policy" && git -C repo push -q
 intentfs mount ./repo "$MNT" --intent INT-001 >/dev/null
-` + substitute("intentfs run --mount /workspace --user agent --intent INT-001 -- claude\n", []repl{observeAgentWork}, workspace)
+` + substitute("intentfs run --mount /workspace --user agent --intent INT-001 -- claude\n", []repl{observeAgentWork()}, workspace())
+}
 
 func docPages() []page {
 	return []page{
 		{
 			file:   "README.md",
 			policy: scopePolicy,
-			subst:  workspace,
+			subst:  workspace(),
 			steps: []step{
-				{doc: "go run ./cmd/intentfs demo", subst: tryIt},
+				{doc: "go run ./cmd/intentfs demo", subst: tryIt()},
 				{glue: gitRepo, doc: "go build -o intentfs", subst: []repl{
 					{"go build -o intentfs ./cmd/intentfs", `go -C "$MODULE" build -o "$T/intentfs" ./cmd/intentfs`},
 					{"/usr/local/bin/", `"$BIN/"`},
 					{"sudo intentfs watch", "run_for 2 intentfs watch"},
-					agentWork,
+					agentWork(),
 				}},
 			},
 		},
 		{
 			file:   "docs/using.md",
 			policy: scopePolicy,
-			subst:  workspace,
+			subst:  workspace(),
 			steps: []step{
-				{doc: "go run ./cmd/intentfs demo", subst: tryIt},
+				{doc: "go run ./cmd/intentfs demo", subst: tryIt()},
 				{glue: gitRepo, doc: "go build -o intentfs", subst: []repl{
 					{"go build -o intentfs ./cmd/intentfs", `go -C "$MODULE" build -o "$T/intentfs" ./cmd/intentfs`},
 					{"/usr/local/bin/", `"$BIN/"`},
 					{"sudo intentfs watch", "run_for 2 intentfs watch"},
 					{"sudo intentfs unmount", "# still used below: intentfs unmount"},
-					agentWork,
+					agentWork(),
 				}},
 				{doc: "cat .intentfs/intents", asAgent: true, subst: []repl{{"...work...", "true"}}},
 				// The agent asks under the intent it works in, selected first.
@@ -120,7 +130,7 @@ func docPages() []page {
 		{
 			file:   "docs/doctor-and-permissions.md",
 			policy: scopePolicy,
-			subst:  append([]repl{{"~/src/app", "./repo"}}, workspace...),
+			subst:  append([]repl{{"~/src/app", "./repo"}}, workspace()...),
 			steps: []step{
 				{glue: mounted, doc: "sudo intentfs doctor --mount", subst: []repl{
 					// The test's agent is not the machine's user "agent", doctor's default.
@@ -136,13 +146,13 @@ intentfs mount ./repo "$MNT" --intent INT-001 >/dev/null
 		{
 			file:   "docs/observe-mode.md",
 			policy: observePolicy,
-			subst:  workspace,
+			subst:  workspace(),
 			steps: []step{
-				{glue: observed, doc: "$ intentfs status", dir: "workspace"},
+				{glue: observed(), doc: "$ intentfs status", dir: "workspace"},
 				{doc: "$ intentfs policy suggest", dir: "workspace"},
 				// The setup block runs on a second checkout and mountpoint: the first is mounted.
 				{glue: `git clone -q origin.git repo2 && share_with_agent repo2 && mkdir ws2`, doc: "intentfs init ./repo", subst: []repl{
-					{"./repo", "./repo2"}, {"/workspace", `"$T/ws2"`}, observeAgentWork,
+					{"./repo", "./repo2"}, {"/workspace", `"$T/ws2"`}, observeAgentWork(),
 				}},
 				{doc: "intentfs status", dir: "workspace"},
 			},
@@ -150,9 +160,9 @@ intentfs mount ./repo "$MNT" --intent INT-001 >/dev/null
 		{
 			file:   "docs/accept-and-privacy.md",
 			policy: scopePolicy,
-			subst:  workspace,
+			subst:  workspace(),
 			steps: []step{
-				{glue: mounted + agentEdit + `intentfs unmount "$MNT" >/dev/null
+				{glue: mounted + agentEdit() + `intentfs unmount "$MNT" >/dev/null
 echo "// a human's edit" >> repo/src/main.go
 echo "a note" > repo/notes.txt
 `, doc: "$ intentfs verify --source ./repo"},
@@ -188,14 +198,14 @@ share_with_agent repo
 			// The synopsis with every optional flag given.
 			subst: []repl{{"[", ""}, {"]", ""}, {"--limit N", "--limit 20"}, {"src/api/handler.go", "src/main.go"}},
 			steps: []step{
-				{glue: mounted + agentEdit, doc: "intentfs log --intent INT-001", dir: "workspace"},
+				{glue: mounted + agentEdit(), doc: "intentfs log --intent INT-001", dir: "workspace"},
 			},
 		},
 		{
 			file:   "docs/git-and-ci.md",
 			policy: scopePolicy,
 			steps: []step{
-				{glue: mounted + agentEdit + `git -C repo add src/main.go && git -C repo commit -qm "rate limits"
+				{glue: mounted + agentEdit() + `git -C repo add src/main.go && git -C repo commit -qm "rate limits"
 echo "more" >> repo/README.md && git -C repo commit -qam "tidy"
 `, doc: "$ intentfs check origin/main..HEAD", dir: "repo"},
 				{doc: "intentfs notes sync", dir: "repo", subst: []repl{{"[origin]", "origin"}}},
@@ -210,7 +220,7 @@ echo "more" >> repo/README.md && git -C repo commit -qam "tidy"
 				{"sh intentfs-check.sh", `sh "$MODULE/docs/ci/intentfs-check.sh"`},
 			},
 			steps: []step{
-				{glue: mounted + agentEdit + pullRequests, doc: "$ intentfs check origin/main..origin/pr-ok", dir: "ci"},
+				{glue: mounted + agentEdit() + pullRequests, doc: "$ intentfs check origin/main..origin/pr-ok", dir: "ci"},
 				{doc: "$ intentfs check origin/main..origin/pr1", dir: "ci"},
 				{doc: "INTENTFS=/usr/local/bin/intentfs sh intentfs-check.sh main", dir: "ci"},
 			},
@@ -218,7 +228,7 @@ echo "more" >> repo/README.md && git -C repo commit -qam "tidy"
 		{
 			file:   "docs/agents-and-containers.md",
 			policy: scopePolicy,
-			subst:  append([]repl{agentWork}, workspace...),
+			subst:  append([]repl{agentWork()}, workspace()...),
 			steps: []step{
 				{glue: mounted, doc: "sudo intentfs run --mount /workspace --user agent --intent INT-001 --name api"},
 				{doc: "intentfs hook install claude", dir: "repo"},
@@ -233,7 +243,7 @@ chmod 711 "$T" "$(dirname "$T")"`,
 		{
 			file:   "docs/ui.md",
 			policy: scopePolicy,
-			subst:  append([]repl{{"intentfs ui", "run_for 2 intentfs ui"}}, workspace...),
+			subst:  append([]repl{{"intentfs ui", "run_for 2 intentfs ui"}}, workspace()...),
 			steps: []step{
 				{glue: mounted, doc: "intentfs ui", dir: "workspace"},
 			},
@@ -241,7 +251,7 @@ chmod 711 "$T" "$(dirname "$T")"`,
 		{
 			file:   "docs/signing.md",
 			policy: scopePolicy,
-			subst:  append([]repl{{"/etc/intentfs", `"$T/etc/intentfs"`}}, workspace...),
+			subst:  append([]repl{{"/etc/intentfs", `"$T/etc/intentfs"`}}, workspace()...),
 			steps: []step{
 				{glue: gitRepo + strings.Replace(mountedRepo, `intentfs mount ./repo "$MNT" >/dev/null`, "", 1) + "mkdir -p etc\n", doc: "sudo install -d -m 0700 /etc/intentfs"},
 				// The base holds the signers file CI trusts; the agent's
@@ -251,7 +261,7 @@ chmod 711 "$T" "$(dirname "$T")"`,
 echo "human@example.com namespaces=\"intentfs-ledger@intentfs\" $(cat etc/intentfs/signing_key.pub)" > home/.config/git/allowed_signers
 cp home/.config/git/allowed_signers repo/.github/allowed_signers
 git -C repo add .github && git -C repo commit -qm "CI's signers" && git -C repo push -q
-` + agentEdit + `git -C repo add src/main.go && git -C repo commit -qm "rate limits"
+` + agentEdit() + `git -C repo add src/main.go && git -C repo commit -qm "rate limits"
 intentfs unmount "$MNT" >/dev/null
 git -C repo commit -q --allow-empty -m "after the last checkpoint"
 (cd repo && intentfs notes sync >/dev/null)
@@ -278,4 +288,6 @@ git clone -q origin.git ci
 
 // agentEdit is the agent's work in a session: a line added to a file
 // in its scope.
-var agentEdit = substitute("intentfs run --mount /workspace --user agent --intent INT-001 -- claude >/dev/null\n", []repl{agentWork}, workspace)
+func agentEdit() string {
+	return substitute("intentfs run --mount /workspace --user agent --intent INT-001 -- claude >/dev/null\n", []repl{agentWork()}, workspace())
+}
