@@ -389,3 +389,31 @@ func TestParseBlocksMarkers(t *testing.T) {
 		t.Errorf("parseTranscript: %+v", got)
 	}
 }
+
+func TestPagePlanKeepsScenarioAndPageInStep(t *testing.T) {
+	marked := []block{
+		{file: "p.md", line: 3, body: "intentfs init ./repo", mark: markRun},
+		{file: "p.md", line: 9, body: "$ intentfs status\nok", mark: markTranscript},
+	}
+	tests := []struct {
+		name  string
+		steps []step
+		ok    bool
+	}{
+		{"in order", []step{{glue: "true"}, {doc: "intentfs init"}, {doc: "$ intentfs status"}}, true},
+		{"out of order", []step{{doc: "$ intentfs status"}, {doc: "intentfs init"}}, false},
+		{"a block without a step", []step{{doc: "intentfs init"}}, false},
+		{"a step without a block", []step{{doc: "intentfs init"}, {doc: "$ intentfs status"}, {doc: "intentfs log"}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			steps, err := page{file: "p.md", steps: tc.steps}.plan(marked)
+			if (err == nil) != tc.ok {
+				t.Fatalf("plan: %v, want ok=%v", err, tc.ok)
+			}
+			if tc.ok && (steps[0].block != nil || steps[1].block.line != 3 || steps[2].block.line != 9) {
+				t.Errorf("plan paired the steps wrongly: %+v", steps)
+			}
+		})
+	}
+}

@@ -71,7 +71,7 @@ func (p page) plan(marked []block) ([]plannedStep, error) {
 		}
 		out = append(out, ps)
 	}
-	for ; i < len(marked); i++ {
+	if i < len(marked) {
 		return nil, fmt.Errorf("%s: marked %s, but the page's scenario has no step for it", marked[i], marked[i].mark)
 	}
 	return out, nil
@@ -84,7 +84,7 @@ type world struct {
 	env  []string
 }
 
-// prelude is sourced before every script: the helpers a substitution
+// prelude goes before every script: the helpers a substitution
 // may use.
 const prelude = `set -e -o pipefail
 # run_for SECONDS CMD...: a command that runs until stopped (watch, ui), stopped after SECONDS.
@@ -241,7 +241,11 @@ func (w *world) runStep(p page, s plannedStep) {
 	t := w.t
 	if s.glue != "" {
 		if out, err := w.sh(s.glue); err != nil {
-			t.Fatalf("the scenario's setup before %v failed: %v\n%s\nscript:\n%s", s.block, err, out, s.glue)
+			where := "the scenario's setup"
+			if s.block != nil {
+				where += " before " + s.block.String()
+			}
+			t.Fatalf("%s failed: %v\n%s\nscript:\n%s", where, err, out, s.glue)
 		}
 	}
 	if s.block == nil {
