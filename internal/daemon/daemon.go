@@ -29,6 +29,7 @@ import (
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/procinfo"
+	"github.com/intentfs/intentfs/internal/rawfs"
 	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/internal/upstream"
@@ -128,7 +129,7 @@ type Daemon struct {
 	mirror *upstream.Mirror
 	writer *ledger.Writer
 	procs  *procinfo.Cache
-	root   *fsnode.Node
+	root   *fsnode.Root
 	server server
 	// transport is how requests arrive: TransportURing or TransportDev.
 	transport string
@@ -137,7 +138,7 @@ type Daemon struct {
 	// .intentfs/status) before mountTransport has returned server and
 	// transport, so Status must not read those fields.
 	mounted atomic.Pointer[mountedInfo]
-	ops     *fsnode.OpCounter
+	ops     *rawfs.OpCounter
 	// sessions are the agent sessions (intentfs run) of the mount.
 	sessions *session.Registry
 	ctl      *control.Server
@@ -322,7 +323,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	opts := mountOptions(cfg, watch != nil)
 	d.cacheTimeout = *opts.EntryTimeout
-	d.ops = fsnode.CountOps(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
+	d.ops = rawfs.CountOps(rawfs.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root.Node(), opts))))
 	if d.server, d.transport, err = mountTransport(cfg.Transport, cfg.Mountpoint, d.ops, &opts.MountOptions, cfg.Log); err != nil {
 		return nil, err
 	}
