@@ -3,13 +3,13 @@ package daemon
 import (
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/accept"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/policyedit"
-	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/ledger"
@@ -36,7 +36,7 @@ func (b controlBackend) Revert(r control.RevertRequest, by *ledger.Process) (*co
 
 // StartSession registers an agent session.
 func (b controlBackend) StartSession(spec control.SessionSpec, by *ledger.Process) (control.SessionInfo, error) {
-	info, err := b.Daemon.StartSession(session.Spec(spec), by)
+	info, err := b.Daemon.StartSession(agent.Spec(spec), by)
 	return sessionInfoToWire(info), err
 }
 
@@ -127,12 +127,12 @@ func revertPlanToWire(p *history.Plan) *control.RevertPlan {
 	return out
 }
 
-func sessionInfoToWire(i session.Info) control.SessionInfo {
+func sessionInfoToWire(i agent.Info) control.SessionInfo {
 	return control.SessionInfo{ID: i.ID, SessionSpec: control.SessionSpec(i.Spec), Intent: i.Intent,
 		Started: i.Started, Ended: i.Ended, Live: i.Live, Changes: i.Changes, Denials: i.Denials}
 }
 
-func sessionsToWire(in []session.Info) []control.SessionInfo {
+func sessionsToWire(in []agent.Info) []control.SessionInfo {
 	if in == nil {
 		return nil
 	}

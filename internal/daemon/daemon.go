@@ -21,6 +21,7 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/gitgate"
@@ -29,7 +30,6 @@ import (
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/procinfo"
-	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
@@ -139,7 +139,7 @@ type Daemon struct {
 	mounted atomic.Pointer[mountedInfo]
 	ops     *fsnode.OpCounter
 	// sessions are the agent sessions (intentfs run) of the mount.
-	sessions *session.Registry
+	sessions *agent.Sessions
 	ctl      *control.Server
 	// ctlDir is the mount's .intentfs/ directory, whose files the kernel
 	// is told of when their content changes; nil before the mount.
@@ -156,8 +156,8 @@ type Daemon struct {
 	declared atomic.Pointer[ledger.MutationClass]
 	selMu    sync.Mutex
 
-	denials denialRing
-	gate    *denialGate
+	denials  denialRing
+	throttle *denialThrottle
 	// git checks commits made in the mount; notes attaches their records.
 	git   *gitgate.Gate
 	notes notesSync
@@ -229,7 +229,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
-		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter(), signing: keys}
+		deniedDirs: map[string]bool{}, throttle: newDenialThrottle(), selects: newSelectLimiter(), signing: keys}
 	d.denials.size = 100
 	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
 	d.approvals = d.newApprovalQueue()
@@ -253,7 +253,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 			}
 		}
 	}()
-	if d.sessions, err = session.NewRegistry(d.sessionEnded); err != nil {
+	if d.sessions, err = agent.NewSessions(d.sessionEnded); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, d.sessions.Close)

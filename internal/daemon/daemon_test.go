@@ -12,10 +12,10 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/gitchange"
 	"github.com/intentfs/intentfs/internal/gitexec/gittest"
 	"github.com/intentfs/intentfs/internal/history"
-	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -47,7 +47,7 @@ func TestAgentFiles(t *testing.T) {
 	if err := d.Select("INT-001", human()); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Lesson("the api package has no globals", agent()); err != nil {
+	if err := d.Lesson("the api package has no globals", agentProcess()); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(src, "CLAUDE.md")); err != nil || !strings.Contains(string(b), "the api package has no globals") {
@@ -90,8 +90,8 @@ func TestWatchersSeeEvents(t *testing.T) {
 	if err := d.Select("INT-001", human()); err != nil {
 		t.Fatal(err)
 	}
-	d.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", Intent: "INT-001", Process: agent()})
-	d.Denied(policy.Request{Op: policy.OpUnlink, Path: "README.md", Intent: "INT-001"}, policy.Decision{Code: policy.CodeOutOfScope, Reason: "no"}, agent(), nil)
+	d.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", Intent: "INT-001", Process: agentProcess()})
+	d.Denied(policy.Request{Op: policy.OpUnlink, Path: "README.md", Intent: "INT-001"}, policy.Decision{Code: policy.CodeOutOfScope, Reason: "no"}, agentProcess(), nil)
 	want := []string{"governance select  alice", "change write src/a.go sh", "denied denied README.md sh"}
 	for i, w := range want {
 		select {
@@ -217,8 +217,8 @@ func TestActorsOutsideSessions(t *testing.T) {
 			t.Errorf("ActorOf(%+v) = %+v", c, a)
 		}
 	}
-	if d.Active(agent()) != "INT-001" || d.SessionOf(agent()) != "" || len(d.Sessions()) != 0 || d.EndSessions() != 0 {
-		t.Errorf("outside sessions: active %q, session %q, %d sessions", d.Active(agent()), d.SessionOf(agent()), len(d.Sessions()))
+	if d.Active(agentProcess()) != "INT-001" || d.SessionOf(agentProcess()) != "" || len(d.Sessions()) != 0 || d.EndSessions() != 0 {
+		t.Errorf("outside sessions: active %q, session %q, %d sessions", d.Active(agentProcess()), d.SessionOf(agentProcess()), len(d.Sessions()))
 	}
 	if p := d.Process(nil); p == nil || p.Pid != 0 {
 		t.Errorf("Process(nil) = %+v", p)
@@ -226,22 +226,22 @@ func TestActorsOutsideSessions(t *testing.T) {
 	if p := d.Process(&fuse.Caller{Pid: uint32(os.Getpid())}); p == nil || p.Pid != uint32(os.Getpid()) || p.Exe == "" {
 		t.Errorf("Process(self) = %+v", p)
 	}
-	if _, err := d.StartSession(session.Spec{Pinned: true}, human()); err == nil {
+	if _, err := d.StartSession(agent.Spec{Pinned: true}, human()); err == nil {
 		t.Error("a pinned session without an intent was started")
 	}
-	if _, err := d.StartSession(session.Spec{Intent: "INT-003"}, human()); err == nil || !strings.Contains(err.Error(), "BLOCKED") {
+	if _, err := d.StartSession(agent.Spec{Intent: "INT-003"}, human()); err == nil || !strings.Contains(err.Error(), "BLOCKED") {
 		t.Errorf("a session on a blocked intent: %v", err)
 	}
 }
 
 func TestSessionSummary(t *testing.T) {
 	tests := []struct {
-		spec session.Spec
+		spec agent.Spec
 		want string
 	}{
-		{session.Spec{User: "agent", Uid: 1000, RootPid: 7}, "agent session as agent (uid 1000), root pid 7, selects its own intent"},
-		{session.Spec{User: "agent", Uid: 1000, RootPid: 7, Pinned: true, Intent: "INT-001"}, "agent session as agent (uid 1000), root pid 7, pinned to INT-001"},
-		{session.Spec{User: "ci", Uid: 0, RootPid: 9, Check: true, Intent: "INT-002"}, "agent session as ci (uid 0), root pid 9, runs acceptance checks of INT-002"},
+		{agent.Spec{User: "agent", Uid: 1000, RootPid: 7}, "agent session as agent (uid 1000), root pid 7, selects its own intent"},
+		{agent.Spec{User: "agent", Uid: 1000, RootPid: 7, Pinned: true, Intent: "INT-001"}, "agent session as agent (uid 1000), root pid 7, pinned to INT-001"},
+		{agent.Spec{User: "ci", Uid: 0, RootPid: 9, Check: true, Intent: "INT-002"}, "agent session as ci (uid 0), root pid 9, runs acceptance checks of INT-002"},
 	}
 	for _, tt := range tests {
 		if got := sessionSummary(tt.spec); got != tt.want {

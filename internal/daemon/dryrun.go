@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/session"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -101,7 +101,7 @@ const maxPermissionProblems = 16
 // permissions keep its uid out of its intent's owned_scope: for each
 // scope pattern, the file it names or the deepest directory it is
 // rooted in. It asks one question per pattern, so a status stays cheap.
-func (d *Daemon) scopePermissions(sessions []session.Info) []control.PermissionProblem {
+func (d *Daemon) scopePermissions(sessions []agent.Info) []control.PermissionProblem {
 	if d.root == nil {
 		return nil
 	}

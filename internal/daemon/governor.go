@@ -111,8 +111,8 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 	now := time.Now()
 	dn := d.showDenial(req, dec, p, sess, now)
 	// Repeats of a denial are counted, not recorded one by one (see
-	// denialgate.go): a refused loop must not fill the disk.
-	if !d.gate.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, dn.Path, dec.Reason, p, sess), p, sess, now) {
+	// denialthrottle.go): a refused loop must not fill the disk.
+	if !d.throttle.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, dn.Path, dec.Reason, p, sess), p, sess, now) {
 		return
 	}
 	comm := ""
@@ -186,7 +186,7 @@ func (d *Daemon) summarizeDenialsEvery(ctx context.Context) {
 // recordDenialSummaries appends the window's summaries (all of them if
 // force, at close).
 func (d *Daemon) recordDenialSummaries(now time.Time, force bool) {
-	for _, c := range d.gate.due(now, force) {
+	for _, c := range d.throttle.due(now, force) {
 		d.log.Warn("denied repeatedly", "op", c.Op, "dir", c.Path, "code", c.Code, "repeats", c.Repeats)
 		d.writer.Append(ledger.NewRecord(c, d.cfg.Version))
 	}

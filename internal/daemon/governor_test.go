@@ -14,10 +14,10 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/policyedit"
 	"github.com/intentfs/intentfs/internal/procinfo"
-	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/internal/workspace"
@@ -67,7 +67,7 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 	log := slog.New(slog.DiscardHandler)
 	cfg = Config{Source: src, Mountpoint: filepath.Join(t.TempDir(), "mnt"), Version: "test", Log: log, AgentFiles: cfg.AgentFiles}
 	d := &Daemon{cfg: cfg, log: log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
-		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter()}
+		deniedDirs: map[string]bool{}, throttle: newDenialThrottle(), selects: newSelectLimiter()}
 	d.denials.size = 100
 	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
 	d.approvals = d.newApprovalQueue()
@@ -81,7 +81,7 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 	}
 	d.git = d.newGitGate()
 	d.mirror = upstream.New(src, log)
-	if d.sessions, err = session.NewRegistry(d.sessionEnded); err != nil {
+	if d.sessions, err = agent.NewSessions(d.sessionEnded); err != nil {
 		t.Fatal(err)
 	}
 	if d.opened, err = d.layout.Open(workspace.OpenOptions{Holder: "a test", Version: "test", Log: log,
@@ -108,12 +108,12 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 }
 
 // human is the person at the CLI; agent a process of uid 1000. Both are
-// this process, which the session registry can place (in no session).
+// this process, which the agent sessions can place (in no session).
 func human() *ledger.Process {
 	return &ledger.Process{Pid: uint32(os.Getpid()), Uid: 0, Comm: "intentfs (alice)"}
 }
 
-func agent() *ledger.Process {
+func agentProcess() *ledger.Process {
 	return &ledger.Process{Pid: uint32(os.Getpid()), Uid: 1000, Gid: 1000, Comm: "sh"}
 }
 
@@ -193,7 +193,7 @@ func TestSelectRateLimit(t *testing.T) {
 	d := openDaemon(t, testPolicy)
 	var err error
 	for i := 0; i < selectBurst+2 && err == nil; i++ {
-		err = d.Select([]string{"INT-001", ""}[i%2], agent())
+		err = d.Select([]string{"INT-001", ""}[i%2], agentProcess())
 	}
 	if !errors.Is(err, syscall.EBUSY) || !strings.Contains(err.Error(), "too many intent selections by uid 1000") {
 		t.Fatalf("selecting in a loop: %v, want EBUSY naming uid 1000", err)
@@ -202,7 +202,7 @@ func TestSelectRateLimit(t *testing.T) {
 	if len(denied) != 1 || denied[0].Gov().Code != "SELECT_RATE_LIMITED" || denied[0].Path() != fsnode.ControlDirName+"/active" {
 		t.Fatalf("denials recorded: %+v", denied)
 	}
-	other := agent()
+	other := agentProcess()
 	other.Uid = 1001
 	target := "INT-001"
 	if d.ActiveIntent() == target {
@@ -224,9 +224,9 @@ func TestDenied(t *testing.T) {
 	req := policy.Request{Op: policy.OpRename, Path: "src/a.go", Path2: "docs/a.go", Intent: "INT-001", Caller: policy.Caller{Pid: 7, Uid: 1000}}
 	dec := policy.Decision{Code: policy.CodeOutOfScope, Reason: "docs/a.go is outside INT-001", Validation: policy.ValidationFail, Path: "docs/a.go"}
 	for range 500 {
-		d.Denied(req, dec, agent(), nil)
+		d.Denied(req, dec, agentProcess(), nil)
 	}
-	dn := d.Denials(agent())
+	dn := d.Denials(agentProcess())
 	// One process refusing the same thing in the same second is one line
 	// (a save's repeated attempts), counting the rest.
 	if len(dn) != 1 || dn[0].Repeats != 499 || dn[0].Path != "docs/a.go" || dn[0].Path2 != "src/a.go" || dn[0].Code != string(policy.CodeOutOfScope) {
@@ -257,7 +257,7 @@ func TestDenied(t *testing.T) {
 // naming the file, with the text shown bounded and valid.
 func TestInvalidControlWrite(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	d.InvalidControlWrite("active", []byte(strings.Repeat("x", 100)+"\xff"), errors.New("no such intent"), agent())
+	d.InvalidControlWrite("active", []byte(strings.Repeat("x", 100)+"\xff"), errors.New("no such intent"), agentProcess())
 	rs := recordsOf(t, d, ledger.EventDenied)
 	if len(rs) != 1 {
 		t.Fatalf("%d denial records, want 1", len(rs))
@@ -294,7 +294,7 @@ func TestCheck(t *testing.T) {
 		{"src/a.go", "explode", `unknown operation "explode"`, false, "", ""},
 	}
 	for _, tt := range tests {
-		res, err := d.DryRun(tt.path, tt.op, agent())
+		res, err := d.DryRun(tt.path, tt.op, agentProcess())
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("Check(%s, %s) = %v, want an error containing %q", tt.path, tt.op, err, tt.err)
@@ -345,7 +345,7 @@ func TestRecordKeepsTheMapAndCounters(t *testing.T) {
 // status; the intent list marks it.
 func TestStatusAndIntentList(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	if got := string(d.IntentList(agent())); strings.Contains(got, "\n*") || strings.HasPrefix(got, "*") ||
+	if got := string(d.IntentList(agentProcess())); strings.Contains(got, "\n*") || strings.HasPrefix(got, "*") ||
 		!strings.Contains(got, "  INT-003    BLOCKED     blocked work  scope: **\n") {
 		t.Fatalf("intent list with none active:\n%s", got)
 	}
@@ -357,7 +357,7 @@ func TestStatusAndIntentList(t *testing.T) {
 		st.LedgerPath != d.LedgerPath() || st.Pid != os.Getpid() || st.SourceWatched {
 		t.Fatalf("status %+v", st)
 	}
-	if got := string(d.IntentList(agent())); !strings.HasPrefix(got, "* INT-001    IN_PROGRESS api work  scope: src/**\n") || strings.Count(got, "\n*") != 0 {
+	if got := string(d.IntentList(agentProcess())); !strings.HasPrefix(got, "* INT-001    IN_PROGRESS api work  scope: src/**\n") || strings.Count(got, "\n*") != 0 {
 		t.Fatalf("intent list:\n%s", got)
 	}
 	if name, status := d.IntentInfo("INT-004"); name != "finished work" || status != "COMPLETE" {
@@ -367,7 +367,7 @@ func TestStatusAndIntentList(t *testing.T) {
 		t.Fatalf("IntentInfo of an unknown intent = %q, %q", name, status)
 	}
 	empty := openDaemon(t, "active_intents: []\n")
-	if got := string(empty.IntentList(agent())); !strings.HasPrefix(got, "no intents are defined") {
+	if got := string(empty.IntentList(agentProcess())); !strings.HasPrefix(got, "no intents are defined") {
 		t.Fatalf("intent list of an empty policy: %q", got)
 	}
 }
@@ -376,14 +376,14 @@ func TestStatusAndIntentList(t *testing.T) {
 // force; the context is that of the intent in force.
 func TestLessonsAndContext(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	if _, err := d.Context("", agent()); err == nil {
+	if _, err := d.Context("", agentProcess()); err == nil {
 		t.Fatal("a context without an intent")
 	}
 	if err := d.Select("INT-001", human()); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := d.Lesson("run go vet before committing\n", agent()); err != nil {
+		if err := d.Lesson("run go vet before committing\n", agentProcess()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -391,7 +391,7 @@ func TestLessonsAndContext(t *testing.T) {
 	if len(ls) != 1 || ledger.Str(ls[0].Gov().IntentID) != "INT-001" || ls[0].Gov().Reason != "run go vet before committing" {
 		t.Fatalf("lesson records: %d %+v", len(ls), ls)
 	}
-	ctx, err := d.Context("", agent())
+	ctx, err := d.Context("", agentProcess())
 	if err != nil || !strings.HasPrefix(string(ctx), `<intent_context id="INT-001" name="api work"`) || !strings.Contains(string(ctx), "<pattern>src/**</pattern>") {
 		t.Fatalf("context (%v):\n%s", err, ctx)
 	}
@@ -400,16 +400,16 @@ func TestLessonsAndContext(t *testing.T) {
 // TestDeclareClass: only a declarable class is taken, until changed.
 func TestDeclareClass(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	if err := d.DeclareClass("FILE_DELETION", agent()); err == nil {
+	if err := d.DeclareClass("FILE_DELETION", agentProcess()); err == nil {
 		t.Fatal("a class that is not declarable was taken")
 	}
 	if d.DeclaredClass() != "" {
 		t.Fatalf("declared %q before any declaration", d.DeclaredClass())
 	}
-	if err := d.DeclareClass(string(ledger.ClassDocumentation), agent()); err != nil || d.DeclaredClass() != ledger.ClassDocumentation {
+	if err := d.DeclareClass(string(ledger.ClassDocumentation), agentProcess()); err != nil || d.DeclaredClass() != ledger.ClassDocumentation {
 		t.Fatalf("declaring documentation: %v, %q", err, d.DeclaredClass())
 	}
-	if err := d.DeclareClass("", agent()); err != nil || d.DeclaredClass() != "" {
+	if err := d.DeclareClass("", agentProcess()); err != nil || d.DeclaredClass() != "" {
 		t.Fatalf("declaring none: %v, %q", err, d.DeclaredClass())
 	}
 }
@@ -418,13 +418,13 @@ func TestDeclareClass(t *testing.T) {
 // human; approving it adds the paths to the intent's owned_scope.
 func TestScopeRequestApproved(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	if _, err := d.RequestScope([]string{"docs/api.md"}, "documenting the api", agent()); err == nil {
+	if _, err := d.RequestScope([]string{"docs/api.md"}, "documenting the api", agentProcess()); err == nil {
 		t.Fatal("a scope request without an active intent")
 	}
 	if err := d.Select("INT-001", human()); err != nil {
 		t.Fatal(err)
 	}
-	id, err := d.RequestScope([]string{"docs/api.md"}, "documenting the api", agent())
+	id, err := d.RequestScope([]string{"docs/api.md"}, "documenting the api", agentProcess())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +445,7 @@ func TestScopeRequestApproved(t *testing.T) {
 	if in := d.Snapshot().Intents.Get("INT-001"); in == nil || !in.InScope("docs/api.md") || !in.InScope("src/a.go") {
 		t.Fatalf("INT-001 after the approval: %+v", in)
 	}
-	if res, err := d.DryRun("docs/api.md", "", agent()); err != nil || !res.Allowed {
+	if res, err := d.DryRun("docs/api.md", "", agentProcess()); err != nil || !res.Allowed {
 		t.Fatalf("docs/api.md after the approval: %+v %v", res, err)
 	}
 	var codes []string
@@ -464,13 +464,13 @@ func TestHoldWaitsForAHuman(t *testing.T) {
 	hold := func() <-chan syscall.Errno {
 		out := make(chan syscall.Errno, 1)
 		go func() {
-			out <- d.Hold(context.Background(), fsnode.HoldRequest{Process: agent(), Request: policy.Request{Op: policy.OpUnlink, Path: "src/a.go",
+			out <- d.Hold(context.Background(), fsnode.HoldRequest{Process: agentProcess(), Request: policy.Request{Op: policy.OpUnlink, Path: "src/a.go",
 				Intent: "INT-001", Caller: policy.Caller{Pid: uint32(os.Getpid()), Uid: 1000}}})
 		}()
 		return out
 	}
 	// A change no rule holds does not wait.
-	if e := d.Hold(context.Background(), fsnode.HoldRequest{Process: agent(), Request: policy.Request{Op: policy.OpOpenWrite, Path: "src/a.go", Intent: "INT-001"}}); e != 0 {
+	if e := d.Hold(context.Background(), fsnode.HoldRequest{Process: agentProcess(), Request: policy.Request{Op: policy.OpOpenWrite, Path: "src/a.go", Intent: "INT-001"}}); e != 0 {
 		t.Fatalf("a write held: %v", e)
 	}
 	for _, tt := range []struct {

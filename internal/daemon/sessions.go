@@ -9,7 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/intentfs/intentfs/fsnode"
-	"github.com/intentfs/intentfs/internal/session"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -33,7 +33,7 @@ func (d *Daemon) ActorOf(c *fuse.Caller) fsnode.Actor {
 
 // sessionOf returns the session by's process belongs to (nil for none, or
 // for nil by).
-func (d *Daemon) sessionOf(by *ledger.Process) (*session.Session, error) {
+func (d *Daemon) sessionOf(by *ledger.Process) (*agent.Session, error) {
 	if by == nil {
 		return nil, nil
 	}
@@ -65,27 +65,27 @@ func (d *Daemon) SessionOf(by *ledger.Process) string {
 // spec.RootPid, selects its intent and claims it. Only the mount's owner
 // reaches this (the control socket); the session's processes start once
 // it returns.
-func (d *Daemon) StartSession(spec session.Spec, by *ledger.Process) (session.Info, error) {
+func (d *Daemon) StartSession(spec agent.Spec, by *ledger.Process) (agent.Info, error) {
 	if spec.Pinned && spec.Intent == "" {
-		return session.Info{}, errors.New("a pinned session needs an intent (--intent ID)")
+		return agent.Info{}, errors.New("a pinned session needs an intent (--intent ID)")
 	}
 	var in *policy.Intent
 	if spec.Intent != "" {
 		var err error
 		if in, err = d.selectable(spec.Intent, by); err != nil {
-			return session.Info{}, err
+			return agent.Info{}, err
 		}
 	}
 	s, err := d.sessions.Start(spec)
 	if err != nil {
-		return session.Info{}, err
+		return agent.Info{}, err
 	}
 	if in != nil {
 		if err := d.sessions.Claim(s, in.ID, in.Shared); err != nil {
 			// The root process is waiting for a go-ahead that will never
 			// come; the CLI kills it, which ends the session unrecorded.
 			d.sessions.Abandon(s)
-			return session.Info{}, err
+			return agent.Info{}, err
 		}
 	}
 	d.log.Info("session started", "session", s.ID(), "name", spec.Name, "user", spec.User, "pid", spec.RootPid, "intent", spec.Intent, "pinned", spec.Pinned)
@@ -94,7 +94,7 @@ func (d *Daemon) StartSession(spec session.Spec, by *ledger.Process) (session.In
 	return s.Info(), nil
 }
 
-func sessionSummary(spec session.Spec) string {
+func sessionSummary(spec agent.Spec) string {
 	mode := "selects its own intent"
 	switch {
 	case spec.Check:
@@ -106,7 +106,7 @@ func sessionSummary(spec session.Spec) string {
 }
 
 // sessionEnded records the end of a session (its claim is released).
-func (d *Daemon) sessionEnded(s *session.Session) {
+func (d *Daemon) sessionEnded(s *agent.Session) {
 	info := s.Info()
 	d.log.Info("session ended", "session", s.ID(), "changes", info.Changes, "denials", info.Denials)
 	if d.root != nil {
@@ -127,7 +127,7 @@ func (d *Daemon) IntentInfo(id string) (name, status string) {
 }
 
 // Sessions lists the live sessions, then the recently ended ones.
-func (d *Daemon) Sessions() []session.Info { return d.sessions.List() }
+func (d *Daemon) Sessions() []agent.Info { return d.sessions.List() }
 
 // selectable returns intent id if it may be selected now (starting a
 // PENDING one), or why not.
@@ -153,7 +153,7 @@ func (d *Daemon) selectable(id string, by *ledger.Process) (*policy.Intent, erro
 
 // selectInSession selects id for session s only. A pinned session may
 // not select; that is refused with EPERM and recorded.
-func (d *Daemon) selectInSession(s *session.Session, id string, by *ledger.Process) error {
+func (d *Daemon) selectInSession(s *agent.Session, id string, by *ledger.Process) error {
 	if s.Pinned() {
 		reason := fmt.Sprintf("session %s is pinned to %s (intentfs run --intent): it cannot select another intent", s.ID(), s.Intent())
 		if id == s.Intent() {
@@ -179,7 +179,7 @@ func (d *Daemon) selectInSession(s *session.Session, id string, by *ledger.Proce
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, session.ErrClaimed) {
+		if errors.Is(err, agent.ErrClaimed) {
 			d.Denied(policy.Request{Op: "select", Path: fsnode.ControlDirName + "/active", Intent: prev,
 				Caller: policy.Caller{Pid: by.Pid, Uid: by.Uid, Gid: by.Gid}},
 				policy.Decision{Code: "INTENT_CLAIMED", Reason: err.Error(), Validation: policy.ValidationFail}, by, s.Ref())
