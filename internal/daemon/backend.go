@@ -136,7 +136,7 @@ func (b controlBackend) decideApproval(r control.DecideRequest, by *ledger.Proce
 			return nil, fmt.Errorf("adding %s to the owned_scope of %s: %w", strings.Join(p.Paths, ", "), p.Intent, err)
 		}
 	}
-	return b.approvals.Decide(r.ID, r.Verdict, who, by, r.For, r.ForProcess, r.Reason)
+	return b.approvals.Settle(r.ID, r.Verdict, who, by, r.For, r.ForProcess, r.Reason)
 }
 
 // deciderName names a person deciding through the CLI.
