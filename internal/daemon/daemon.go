@@ -188,13 +188,16 @@ type filesystem struct {
 // assemble builds the parts of a mount of cfg.Source up to the
 // filesystem: the policy engine, the governor and the placement of
 // callers, the commit gate, the upstream mirror, the opened source
-// (lock, ledger writer, workflow). On failure it
-// undoes what it did; on success the caller owns undo, which closes
-// what assemble opened, last first.
-func assemble(cfg Config, keys *signing) (_ *Daemon, undo func(), err error) {
+// (lock, ledger writer, workflow). On failure it undoes what it did; on
+// success the caller owns the returned undo, which closes what assemble
+// opened, last first.
+//
+// Only err is a named result: the deferred undo below runs after a
+// "return nil, nil, err" has set the results.
+func assemble(cfg Config, keys *signing) (_ *Daemon, _ func(), err error) {
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}), signing: keys}
 	cleanup := []func(){}
-	undo = func() {
+	undo := func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
 			cleanup[i]()
 		}
