@@ -46,11 +46,6 @@ type File struct {
 	counted bool
 }
 
-var (
-	_ = (fs.FileReleaser)((*File)(nil))
-	_ = (fs.FilePassthroughFder)((*File)(nil))
-)
-
 // tracking is the audit state of a handle opened for writing.
 type tracking struct {
 	node    *Node

@@ -35,11 +35,6 @@ type upstreamFile struct {
 	result  syscall.Errno
 }
 
-var (
-	_ = (fs.FileFlusher)((*upstreamFile)(nil))
-	_ = (fs.FileReleaser)((*upstreamFile)(nil))
-)
-
 // createUpstream is createFile for a file git brings from the upstream
 // outside the scope.
 func (n *Node) createUpstream(ctx context.Context, name, rel string, g grant, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {

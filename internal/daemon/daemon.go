@@ -28,6 +28,7 @@ import (
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/procinfo"
+	"github.com/intentfs/intentfs/internal/rawfs"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
@@ -129,7 +130,7 @@ type Daemon struct {
 	engine *policy.Engine
 	writer *ledger.Writer
 	procs  *procinfo.Cache
-	root   *fsnode.Node
+	root   *fsnode.Root
 	server server
 	// transport is how requests arrive: TransportURing or TransportDev.
 	transport string
@@ -138,9 +139,10 @@ type Daemon struct {
 	// .intentfs/status) before mountTransport has returned server and
 	// transport, so Status must not read those fields.
 	mounted atomic.Pointer[mountedInfo]
-	ops     *fsnode.OpCounter
+	ops     *rawfs.OpCounter
 	ctl     *control.Server
-	// ctlDir is the mount's .intentfs/ directory; nil before the mount.
+	// ctlDir is the mount's .intentfs/ directory, whose files the kernel
+	// is told of when their content changes; nil before the mount.
 	ctlDir  *control.Dir
 	layout  workspace.Layout
 	opened  *workspace.Opened
@@ -356,7 +358,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	opts := mountOptions(cfg, watch != nil)
 	d.cacheTimeout = *opts.EntryTimeout
-	d.ops = fsnode.CountOps(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
+	d.ops = rawfs.CountOps(rawfs.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root.Node(), opts))))
 	if d.server, d.transport, err = mountTransport(cfg.Transport, cfg.Mountpoint, d.ops, &opts.MountOptions, cfg.Log); err != nil {
 		return nil, err
 	}

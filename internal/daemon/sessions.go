@@ -42,7 +42,7 @@ type actors struct {
 	// is opened.
 	wf *workflow.Workflow
 	// root is the mount's; nil before the mount.
-	root *fsnode.Node
+	root *fsnode.Root
 }
 
 // mountIntent returns the intent selected for the mount ("" for none).
@@ -298,7 +298,7 @@ func intentIDs(s *policy.Snapshot) string {
 }
 
 // openWriters lists the files open for writing through the mount.
-func openWriters(root *fsnode.Node) []control.OpenWriter {
+func openWriters(root *fsnode.Root) []control.OpenWriter {
 	if root == nil {
 		return nil
 	}
