@@ -59,9 +59,9 @@ type OpenElider struct {
 
 var _ fuse.RawFileSystem = (*OpenElider)(nil)
 
-// ElideOpen wraps raw, the filesystem of the tree whose root is top.
-func ElideOpen(raw fuse.RawFileSystem, top *Node) *OpenElider {
-	return &OpenElider{RawFileSystem: raw, root: top.root}
+// ElideOpen wraps raw, the filesystem of root's tree.
+func ElideOpen(raw fuse.RawFileSystem, root *Root) *OpenElider {
+	return &OpenElider{RawFileSystem: raw, root: root}
 }
 
 // Init learns from the kernel's INIT whether it can open files without
@@ -156,17 +156,17 @@ func (c *cachedWriters) nodes() []*Node {
 // SettleWrites records, now, what the cached data path's writers have
 // written and not yet recorded: before a select, a status, the commit
 // gate, a notes sync or an unmount reads the ledger.
-func (n *Node) SettleWrites() {
-	for _, node := range n.root.cachedWriters.nodes() {
+func (r *Root) SettleWrites() {
+	for _, node := range r.cachedWriters.nodes() {
 		node.cachedMu.Lock()
 		node.endCachedWriterLocked()
 		node.cachedMu.Unlock()
 	}
-	if n.root.cached {
+	if r.cached {
 		// Handles the kernel holds (files created before it stopped
 		// sending OPEN) record what they wrote too, should their
 		// RELEASE be late or never come.
-		n.root.checkpointWriters()
+		r.checkpointWriters()
 	}
 }
 
@@ -290,12 +290,6 @@ func (n *Node) settleCachedWriter(cw *cachedWriter) {
 		n.endCachedWriterLocked()
 	}
 }
-
-var (
-	_ = (fs.NodeReader)((*Node)(nil))
-	_ = (fs.NodeWriter)((*Node)(nil))
-	_ = (fs.NodeFsyncer)((*Node)(nil))
-)
 
 // Read reads through the handle the kernel names, or, for handle 0 (the
 // cached data path), through a read-only descriptor the daemon holds on

@@ -12,3 +12,11 @@ const (
 
 // ParseDataPath checks a --data-path value.
 func ParseDataPath(s string) (string, error) { return fsnode.ParseDataPath(s) }
+
+// settleWrites records what the cached data path's writers have written
+// (see fsnode.Root.SettleWrites); nothing before the mount is up.
+func (d *Daemon) settleWrites() {
+	if d.root != nil {
+		d.root.SettleWrites()
+	}
+}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,7 +17,16 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-var _ gitchange.Watcher = (*Daemon)(nil)
+// gitWatcher is the commit gate as the filesystem sees it
+// (gitchange.Watcher): each change inside a git directory goes to the
+// gate before it is made, and a fetch the agent's git made starts a
+// refresh of the upstream mirror.
+type gitWatcher struct {
+	gate     *gitgate.Gate
+	upstream *upstreamSource
+}
+
+var _ gitchange.Watcher = (*gitWatcher)(nil)
 
 const (
 	// notesTimeout bounds one attaching of notes after a commit.
@@ -43,20 +53,31 @@ func (d *Daemon) newGitGate() *gitgate.Gate {
 		},
 		Snapshot:  d.engine.Snapshot,
 		Process:   d.procs.Lookup,
-		Record:    d.Record,
-		Committed: d.attachNotes,
+		Record:    d.gov.Record,
+		Committed: d.notes.attach,
 		Log:       d.log,
 	})
 }
 
 // WatchGit lets the commit-time check see changes in git directories.
-func (d *Daemon) WatchGit(ctx context.Context, w gitchange.Change) (*policy.Decision, func()) {
-	d.fetchedInMount(w.Req)
-	return d.git.WatchGit(ctx, w)
+func (w *gitWatcher) WatchGit(ctx context.Context, c gitchange.Change) (*policy.Decision, func()) {
+	w.upstream.fetchedInMount(c.Req)
+	return w.gate.WatchGit(ctx, c)
 }
 
-// notesSync runs one notes sync at a time, and at most one more after it.
+// notesSync attaches the ledger's records to the commits they led to,
+// as git notes of the repository at the workspace root: one sync at a
+// time, and at most one more after it.
 type notesSync struct {
+	source     string
+	log        *slog.Logger
+	engine     *policy.Engine
+	ledgerPath string
+	// flush writes the ledger's queued records; checkpoint signs them
+	// (nothing without signing keys).
+	flush      func() error
+	checkpoint func(why string)
+
 	mu      sync.Mutex
 	running bool
 	again   bool
@@ -70,14 +91,28 @@ type notesSync struct {
 	wg   sync.WaitGroup
 }
 
-// attachNotes attaches the records of the commits just made to them as
+func newNotesSync(source string, log *slog.Logger, engine *policy.Engine, ledgerPath string, flush func() error, checkpoint func(string)) *notesSync {
+	n := &notesSync{source: source, log: log, engine: engine, ledgerPath: ledgerPath, flush: flush, checkpoint: checkpoint}
+	n.life, n.stop = context.WithCancel(context.Background())
+	return n
+}
+
+// close stops the syncs: none starts after it, and the one running has
+// ended when it returns.
+func (n *notesSync) close() {
+	n.mu.Lock()
+	n.stop()
+	n.mu.Unlock()
+	n.wg.Wait()
+}
+
+// attach attaches the records of the commits just made to them as
 // git notes (refs/notes/intentfs), in the background and a moment later
 // (notesDelay): the commit does not wait for it. Only the repository at the workspace root carries notes.
-func (d *Daemon) attachNotes(gitDir string) {
+func (n *notesSync) attach(gitDir string) {
 	if gitDir != ".git" {
 		return
 	}
-	n := &d.notes
 	n.mu.Lock()
 	if n.running {
 		n.again = true
@@ -106,7 +141,7 @@ func (d *Daemon) attachNotes(gitDir string) {
 			n.mu.Lock()
 			n.again = false
 			n.mu.Unlock()
-			d.syncNotes()
+			n.sync()
 			n.mu.Lock()
 			if !n.again {
 				n.running = false
@@ -118,26 +153,25 @@ func (d *Daemon) attachNotes(gitDir string) {
 	}()
 }
 
-func (d *Daemon) syncNotes() {
-	d.settleWrites()
+func (n *notesSync) sync() {
 	// What the sync attaches is signed: the checkpoint goes with it, to
 	// HEAD's note (gitnotes attaches trailing checkpoints).
-	d.checkpoint("notes sync")
-	if err := d.FlushLedger(); err != nil {
-		d.log.Warn("attaching notes: the ledger cannot be flushed", "err", err)
+	n.checkpoint("notes sync")
+	if err := n.flush(); err != nil {
+		n.log.Warn("attaching notes: the ledger cannot be flushed", "err", err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(d.notes.life, notesTimeout)
+	ctx, cancel := context.WithTimeout(n.life, notesTimeout)
 	defer cancel()
-	repo, err := gitexec.Open(filepath.Join(d.cfg.Source, ".git"))
+	repo, err := gitexec.Open(filepath.Join(n.source, ".git"))
 	if err != nil {
-		d.log.Warn("attaching notes", "err", err)
+		n.log.Warn("attaching notes", "err", err)
 		return
 	}
-	res, err := gitnotes.SyncFrom(ctx, repo, d.LedgerPath(), "", ledger.KeepOf(d.engine.Snapshot().Intents.NotesInclude()), &d.notes.cursor)
+	res, err := gitnotes.SyncFrom(ctx, repo, n.ledgerPath, "", ledger.KeepOf(n.engine.Snapshot().Intents.NotesInclude()), &n.cursor)
 	if err != nil {
-		d.log.Warn("attaching notes failed; intentfs notes sync attaches them later", "err", err)
+		n.log.Warn("attaching notes failed; intentfs notes sync attaches them later", "err", err)
 		return
 	}
-	d.log.Info("notes attached", "records", res.Attached, "commits", len(res.Commits))
+	n.log.Info("notes attached", "records", res.Attached, "commits", len(res.Commits))
 }
