@@ -15,13 +15,14 @@ import (
 // rounds times: every round is a new version whose pre-image the daemon
 // must keep. It prints "ok" or the error per round.
 const storeAttack = `
-import os, sys
+import os, sys, time
 for i in range(int(sys.argv[1])):
     try:
         fd = os.open("src/big.bin", os.O_RDWR)
         os.pwrite(fd, b"%08d" % i, i * 8)
         os.close(fd)
         print("ok", flush=True)
+        time.sleep(float(sys.argv[2]))
     except OSError as e:
         print("refused", e.errno, e.strerror, flush=True)
 `
@@ -53,7 +54,13 @@ func TestFenceStoreBounded(t *testing.T) {
 			if bound <= 0 || bound > 7<<20 {
 				t.Fatalf("store bound on a 64 MiB %s = %d, want 10%% of it", fs, bound)
 			}
-			out, err := e.shAs(agentUID, agentGID, "/usr/bin/python3 "+worldReadable(t, "store.py", storeAttack)+" 15")
+			// On the cached data path one process's rewrites are one change
+			// until its writes pause: pause, so each round is a version.
+			pause := "0"
+			if testDataPath() == "cached" {
+				pause = "0.4"
+			}
+			out, err := e.shAs(agentUID, agentGID, "/usr/bin/python3 "+worldReadable(t, "store.py", storeAttack)+" 15 "+pause)
 			if err != nil {
 				t.Fatalf("attack: %v\n%s", err, out)
 			}

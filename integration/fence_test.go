@@ -335,7 +335,11 @@ func TestFenceGovernanceFiles(t *testing.T) {
 	before := snapshot()
 	for _, a := range attacks {
 		out, err := e.shAs(agentUID, agentGID, "export HOME=/nonexistent; "+a.script)
-		if err == nil || !strings.Contains(out, "Permission denied") {
+		// On the cached data path an append is refused at write(2), which
+		// the shell's built-in echo and printf report as "I/O error"
+		// whatever the errno; the tree is compared below either way.
+		refused := strings.Contains(out, "Permission denied") || testDataPath() == "cached" && strings.Contains(out, "I/O error")
+		if err == nil || !refused {
 			t.Errorf("%s: as uid %d, %q: want Permission denied, got err=%v %s", a.name, agentUID, a.script, err, out)
 		}
 	}
