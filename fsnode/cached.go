@@ -395,3 +395,22 @@ func (n *Node) closeReadFd() {
 		n.root.dirFds.give()
 	}
 }
+
+// fstatHeld stats n's inode through a descriptor the daemon holds on it
+// (its read descriptor, or its writer's), and reports whether it could.
+func (n *Node) fstatHeld(st *syscall.Stat_t) bool {
+	n.readMu.RLock()
+	if fd := n.readFd; fd > 0 {
+		defer n.readMu.RUnlock()
+		return syscall.Fstat(fd, st) == nil
+	}
+	n.readMu.RUnlock()
+	n.cachedMu.Lock()
+	defer n.cachedMu.Unlock()
+	if cw := n.cw; cw != nil {
+		if f, ok := cw.file.(*File); ok {
+			return syscall.Fstat(f.fd, st) == nil
+		}
+	}
+	return false
+}

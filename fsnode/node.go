@@ -242,15 +242,23 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	errno := n.withParent(func(dirfd int, name string) error {
 		return n.asCallerOn(ctx, func() error { return fstatat(dirfd, name, &st) })
 	})
+	if n.root.cached && !n.IsRoot() && (errno != 0 || n.root.idFromStat(&st).Ino != n.StableAttr().Ino) {
+		// The name holds another file now, or none (a rename or unlink
+		// raced this call, or the file is open and gone). On the cached
+		// data path no OPEN checks the caller at the source: the
+		// kernel's check of these attributes is the only one, so they
+		// must never be another file's. A descriptor the daemon holds
+		// on the inode still tells its own.
+		if n.fstatHeld(&st) {
+			out.FromStat(&st)
+			return 0
+		}
+		if errno == 0 {
+			errno = syscall.ESTALE
+		}
+	}
 	if errno != 0 {
 		return errno
-	}
-	if n.root.cached && !n.IsRoot() && n.root.idFromStat(&st).Ino != n.StableAttr().Ino {
-		// The name now holds another file (a rename raced this call). On
-		// the cached data path no OPEN checks the caller at the source:
-		// the kernel's check of these attributes is the only one, so
-		// they must never be another file's.
-		return syscall.ESTALE
 	}
 	out.FromStat(&st)
 	if n.IsRoot() {
