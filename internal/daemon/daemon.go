@@ -396,7 +396,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		cfg.Log.Warn("the kernel cannot open files without OPEN (NO_OPEN_SUPPORT): serving the passthrough data path")
 		dataPath = fsnode.DataPathPassthrough
 	}
-	d.mounted.Store(&mountedInfo{transport: d.transport, passthrough: d.passthrough(), dataPath: dataPath})
+	d.mounted.Store(&mountedInfo{transport: d.transport, passthrough: d.passthrough() && dataPath != fsnode.DataPathCached, dataPath: dataPath})
 
 	if err = cfg.Registry.Ensure(); err != nil {
 		return nil, err
@@ -483,6 +483,10 @@ func mountOptions(cfg Config, watched bool, dataPath string) *fs.Options {
 		// Locks need a handle to hold them at the source; with none, the
 		// kernel keeps them itself, among the mount's users.
 		opts.EnableLocks = false
+		// An inode the kernel does passthrough I/O on cannot also be
+		// opened without OPEN (the kernel fails that open with EIO), and
+		// files it opens without OPEN get no passthrough: none at all.
+		opts.DisabledCapabilities |= fuse.CAP_PASSTHROUGH
 	}
 	return opts
 }

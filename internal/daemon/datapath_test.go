@@ -7,8 +7,9 @@ import (
 )
 
 // TestCachedDataPathMountOptions: without OPEN, an O_TRUNC open must come
-// as a SETATTR (no ATOMIC_O_TRUNC) to be decided, and locks, which need a
-// handle to reach the source, stay in the kernel.
+// as a SETATTR (no ATOMIC_O_TRUNC) to be decided, locks, which need a
+// handle to reach the source, stay in the kernel, and no inode is in
+// passthrough mode (a later open without OPEN of it fails).
 func TestCachedDataPathMountOptions(t *testing.T) {
 	for _, tc := range []struct {
 		path        string
@@ -24,6 +25,9 @@ func TestCachedDataPathMountOptions(t *testing.T) {
 		}
 		if o.EnableLocks != tc.locks {
 			t.Errorf("%s: locks %v, want %v", tc.path, o.EnableLocks, tc.locks)
+		}
+		if got := o.DisabledCapabilities&fuse.CAP_PASSTHROUGH == 0; got != tc.locks {
+			t.Errorf("%s: kernel passthrough %v, want %v", tc.path, got, tc.locks)
 		}
 	}
 }
