@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/internal/creds"
+	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -83,15 +84,20 @@ type Options struct {
 	ProvisionalIdle     time.Duration
 	ProvisionalMaxLife  time.Duration
 	ProvisionalPerActor int
+	// Worktree, set where the source is a linked worktree, is served as
+	// the mount's .git directory (see gitview.go).
+	Worktree *gitlayout.Worktree
 }
 
 // Root holds the state shared by every node of one mount.
 type Root struct {
 	source string
 	rootFd int // O_PATH handle on the source directory
-	dev    uint64
-	gov    Governor
-	log    *slog.Logger
+	// gitView, for a linked worktree, is what the mount's .git is.
+	gitView *gitView
+	dev     uint64
+	gov     Governor
+	log     *slog.Logger
 	// writeGate keeps a pre-image linked into the store out of reach of
 	// writable handles.
 	writeGate writerGate
@@ -147,6 +153,12 @@ func NewRoot(o Options) (*Node, error) {
 	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
 		control: o.ControlDir, callers: newCallers(switcher),
 		prov: newProvisionalTable(o.ProvisionalIdle, o.ProvisionalMaxLife, o.ProvisionalPerActor)}
+	if o.Worktree != nil {
+		if r.gitView, err = newGitView(o.Worktree); err != nil {
+			syscall.Close(fd)
+			return nil, fmt.Errorf("holding the git directories of the worktree %s: %w", o.Source, err)
+		}
+	}
 	r.dirFds.max = o.MaxCachedDirs
 	sys := probeNewSyscalls()
 	r.noXattrAt.Store(!sys.xattrAt)
@@ -171,6 +183,9 @@ func (n *Node) Close() error {
 	n.root.closeProvisional()
 	n.root.closed.Store(true)
 	n.root.putBackAll()
+	if n.root.gitView != nil {
+		n.root.gitView.close()
+	}
 	return syscall.Close(n.root.rootFd)
 }
 

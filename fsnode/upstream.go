@@ -170,7 +170,7 @@ func (r *Root) upstreamPlanFor(ctx context.Context, src UpstreamSource, req poli
 // regularDigestAt hashes rel if it is a regular file, and says whether
 // its owner may execute it.
 func (r *Root) regularDigestAt(rel string) (string, bool, syscall.Errno) {
-	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return openBeneath(r.rootFd, rel, flags, 0) })
+	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return r.openBeneath(rel, flags, 0) })
 	if err != nil {
 		return "", false, errnoOf(err)
 	}

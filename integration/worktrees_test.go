@@ -55,13 +55,13 @@ func repoWithWorktree(t *testing.T, base string) (repo, wt string) {
 	return repo, wt
 }
 
-// TestWorktreeMountRefused: a linked worktree's (or a submodule
-// checkout's) .git is a file naming a git directory outside the source (a
-// .git directory with a commondir file leads outside as well);
-// git in a mount of it would commit there past the gate and the notes.
-// The mount is refused with the reason and the setup that works, wherever
-// the repository lies (under /tmp too, which a session's private /tmp
-// would hide).
+// TestWorktreeMountRefused: a source whose .git leads outside it in a
+// way the mount cannot govern is refused with the reason and the setup
+// that works: a submodule checkout's .git file (its git directory's
+// config names the checkout as core.worktree), a .git directory with a
+// commondir file, a .git file naming another worktree's git directory,
+// and one whose git directory lies past a symlink. (A linked worktree laid
+// out as git makes one is mounted: see worktree_mount_test.go.)
 func TestWorktreeMountRefused(t *testing.T) {
 	requireFUSE(t)
 	cases := []struct {
@@ -71,10 +71,17 @@ func TestWorktreeMountRefused(t *testing.T) {
 		source func(t *testing.T, repo, wt string) string
 		want   string
 	}{
-		{"worktree", func(t *testing.T) string { return filepath.Dir(sourceOutsideTmp(t)) },
-			func(_ *testing.T, _, wt string) string { return wt }, "is a linked worktree"},
-		{"worktree of a repository under /tmp", func(t *testing.T) string { return t.TempDir() },
-			func(_ *testing.T, _, wt string) string { return wt }, "is a linked worktree"},
+		{"a .git file naming another worktree's git directory", func(t *testing.T) string { return filepath.Dir(sourceOutsideTmp(t)) },
+			func(t *testing.T, repo, _ string) string { return otherWorktreeSource(t, repo) }, "belongs to the worktree at"},
+		{"a git directory past a symlink", func(t *testing.T) string { return filepath.Dir(sourceOutsideTmp(t)) },
+			func(t *testing.T, repo, wt string) string {
+				link := filepath.Join(filepath.Dir(repo), "link")
+				if err := os.Symlink(repo, link); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, filepath.Join(wt, ".git"), "gitdir: "+filepath.Join(link, ".git", "worktrees", "wt1")+"\n")
+				return wt
+			}, "a symlink lies on the path"},
 		{"submodule checkout", func(t *testing.T) string { return filepath.Dir(sourceOutsideTmp(t)) },
 			func(t *testing.T, repo, _ string) string {
 				sub := filepath.Join(repo, "sub")
@@ -117,17 +124,30 @@ func TestWorktreeMountRefused(t *testing.T) {
 
 	// The command a user types says the same.
 	c := newCLI(t)
-	_, wt := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))
-	out, code := c.run("mount", wt, t.TempDir())
+	repo, _ := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))
+	src := otherWorktreeSource(t, repo)
+	out, code := c.run("mount", src, t.TempDir())
 	if code == 0 {
 		c.run("unmount", "--all")
-		t.Fatalf("intentfs mount of a worktree succeeded:\n%s", out)
+		t.Fatalf("intentfs mount of a source posing as another worktree succeeded:\n%s", out)
 	}
-	for _, want := range []string{"is a linked worktree", "git clone --no-hardlinks", gitlayout.Guide} {
+	for _, want := range []string{"is a linked worktree", "cannot be governed", "git worktree repair", gitlayout.Guide} {
 		if !strings.Contains(out, want) {
 			t.Errorf("intentfs mount's refusal lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// otherWorktreeSource makes a source beside repo whose .git file names
+// the git directory of repo's worktree wt1: git would take it for that
+// worktree, whose git directory does not name it back.
+func otherWorktreeSource(t *testing.T, repo string) string {
+	t.Helper()
+	src := filepath.Join(filepath.Dir(repo), "other")
+	writeFile(t, filepath.Join(src, policy.IntentsFile), worktreePolicy)
+	writeFile(t, filepath.Join(src, ".git"), "gitdir: "+filepath.Join(repo, ".git", "worktrees", "wt1")+"\n")
+	chownTree(t, src)
+	return src
 }
 
 // mountRepoForSessions mounts a repository outside /tmp that has a
@@ -172,10 +192,10 @@ echo end`, e.src, wt)
 }
 
 // TestSessionRefusedWhenGitIsLinked: a source whose .git became a file
-// after it was mounted (a worktree's pointer) gets no sealed session: its
-// git directory, with the repository's hooks and config, lies outside
-// every cover. The session is refused with the reason, and nothing it
-// would have written is.
+// after it was mounted (a pointer to another worktree's git directory)
+// gets no sealed session: the mount does not serve that git directory,
+// which lies outside every cover. The session is refused with the
+// reason, and nothing it would have written is.
 func TestSessionRefusedWhenGitIsLinked(t *testing.T) {
 	e := mountForSessions(t, "")
 	repo, _ := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))

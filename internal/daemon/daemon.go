@@ -121,6 +121,9 @@ const mapFlushInterval = time.Second
 type Daemon struct {
 	cfg Config
 	log *slog.Logger
+	// worktreeGitDir and commonDir, for a linked worktree, are the
+	// directories the mount's .git stands for.
+	worktreeGitDir, commonDir string
 	// store is the bounded object store of pre-images.
 	store  *objects.Store
 	engine *policy.Engine
@@ -204,11 +207,18 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if cfg.Mountpoint, err = canonicalDir(cfg.Mountpoint, "mountpoint"); err != nil {
 		return nil, err
 	}
-	// The mount governs git through the source's own .git directory: a
-	// .git file or symlink would lead git in the mount to a repository it
-	// writes directly, past the commit gate and the notes.
-	if err := gitlayout.CheckOwnGitDir(cfg.Source); err != nil {
+	// The mount governs git through its .git directory: the source's own,
+	// or, for a linked worktree, its git directory and the repository's
+	// common directory served together as one (resolved here, once). A
+	// .git symlink, or a .git file that does not lead to a worktree laid
+	// out as git makes one, would lead git in the mount to a repository
+	// it writes directly, past the commit gate and the notes.
+	worktree, err := gitlayout.ResolveWorktree(cfg.Source)
+	if err != nil {
 		return nil, err
+	}
+	if worktree != nil {
+		defer worktree.Close() // the root holds handles of its own
 	}
 	if cfg.Mountpoint == cfg.Source || isBelow(cfg.Mountpoint, cfg.Source) {
 		return nil, fmt.Errorf("the mountpoint %s must not be inside the source %s", cfg.Mountpoint, cfg.Source)
@@ -231,6 +241,9 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
 		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter(), signing: keys}
 	d.denials.size = 100
+	if worktree != nil {
+		d.worktreeGitDir, d.commonDir = worktree.GitDir, worktree.CommonDir
+	}
 	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
 	d.approvals = d.newApprovalQueue()
 	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {
@@ -310,7 +323,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir,
 		Objects: d.store, KeepMaxBytes: keepMax, MaxHandlesPerUID: cfg.MaxHandlesPerUID,
-		MaxCachedDirs: cfg.MaxCachedDirs}); err != nil {
+		MaxCachedDirs: cfg.MaxCachedDirs, Worktree: worktree}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.root.Close() })

@@ -25,12 +25,16 @@ const (
 	// in bursts (a rebase, an agent's commit loop), and one sync, which
 	// reads the whole ledger and the notes, covers them all.
 	notesDelay = time.Second
+	// notesRetries bounds the syncs tried again after one fails.
+	notesRetries = 3
 )
 
 // newGitGate connects the commit-time check (see gitgate) to the daemon.
 func (d *Daemon) newGitGate() *gitgate.Gate {
 	return gitgate.New(gitgate.Config{
-		Source: d.cfg.Source,
+		Source:         d.cfg.Source,
+		WorktreeGitDir: d.worktreeGitDir,
+		CommonDir:      d.commonDir,
 		Records: func(fn func(*ledger.Record)) error {
 			if err := d.FlushLedger(); err != nil {
 				return err
@@ -93,6 +97,7 @@ func (d *Daemon) attachNotes(gitDir string) {
 	n.mu.Unlock()
 	go func() {
 		defer n.wg.Done()
+		failed := 0
 		for {
 			select {
 			case <-time.After(notesDelay):
@@ -106,7 +111,14 @@ func (d *Daemon) attachNotes(gitDir string) {
 			n.mu.Lock()
 			n.again = false
 			n.mu.Unlock()
-			d.syncNotes()
+			ok := d.syncNotes()
+			if !ok && failed < notesRetries {
+				// The notes ref may have moved under the sync: the
+				// repository of a linked worktree is shared with other
+				// mounts' daemons, which write it too.
+				failed++
+				continue
+			}
 			n.mu.Lock()
 			if !n.again {
 				n.running = false
@@ -118,25 +130,30 @@ func (d *Daemon) attachNotes(gitDir string) {
 	}()
 }
 
-func (d *Daemon) syncNotes() {
+func (d *Daemon) syncNotes() bool {
 	// What the sync attaches is signed: the checkpoint goes with it, to
 	// HEAD's note (gitnotes attaches trailing checkpoints).
 	d.checkpoint("notes sync")
 	if err := d.FlushLedger(); err != nil {
 		d.log.Warn("attaching notes: the ledger cannot be flushed", "err", err)
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(d.notes.life, notesTimeout)
 	defer cancel()
-	repo, err := gitexec.Open(filepath.Join(d.cfg.Source, ".git"))
+	gitDir := filepath.Join(d.cfg.Source, ".git")
+	if d.worktreeGitDir != "" {
+		gitDir = d.worktreeGitDir
+	}
+	repo, err := gitexec.Open(gitDir)
 	if err != nil {
 		d.log.Warn("attaching notes", "err", err)
-		return
+		return false
 	}
 	res, err := gitnotes.SyncFrom(ctx, repo, d.LedgerPath(), "", ledger.KeepOf(d.engine.Snapshot().Intents.NotesInclude()), &d.notes.cursor)
 	if err != nil {
 		d.log.Warn("attaching notes failed; intentfs notes sync attaches them later", "err", err)
-		return
+		return false
 	}
 	d.log.Info("notes attached", "records", res.Attached, "commits", len(res.Commits))
+	return true
 }

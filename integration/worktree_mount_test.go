@@ -1,0 +1,230 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/intentfs/intentfs/ledger"
+)
+
+// worktreeGitEnv is the git environment of an agent's script in a
+// session: no configuration of the host's, a name to commit with.
+const worktreeGitEnv = "export HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@example.com GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com; "
+
+// mountWorktree mounts the linked worktree wt of a repository, for
+// sessions, with the registry reg.
+func mountWorktree(t *testing.T, wt, reg string) *env {
+	t.Helper()
+	d := startDaemonIn(t, wt, t.TempDir(), "", reg)
+	return &env{t: t, src: d.Source(), mnt: d.Mountpoint(), d: d, reg: reg}
+}
+
+// worktreeAgentScript is what an agent of the issue's reproduction
+// tries in its session: write the repository's hook and config and the
+// main tree by their paths, sneak out-of-scope content into a commit
+// with git's plumbing, then commit its own work with git.
+func worktreeAgentScript(repo, file string) string {
+	return worktreeGitEnv + fmt.Sprintf(`REPO=%[1]s
+echo "#!/bin/sh" > "$REPO/.git/hooks/post-checkout" && echo HOOK-WRITTEN
+echo "# x" >> "$REPO/.git/config" && echo CONFIG-WRITTEN
+echo EVIL > "$REPO/README.md" && echo MAIN-TREE-WRITTEN
+echo "#!/bin/sh" > .git/hooks/post-checkout && echo MOUNT-HOOK-WRITTEN
+echo "gitdir: /nowhere" > .git/commondir && echo COMMONDIR-WRITTEN
+blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && git commit -qm sneaky && echo SNEAKY-COMMITTED
+git reset -q HEAD -- README.md
+git status --short >/dev/null && echo STATUS-OK
+echo "// agent work" >> %[2]s && git add %[2]s && git commit -qm "agent work" && echo COMMITTED
+echo end`, repo, file)
+}
+
+var worktreeEscapes = []string{"HOOK-WRITTEN", "CONFIG-WRITTEN", "MAIN-TREE-WRITTEN", "MOUNT-HOOK-WRITTEN", "COMMONDIR-WRITTEN", "SNEAKY-COMMITTED"}
+
+// checkWorktreeCommit checks that the agent's commit at the head of e's
+// source was judged: a commit record with the session's intent, and a
+// note.
+func checkWorktreeCommit(t *testing.T, e *env, intent string) string {
+	t.Helper()
+	head := strings.TrimSpace(gitAs(t, e.src, "git rev-parse HEAD"))
+	r := e.waitRecord("the agent's commit record", func(r *ledger.Record) bool {
+		return r.Gov().Event == ledger.EventCommit && r.Gov().Commit == head
+	})
+	if g := r.Gov(); ledger.Str(g.IntentID) != intent || g.Session == nil {
+		t.Errorf("the commit record: intent %q, session %+v", ledger.Str(g.IntentID), g.Session)
+	}
+	waitFor(t, func() bool { _, err := gitTry(e.src, "git notes --ref=intentfs show "+head); return err == nil }, "the note of the agent's commit")
+	return head
+}
+
+// TestWorktreeMountGovernsGitDir is the issue's reproduction: a mount of
+// a linked worktree presents the repository's git directory as its own
+// .git, governed; in a sealed session the agent commits its work through
+// the gate (a commit record, a note), and can write neither the
+// repository's hooks and config nor the main work tree by their paths,
+// nor the view's own hooks or commondir, nor commit content outside its
+// scope with git's plumbing.
+func TestWorktreeMountGovernsGitDir(t *testing.T) {
+	requireFUSE(t)
+	repo, wt := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))
+	e := mountWorktree(t, wt, t.TempDir())
+	if fi, err := os.Lstat(filepath.Join(e.mnt, ".git")); err != nil || !fi.IsDir() {
+		t.Fatalf("the mount's .git is not a directory: %v %v", fi, err)
+	}
+	out, code := e.runSession("--intent", "INT-001", "--", "sh", "-c", worktreeAgentScript(repo, "src/a.go"))
+	t.Logf("exit %d\n%s", code, out)
+	if !strings.Contains(out, "STATUS-OK\n") || !strings.Contains(out, "COMMITTED\nend") {
+		t.Fatalf("the agent could not use git in the worktree's mount")
+	}
+	for _, w := range worktreeEscapes {
+		if strings.Contains(out, w) {
+			t.Errorf("the session could: %s", w)
+		}
+	}
+	checkWorktreeCommit(t, e, "INT-001")
+	if b, _ := os.ReadFile(filepath.Join(repo, "README.md")); string(b) != "human readme\n" {
+		t.Errorf("the main tree's README.md is %q", b)
+	}
+	for _, p := range []string{filepath.Join(repo, ".git", "hooks", "post-checkout")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	// The main work tree's branch did not move, and the worktree's
+	// commit is on its own branch in the shared repository.
+	if got := gitAs(t, repo, "git log --format=%s -1 main"); strings.TrimSpace(got) != "base" {
+		t.Errorf("main's head is %q", got)
+	}
+	if got := gitAs(t, repo, "git log --format=%s -1 wt1"); strings.TrimSpace(got) != "agent work" {
+		t.Errorf("wt1's head is %q", got)
+	}
+}
+
+// TestTwoAgentsTwoWorktrees: two worktrees of one repository, each
+// mounted with its own intent, two sealed agents committing in parallel:
+// each commit is judged by its own mount's gate and noted; neither agent
+// can write the other's tree, the main tree, or the shared .git by its
+// path; intentfs check on a fresh clone, with the notes fetched,
+// accounts for both branches.
+func TestTwoAgentsTwoWorktrees(t *testing.T) {
+	requireFUSE(t)
+	c := newCLI(t)
+	repo, wt1 := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))
+	wt2 := filepath.Join(filepath.Dir(repo), "wt2")
+	if err := os.Mkdir(wt2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chownTree(t, wt2)
+	gitAs(t, repo, "git worktree add -q -b wt2 ../wt2")
+	baseCommit := strings.TrimSpace(gitAs(t, repo, "git rev-parse main"))
+	reg := t.TempDir()
+	envs := []*env{mountWorktree(t, wt1, reg), mountWorktree(t, wt2, reg)}
+	type agent struct {
+		intent, file, other string
+		out                 string
+		code                int
+	}
+	agents := []*agent{{intent: "INT-001", file: "src/a.go", other: wt2}, {intent: "INT-002", file: "notes.txt", other: wt1}}
+	done := make(chan struct{}, len(agents))
+	for i, a := range agents {
+		script := fmt.Sprintf(`echo EVIL > %[1]s/README.md && echo OTHER-TREE-WRITTEN
+echo "gitdir: /nowhere" > %[1]s/.git && echo OTHER-GITFILE-WRITTEN
+`, a.other) + worktreeAgentScript(repo, a.file)
+		go func() {
+			a.out, a.code = envs[i].runSession("--intent", a.intent, "--", "sh", "-c", script)
+			done <- struct{}{}
+		}()
+	}
+	for range agents {
+		<-done
+	}
+	for i, a := range agents {
+		t.Logf("agent %d (exit %d):\n%s", i+1, a.code, a.out)
+		if !strings.Contains(a.out, "COMMITTED\nend") {
+			t.Errorf("agent %d did not commit its work", i+1)
+		}
+		escapes := append([]string{"OTHER-TREE-WRITTEN", "OTHER-GITFILE-WRITTEN"}, worktreeEscapes...)
+		if a.intent == "INT-002" {
+			escapes = escapes[:len(escapes)-1] // README.md is in its scope
+		}
+		for _, w := range escapes {
+			if strings.Contains(a.out, w) {
+				t.Errorf("agent %d could: %s", i+1, w)
+			}
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	for i, a := range agents {
+		checkWorktreeCommit(t, envs[i], a.intent)
+	}
+	for _, d := range []string{repo, wt1, wt2} {
+		if b, _ := os.ReadFile(filepath.Join(d, "README.md")); string(b) != "human readme\n" {
+			t.Errorf("%s/README.md is %q", d, b)
+		}
+	}
+	// A fresh clone, with the notes fetched: the notes account for both
+	// branches.
+	clone := filepath.Join(filepath.Dir(repo), "clone")
+	if err := os.Mkdir(clone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chownTree(t, clone)
+	gitAs(t, clone, "git clone -q --no-hardlinks "+repo+" . && git fetch -q origin refs/notes/intentfs:refs/notes/intentfs wt1:wt1 wt2:wt2")
+	for _, b := range []string{"wt1", "wt2"} {
+		out := c.must("check", "--source", clone, baseCommit+".."+b)
+		t.Logf("intentfs check %s in a fresh clone:\n%s", b, out)
+		if !strings.HasPrefix(out, "OK") {
+			t.Errorf("intentfs check of %s in a fresh clone:\n%s", b, out)
+		}
+	}
+}
+
+// TestGitWorktreeAddInWorktreeMountRefused: git worktree add in a
+// worktree's mount would make a work tree outside the mount; it is
+// refused, and the agent can read why.
+func TestGitWorktreeAddInWorktreeMountRefused(t *testing.T) {
+	requireFUSE(t)
+	repo, wt := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))
+	outside := t.TempDir()
+	chownTree(t, outside)
+	if err := os.Chmod(filepath.Dir(outside), 0o755); err != nil { // the agent must reach it
+		t.Fatal(err)
+	}
+	e := mountWorktree(t, wt, t.TempDir())
+	out, err := gitTry(e.mnt, "git worktree add -q -b side "+filepath.Join(outside, "side"))
+	t.Logf("git worktree add: %v\n%s", err, out)
+	if err == nil {
+		t.Errorf("git worktree add succeeded in the worktree's mount")
+	}
+	if trees := gitAs(t, repo, "git worktree list --porcelain"); strings.Contains(trees, "side") {
+		t.Errorf("git lists a worktree made through the mount:\n%s", trees)
+	}
+	var reasons []string
+	for _, r := range e.records() {
+		if g := r.Gov(); g.Event == ledger.EventDenied && strings.HasPrefix(r.Path(), ".git/worktrees/") {
+			reasons = append(reasons, g.Reason)
+		}
+	}
+	if len(reasons) == 0 || !strings.Contains(reasons[0], "git worktree add is refused in a mount") {
+		t.Errorf("the refusal's recorded reasons: %q", reasons)
+	}
+}
+
+// TestWorktreeUnderTmpInSession: a worktree whose repository lies under
+// /tmp, which a session's private /tmp hides: git in the session reaches
+// the repository through the mount, and commits through the gate.
+func TestWorktreeUnderTmpInSession(t *testing.T) {
+	requireFUSE(t)
+	_, wt := repoWithWorktree(t, t.TempDir())
+	e := mountWorktree(t, wt, t.TempDir())
+	out, code := e.runSession("--intent", "INT-001", "--", "sh", "-c", worktreeGitEnv+
+		`git status --short >/dev/null && echo STATUS-OK; echo "// agent work" >> src/a.go && git add src/a.go && git commit -qm "agent work" && echo COMMITTED`)
+	t.Logf("exit %d\n%s", code, out)
+	if !strings.Contains(out, "STATUS-OK\nCOMMITTED") {
+		t.Fatalf("git did not work in a session of a worktree under /tmp")
+	}
+	checkWorktreeCommit(t, e, "INT-001")
+}
