@@ -165,6 +165,12 @@ echo "gitdir: /nowhere" > %[1]s/.git && echo OTHER-GITFILE-WRITTEN
 			t.Errorf("%s/README.md is %q", d, b)
 		}
 	}
+	for i, wt := range []string{wt1, wt2} {
+		out := c.must("check", "--source", wt, baseCommit+"..HEAD")
+		if !strings.HasPrefix(out, "OK") {
+			t.Errorf("intentfs check of agent %d's worktree against its ledger:\n%s", i+1, out)
+		}
+	}
 	// A fresh clone, with the notes fetched: the notes account for both
 	// branches.
 	clone := filepath.Join(filepath.Dir(repo), "clone")
