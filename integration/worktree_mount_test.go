@@ -234,3 +234,42 @@ func TestWorktreeUnderTmpInSession(t *testing.T) {
 	}
 	checkWorktreeCommit(t, e, "INT-001")
 }
+
+// TestWorktreeMountSeesSharedRepositoryChanges: the repository a
+// worktree's mount serves as its .git is changed outside the mount (the
+// human commits in the main work tree and packs the refs): git in the
+// mount sees the change, as git in the worktree itself would.
+func TestWorktreeMountSeesSharedRepositoryChanges(t *testing.T) {
+	requireFUSE(t)
+	repo, wt := repoWithWorktree(t, filepath.Dir(sourceOutsideTmp(t)))
+	mnt := t.TempDir()
+	if err := os.Chmod(filepath.Dir(mnt), 0o755); err != nil { // the agent must reach the mount
+		t.Fatal(err)
+	}
+	d := startDaemonIn(t, wt, mnt, "INT-001", t.TempDir())
+	if out, err := gitTry(d.Mountpoint(), "git pack-refs --all; git rev-parse main && cat .git/packed-refs"); err != nil {
+		t.Fatalf("git in the mount: %v\n%s", err, out)
+	}
+	for i := range 3 {
+		gitAs(t, repo, fmt.Sprintf("echo %d >> notes.txt && git add notes.txt && git commit -qm 'human %d' && git tag -a -m t human-%d && git pack-refs --all", i, i, i))
+		// The mount looks the files up (the kernel keeps what it found).
+		if out, err := gitTry(d.Mountpoint(), "stat -c %s .git/packed-refs .git/refs/heads && git rev-parse main"); err != nil {
+			t.Fatalf("git in the mount: %v\n%s", err, out)
+		}
+	}
+	want := strings.TrimSpace(gitAs(t, repo, "git rev-parse main"))
+	waitFor(t, func() bool {
+		out, err := gitTry(d.Mountpoint(), "git rev-parse main human-2^{}")
+		return err == nil && strings.Fields(out)[0] == want
+	}, "git in the mount to see the human's commit on main")
+	// What the kernel keeps of the repository's files follows them: the
+	// size a stat in the mount reports is the file's.
+	fi, err := os.Stat(filepath.Join(repo, ".git", "packed-refs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		out, err := gitTry(d.Mountpoint(), "stat -c %s .git/packed-refs")
+		return err == nil && strings.TrimSpace(out) == fmt.Sprint(fi.Size())
+	}, "the mount's size of packed-refs to be the file's")
+}

@@ -333,7 +333,12 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if watch != nil {
 		cleanup = append(cleanup, func() { watch.Close() })
 	}
-	opts := mountOptions(cfg, watch != nil)
+	// A linked worktree's .git lies outside the watched source: other
+	// worktrees' mounts, the human's git and the daemon's notes change
+	// the shared repository there, unseen by the watch. Its entries and
+	// attributes must not be kept long (a stale size of packed-refs would
+	// cut git's read of it).
+	opts := mountOptions(cfg, watch != nil && worktree == nil)
 	d.cacheTimeout = *opts.EntryTimeout
 	d.ops = fsnode.CountOps(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
 	if d.server, d.transport, err = mountTransport(cfg.Transport, cfg.Mountpoint, d.ops, &opts.MountOptions, cfg.Log); err != nil {

@@ -200,9 +200,13 @@ var (
 
 // PlaceOf says where p, a slash-separated path below .git ("" for .git
 // itself), lies. As git does, a lock file lies where the file it locks
-// does.
+// does, and so does the temporary file git renames over packed-refs
+// (packed-refs.new).
 func PlaceOf(p string) Place {
 	p = strings.TrimSuffix(p, ".lock")
+	if p == "packed-refs.new" {
+		p = "packed-refs"
+	}
 	if p == "commondir" || p == "gitdir" {
 		return Hidden
 	}

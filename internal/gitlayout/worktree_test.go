@@ -43,6 +43,7 @@ func TestPlaceOf(t *testing.T) {
 		{"refs/notes/intentfs", InCommonDir},
 		{"packed-refs", InCommonDir},
 		{"packed-refs.lock", InCommonDir},
+		{"packed-refs.new", InCommonDir},
 		{"config", InCommonDir},
 		{"config.lock", InCommonDir},
 		{"hooks/pre-commit", InCommonDir},
