@@ -54,7 +54,7 @@ type Dir struct {
 }
 
 // RunAsDaemon makes the directory compute its files' content with the
-// daemon's credentials, through asDaemon (fsnode.Node.AsDaemon).
+// daemon's credentials, through asDaemon (fsnode.Root.AsDaemon).
 func (d *Dir) RunAsDaemon(asDaemon func(ctx context.Context, fn func() error) error) {
 	d.asDaemon = asDaemon
 }

@@ -4,7 +4,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
-	"github.com/intentfs/intentfs/internal/session"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -19,7 +19,7 @@ type Actor struct {
 	Session *ledger.Session
 	// Versions remembers which file versions the session's processes
 	// read; nil outside any session.
-	Versions *session.Versions
+	Versions *agent.Versions
 	// Unplaced, if set, says why the process could not be placed in or
 	// outside a session: it has no intent.
 	Unplaced error
@@ -44,7 +44,7 @@ func (a Actor) sawAt(r *Root, rel string) {
 	}
 	var st unix.Stat_t
 	if r.statBeneath(rel, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-		a.Versions.Saw(rel, session.VersionOf(&st))
+		a.Versions.Saw(rel, agent.VersionOf(&st))
 	}
 }
 
@@ -56,6 +56,6 @@ func (a Actor) sawFd(rel string, fd int) {
 	}
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-		a.Versions.Saw(rel, session.VersionOf(&st))
+		a.Versions.Saw(rel, agent.VersionOf(&st))
 	}
 }

@@ -96,7 +96,7 @@ func (r *Root) asCaller(ctx context.Context, fn func() error) error {
 // AsDaemon runs fn with the daemon's credentials in a request that runs
 // as its caller (see asDaemon), for nodes outside this package: the
 // control directory.
-func (n *Node) AsDaemon(ctx context.Context, fn func() error) error { return n.root.asDaemon(ctx, fn) }
+func (r *Root) AsDaemon(ctx context.Context, fn func() error) error { return r.asDaemon(ctx, fn) }
 
 // asDaemon runs fn, the daemon's own work in the middle of a request that
 // runs as its caller (see CallerScope), with the daemon's credentials.
@@ -111,10 +111,10 @@ func (r *Root) asDaemon(ctx context.Context, fn func() error) error {
 // to the workspace-relative path rel: nil when they do or cannot tell.
 // Through the mount the kernel refuses such a change before the daemon
 // sees it, so a dry run asks here to tell that refusal from the policy's.
-func (n *Node) FilePermission(pid, uid, gid uint32, rel, op string) (*fileperm.Refusal, error) {
-	if n.root.closed.Load() {
+func (r *Root) FilePermission(pid, uid, gid uint32, rel, op string) (*fileperm.Refusal, error) {
+	if r.closed.Load() {
 		return nil, nil
 	}
-	c := n.root.callers.of(&fuse.Caller{Owner: fuse.Owner{Uid: uid, Gid: gid}, Pid: pid})
-	return fileperm.Check(n.root.rootFd, rel, op, c, func(fn func() error) error { return n.root.callers.switcher.Run(c, fn) })
+	c := r.callers.of(&fuse.Caller{Owner: fuse.Owner{Uid: uid, Gid: gid}, Pid: pid})
+	return fileperm.Check(r.rootFd, rel, op, c, func(fn func() error) error { return r.callers.switcher.Run(c, fn) })
 }

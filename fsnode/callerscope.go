@@ -2,6 +2,8 @@ package fsnode
 
 import (
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/intentfs/intentfs/internal/rawfs"
 )
 
 // CallerScope wraps the request handler of the mount so that OPEN and
@@ -18,33 +20,9 @@ import (
 // opens it; handles opened while it is registered share it. The
 // credentials of I/O through a handle are therefore those of the first
 // process to open the file among those that have it open.
-func (n *Node) CallerScope(raw fuse.RawFileSystem) fuse.RawFileSystem {
-	return &callerScope{RawFileSystem: raw, callers: n.root.callers}
-}
-
-type callerScope struct {
-	fuse.RawFileSystem
-	callers *callers
-}
-
-func (s *callerScope) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) (status fuse.Status) {
-	err := s.callers.switcher.Run(s.callers.of(&in.Caller), func() error {
-		status = s.RawFileSystem.Open(cancel, in, out)
-		return nil
+func (r *Root) CallerScope(raw fuse.RawFileSystem) fuse.RawFileSystem {
+	c := r.callers
+	return rawfs.CallerScope(raw, func(caller *fuse.Caller, fn func() error) error {
+		return c.switcher.Run(c.of(caller), fn)
 	})
-	if err != nil {
-		return fuse.EACCES // the caller's credentials could not be taken on
-	}
-	return status
-}
-
-func (s *callerScope) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) (status fuse.Status) {
-	err := s.callers.switcher.Run(s.callers.of(&in.Caller), func() error {
-		status = s.RawFileSystem.Create(cancel, in, name, out)
-		return nil
-	})
-	if err != nil {
-		return fuse.EACCES
-	}
-	return status
 }

@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/objects"
-	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -46,11 +46,6 @@ type File struct {
 	counted bool
 }
 
-var (
-	_ = (fs.FileReleaser)((*File)(nil))
-	_ = (fs.FilePassthroughFder)((*File)(nil))
-)
-
 // tracking is the audit state of a handle opened for writing.
 type tracking struct {
 	node    *Node
@@ -70,7 +65,7 @@ type tracking struct {
 	// creation was recorded ("" if none); the creation record carries it.
 	mode string
 	// writing is set when the handle is counted among its session's own
-	// writers (see session.Versions.Opened).
+	// writers (see agent.Versions.Opened).
 	writing bool
 	// released is set by the last checkpoint, at release.
 	released bool
@@ -104,10 +99,10 @@ func (t *tracking) closeWriting(fd int) {
 	if !t.writing {
 		return
 	}
-	var v *session.Version
+	var v *agent.Version
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) == nil {
-		cur := session.VersionOf(&st)
+		cur := agent.VersionOf(&st)
 		v = &cur
 	}
 	rel, ok := t.node.relPath()

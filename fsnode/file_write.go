@@ -7,8 +7,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 )
 
-var _ = (fs.FileWriter)((*File)(nil))
-
 // Write writes where the kernel does not pass writes through to the
 // source itself: as the caller, so that blocks and limits reserved for
 // root stay root's.

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -69,37 +68,6 @@ func (r *Root) takeHandle(ctx context.Context) (uint32, syscall.Errno) {
 		return uid, syscall.EMFILE
 	}
 	return uid, 0
-}
-
-// Open opens the file, counting the handle against the caller's share.
-func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	uid, errno := n.root.takeHandle(ctx)
-	if errno != 0 {
-		return nil, 0, errno
-	}
-	fh, fl, errno := n.openFile(ctx, flags)
-	if errno != 0 {
-		n.root.handles.give(uid)
-		return nil, 0, errno
-	}
-	fh.(handleHolder).heldBy(&n.root.handles, uid)
-	return fh, fl, 0
-}
-
-// Create creates and opens a file, counting the handle against the
-// caller's share.
-func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	uid, errno := n.root.takeHandle(ctx)
-	if errno != 0 {
-		return nil, nil, 0, errno
-	}
-	in, fh, fl, errno := n.createFile(ctx, name, flags, mode, out)
-	if errno != 0 {
-		n.root.handles.give(uid)
-		return nil, nil, 0, errno
-	}
-	fh.(handleHolder).heldBy(&n.root.handles, uid)
-	return in, fh, fl, 0
 }
 
 // handleHolder is a handle counted in a uid's share: a File, or a handle

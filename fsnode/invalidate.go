@@ -35,7 +35,8 @@ const rootAttrTimeout = time.Second
 // kernel cannot be asked what it holds. Call it from one goroutine that
 // holds no lock of the mount: the kernel may wait for a request in
 // flight before it can invalidate.
-func (n *Node) SourceChanged(evs []srcwatch.Event) {
+func (r *Root) SourceChanged(evs []srcwatch.Event) {
+	n := r.top
 	type key struct {
 		kind      srcwatch.Kind
 		dir, name string

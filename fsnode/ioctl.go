@@ -43,11 +43,6 @@ func allowedIoctl(cmd uint32) (size int, ok bool) {
 	return 0, false
 }
 
-var (
-	_ = (fs.NodeIoctler)((*Node)(nil))
-	_ = (fs.FileIoctler)((*File)(nil))
-)
-
 // Ioctl answers the reviewed read-only ioctls on files and directories
 // alike (go-fuse asks the node before the handle, so this covers the
 // directory handles of OpendirHandle too) and refuses every other one.

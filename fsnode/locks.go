@@ -17,10 +17,6 @@ import (
 // on a file intentfs itself locks would let the agent make the humans'
 // commands wait, and is refused (policy.DecideLock). Queries (GETLK) and
 // unlocks pass: they hold nothing.
-var (
-	_ = (fs.NodeSetlker)((*Node)(nil))
-	_ = (fs.NodeSetlkwer)((*Node)(nil))
-)
 
 // Setlk takes or releases a lock without waiting.
 func (n *Node) Setlk(ctx context.Context, f fs.FileHandle, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {

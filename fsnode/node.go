@@ -49,8 +49,6 @@ type Node struct {
 	sink atomic.Pointer[upstreamFile]
 }
 
-var _ = (fs.NodeOnForgetter)((*Node)(nil))
-
 // OnForget closes the cached directory handle.
 func (n *Node) OnForget() {
 	n.dirMu.Lock()
@@ -62,14 +60,6 @@ func (n *Node) OnForget() {
 		n.root.dirFds.give()
 	}
 }
-
-var (
-	_ = (fs.NodeLookuper)((*Node)(nil))
-	_ = (fs.NodeGetattrer)((*Node)(nil))
-	_ = (fs.NodeReadlinker)((*Node)(nil))
-	_ = (fs.NodeStatfser)((*Node)(nil))
-	_ = (fs.NodeOpendirHandler)((*Node)(nil))
-)
 
 // relPath returns the node's path relative to the source root ("" for the
 // root), or false when the node has been unlinked from the tree.

@@ -16,16 +16,6 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-var (
-	_ = (fs.NodeMkdirer)((*Node)(nil))
-	_ = (fs.NodeMknoder)((*Node)(nil))
-	_ = (fs.NodeSymlinker)((*Node)(nil))
-	_ = (fs.NodeLinker)((*Node)(nil))
-	_ = (fs.NodeUnlinker)((*Node)(nil))
-	_ = (fs.NodeRmdirer)((*Node)(nil))
-	_ = (fs.NodeRenamer)((*Node)(nil))
-)
-
 // makeEntry is the shared shape of mkdir, mknod and symlink: decide,
 // create with mk in the directory as the caller (so the entry is the
 // caller's, with the group a set-group-ID directory gives), stat it,
@@ -141,7 +131,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	var pre objects.Digest
 	var kept string
 	var finish func(*ledger.Record)
-	if g.upstream != nil && g.upstream.rewrite {
+	if g.upstream != nil && g.upstream.Rewrite {
 		return n.unlinkForUpstream(ctx, name, rel, g)
 	}
 	mode := ""

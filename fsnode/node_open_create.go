@@ -12,11 +12,6 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-var (
-	_ = (fs.NodeOpener)((*Node)(nil))
-	_ = (fs.NodeCreater)((*Node)(nil))
-)
-
 // openFlags are the FOPEN flags of every file handle. FOPEN_NOFLUSH: the
 // kernel sends no FLUSH at close(2). A FLUSH would cost a round trip per
 // close and has nothing to do here: the source is written through at once
@@ -36,7 +31,22 @@ func cleanOpenFlags(flags uint32) int {
 	return int(flags &^ (syscall.O_APPEND | fuse.FMODE_EXEC | syscall.O_CREAT | syscall.O_EXCL))
 }
 
-// Open opens an existing file. Reads are never decided; an open that can
+// Open opens the file, counting the handle against the caller's share.
+func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	uid, errno := n.root.takeHandle(ctx)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	fh, fl, errno := n.openFile(ctx, flags)
+	if errno != 0 {
+		n.root.handles.give(uid)
+		return nil, 0, errno
+	}
+	fh.(handleHolder).heldBy(&n.root.handles, uid)
+	return fh, fl, 0
+}
+
+// openFile opens an existing file. Reads are never decided; an open that can
 // write is, and its handle is tracked.
 func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	rel, ok := n.relPath()
@@ -103,26 +113,6 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	return newFile(n, fd, t), openFlags, 0
 }
 
-// preImageAt hashes the file at rel and keeps its bytes in the object
-// store, before a change by uid destroys them. Bytes that cannot be kept
-// are a *preImageLost error: the change is refused (see failChange).
-func (r *Root) preImageAt(rel string, uid uint32) (objects.Digest, string, error) {
-	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return r.openBeneath(rel, flags, 0) })
-	if err != nil {
-		return objects.Digest{}, "", err
-	}
-	defer syscall.Close(fd)
-	d, err := r.hashes.HashFd(fd)
-	if err != nil {
-		return objects.Digest{}, "", err
-	}
-	kept, err := r.keep(fd, d, uid)
-	if err != nil {
-		return d, kept, &preImageLost{err}
-	}
-	return d, kept, nil
-}
-
 // digestAt hashes the file at rel through a read-only descriptor.
 func (r *Root) digestAt(rel string) (objects.Digest, syscall.Errno) {
 	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return r.openBeneath(rel, flags, 0) })
@@ -132,6 +122,22 @@ func (r *Root) digestAt(rel string) (objects.Digest, syscall.Errno) {
 	defer syscall.Close(fd)
 	d, err := r.hashes.HashFd(fd)
 	return d, fs.ToErrno(err)
+}
+
+// Create creates and opens a file, counting the handle against the
+// caller's share.
+func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	uid, errno := n.root.takeHandle(ctx)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	in, fh, fl, errno := n.createFile(ctx, name, flags, mode, out)
+	if errno != 0 {
+		n.root.handles.give(uid)
+		return nil, nil, 0, errno
+	}
+	fh.(handleHolder).heldBy(&n.root.handles, uid)
+	return in, fh, fl, 0
 }
 
 // createFile creates and opens a file. If it already exists (O_CREAT without

@@ -15,12 +15,6 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-var (
-	_ = (fs.NodeSetattrer)((*Node)(nil))
-	_ = (fs.NodeAllocater)((*Node)(nil))
-	_ = (fs.NodeCopyFileRanger)((*Node)(nil))
-)
-
 // setattrOp names the most significant change a SETATTR carries, with its
 // ledger event: truncate, then chmod, chown, utimes.
 func setattrOp(in *fuse.SetAttrIn) (policy.Op, ledger.Event, bool) {

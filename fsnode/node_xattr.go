@@ -13,13 +13,6 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-var (
-	_ = (fs.NodeGetxattrer)((*Node)(nil))
-	_ = (fs.NodeListxattrer)((*Node)(nil))
-	_ = (fs.NodeSetxattrer)((*Node)(nil))
-	_ = (fs.NodeRemovexattrer)((*Node)(nil))
-)
-
 // withProcPath opens the node with O_PATH|O_NOFOLLOW and runs fn on its
 // /proc/self/fd path. For a regular file or directory, the *xattr calls on
 // that path reach the node itself and nothing else; a symlink's own

@@ -27,6 +27,26 @@ const (
 // its bound, or the filesystem has no space for unprivileged users).
 const CodePreimageUnavailable policy.Code = "PREIMAGE_UNAVAILABLE"
 
+// preImageAt hashes the file at rel and keeps its bytes in the object
+// store, before a change by uid destroys them. Bytes that cannot be kept
+// are a *preImageLost error: the change is refused (see failChange).
+func (r *Root) preImageAt(rel string, uid uint32) (objects.Digest, string, error) {
+	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return r.openBeneath(rel, flags, 0) })
+	if err != nil {
+		return objects.Digest{}, "", err
+	}
+	defer syscall.Close(fd)
+	d, err := r.hashes.HashFd(fd)
+	if err != nil {
+		return objects.Digest{}, "", err
+	}
+	kept, err := r.keep(fd, d, uid)
+	if err != nil {
+		return d, kept, &preImageLost{err}
+	}
+	return d, kept, nil
+}
+
 // keepCopy stores the version open (readable) at fd before a change
 // destroys it, unless it is larger than the limit. It returns what the
 // record should say. It is for versions whose change has already been

@@ -200,8 +200,7 @@ func (t *provisionalTable) ofOwner(owner string) []*provisionalFile {
 
 // SessionEnded removes the provisional files of the agent session id,
 // whose processes are gone: no save of theirs is in flight.
-func (n *Node) SessionEnded(id string) {
-	r := n.root
+func (r *Root) SessionEnded(id string) {
 	if r.closed.Load() {
 		return
 	}

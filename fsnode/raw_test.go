@@ -15,6 +15,7 @@ import (
 
 	"github.com/intentfs/intentfs/fsnode"
 	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/internal/rawfs"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -116,9 +117,9 @@ type kernel struct {
 	t      *testing.T
 	src    string
 	gov    *fakeGovernor
-	root   *fsnode.Node
+	root   *fsnode.Root
 	raw    fuse.RawFileSystem
-	ops    *fsnode.OpCounter
+	ops    *rawfs.OpCounter
 	caller fuse.Caller
 	nodes  map[string]uint64 // path → node id, as the kernel keeps them
 }
@@ -164,7 +165,7 @@ func newKernelStore(t *testing.T, src string, gov fsnode.Governor, store *object
 	}
 	t.Cleanup(func() { root.Close() })
 	// The same stack of request handlers as the daemon mounts.
-	ops := fsnode.CountOps(fsnode.ElideOpendir(root.CallerScope(fs.NewNodeFS(root, &fs.Options{NullPermissions: true}))))
+	ops := rawfs.CountOps(rawfs.ElideOpendir(root.CallerScope(fs.NewNodeFS(root.Node(), &fs.Options{NullPermissions: true}))))
 	fake, _ := gov.(*fakeGovernor)
 	if g, ok := gov.(*gitGovernor); ok {
 		fake = g.fakeGovernor

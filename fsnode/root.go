@@ -1,6 +1,13 @@
 // Package fsnode implements the governed passthrough filesystem: go-fuse
 // nodes and file handles that mirror a source directory, ask the policy
 // before every change, and report every change made.
+//
+// A write, in file order: interfaces.go lists the operations the nodes
+// implement; node_open_create.go opens (Node.Open, openFile); authorize.go
+// decides, its steps numbered in authorizeAs; preimage.go keeps what the
+// change destroys; file.go records at RELEASE through record.go. The other
+// changes (node_dir_ops.go, node_setattr.go, node_xattr.go) take the same
+// front door, authorize, and record at once.
 package fsnode
 
 import (
@@ -131,9 +138,11 @@ type Root struct {
 	prov *provisionalTable
 }
 
-// NewRoot opens the source directory and returns the root node of the
-// filesystem. Close releases the source handle after unmount.
-func NewRoot(o Options) (*Node, error) {
+// NewRoot opens the source directory and returns the mount's Root: Node
+// is the root node go-fuse serves, and the Root's exported methods are
+// what the daemon asks of the mount. Close releases the source handle
+// after unmount.
+func NewRoot(o Options) (*Root, error) {
 	if err := CheckOpenat2(o.Source); err != nil {
 		return nil, err
 	}
@@ -171,25 +180,26 @@ func NewRoot(o Options) (*Node, error) {
 		r.handles.max = defaultHandlesPerUID()
 	}
 	r.top = &Node{root: r}
-	return r.top, nil
+	return r, nil
 }
 
+// Node is the root node of the filesystem, for go-fuse's fs.NewNodeFS.
+func (r *Root) Node() *Node { return r.top }
+
 // Hashes returns the mount's hash cache, for status counters.
-func (n *Node) Hashes() *objects.HashCache { return n.root.hashes }
+func (r *Root) Hashes() *objects.HashCache { return r.hashes }
 
 // Close removes the provisional files left, puts back what git removed
 // and did not write again, then releases the source directory handle.
-func (n *Node) Close() error {
-	n.root.closeProvisional()
-	n.root.closed.Store(true)
-	n.root.putBackAll()
-	if n.root.gitView != nil {
-		n.root.gitView.close()
+func (r *Root) Close() error {
+	r.closeProvisional()
+	r.closed.Store(true)
+	r.putBackAll()
+	if r.gitView != nil {
+		r.gitView.close()
 	}
-	return syscall.Close(n.root.rootFd)
+	return syscall.Close(r.rootFd)
 }
-
-var _ = (fs.NodeOnAdder)((*Node)(nil))
 
 // OnAdd creates the control directory once the root is in the tree.
 func (n *Node) OnAdd(ctx context.Context) {

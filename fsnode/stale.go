@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/intentfs/intentfs/internal/session"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -34,7 +34,7 @@ func (r *Root) staleTarget(req policy.Request, a Actor) string {
 	if err := r.statBeneath(target, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return "" // nothing there to overwrite, or not a file
 	}
-	was, stale := a.Versions.Stale(target, session.VersionOf(&st))
+	was, stale := a.Versions.Stale(target, agent.VersionOf(&st))
 	if !stale {
 		return ""
 	}

@@ -12,12 +12,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/internal/objects"
+	"github.com/intentfs/intentfs/internal/upstreamplan"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
 
 // upstreamFile is a file git creates outside the scope toward the
-// upstream's content (see UpstreamSource). Its bytes go to an unnamed file
+// upstream's content (see upstreamplan). Its bytes go to an unnamed file
 // in the same directory, never to the path: when git closes it (FLUSH,
 // before close returns), the mount copies them into a second unnamed file
 // only it holds, checks that copy against the upstream's tip, and links
@@ -35,16 +36,11 @@ type upstreamFile struct {
 	result  syscall.Errno
 }
 
-var (
-	_ = (fs.FileFlusher)((*upstreamFile)(nil))
-	_ = (fs.FileReleaser)((*upstreamFile)(nil))
-)
-
 // createUpstream is createFile for a file git brings from the upstream
 // outside the scope.
 func (n *Node) createUpstream(ctx context.Context, name, rel string, g grant, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	e := g.upstream.entry
-	if exec := mode&0o100 != 0; exec != (e.Mode == "100755") {
+	e := g.upstream.Entry
+	if exec := mode&0o100 != 0; exec != e.Executable() {
 		return nil, nil, 0, n.root.denyUpstream(ctx, g, policy.OpCreate, rel,
 			fmt.Sprintf("git would create %s with mode %o, the upstream's tip has mode %s", rel, mode&0o7777, e.Mode))
 	}
@@ -78,7 +74,7 @@ func (n *Node) createUpstream(ctx context.Context, name, rel string, g grant, mo
 	child := n.newChild(ctx, &st, out)
 	cn := child.Operations().(*Node)
 	f := &upstreamFile{File: newFile(cn, fd, nil), dir: n, name: name, rel: rel, g: g, created: time.Now()}
-	if why := n.root.upstreamRemovals.addSink(f); why != "" {
+	if why := n.root.upstreamRemovals.AddSink(f, f.rel, f.created); why != "" {
 		f.File.Release(ctx)
 		return nil, nil, 0, n.root.denyUpstream(ctx, g, policy.OpCreate, rel, why)
 	}
@@ -96,7 +92,7 @@ func (f *upstreamFile) Flush(ctx context.Context) syscall.Errno {
 		f.settled = true
 		f.result = f.publish(ctx)
 		f.node.sink.CompareAndSwap(f, nil)
-		f.node.root.upstreamRemovals.dropSink(f)
+		f.node.root.upstreamRemovals.DropSink(f)
 	}
 	return f.result
 }
@@ -104,7 +100,7 @@ func (f *upstreamFile) Flush(ctx context.Context) syscall.Errno {
 // Release forgets the handle; a file never closed is never published.
 func (f *upstreamFile) Release(ctx context.Context) syscall.Errno {
 	f.node.sink.CompareAndSwap(f, nil)
-	f.node.root.upstreamRemovals.dropSink(f)
+	f.node.root.upstreamRemovals.DropSink(f)
 	return f.File.Release(ctx)
 }
 
@@ -114,8 +110,8 @@ func (f *upstreamFile) Release(ctx context.Context) syscall.Errno {
 func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
 	r := f.node.root
 	dir, _ := splitRel(f.rel)
-	if time.Since(f.created) >= upstreamSinkFor {
-		return f.refuseLocking(ctx, fmt.Sprintf("git kept it open more than %v", upstreamSinkFor))
+	if time.Since(f.created) >= upstreamplan.SinkFor {
+		return f.refuseLocking(ctx, fmt.Sprintf("git kept it open more than %v", upstreamplan.SinkFor))
 	}
 	// The tip now, not the one of the creation: the upstream may have
 	// moved on (or the policy named another) while the file was open.
@@ -174,7 +170,7 @@ func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
 		// git's own modes, whatever the caller's umask: a file of the
 		// upstream is readable by all, writable by its owner only.
 		perm := uint32(0o644)
-		if e.Mode == "100755" {
+		if e.Executable() {
 			perm = 0o755
 		}
 		if err := syscall.Fchmod(copyFd, perm); err != nil {
@@ -194,14 +190,14 @@ func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
 	if why != "" {
 		return f.refuse(ctx, why)
 	}
-	if rm, ok := r.upstreamRemovals.take(f.rel); ok {
+	if rm, ok := r.upstreamRemovals.Take(f.rel); ok {
 		// The removal was recorded; this creation completes it.
 		r.completeRemoval(rm)
 	}
 	g := f.g
-	g.upstream = &upstreamPlan{entry: e}
+	g.upstream = &upstreamplan.Plan{Entry: e}
 	r.record(g, ledger.Change{Event: ledger.EventCreate, Path: f.rel, PostHash: d.Hash, Lines: d.Lines, Op: "upstream",
-		RestoredFrom: g.upstream.restoredFrom(), Reason: "git brought " + e.Ref + " at " + shortCommit(e.Commit) + " outside the scope",
+		RestoredFrom: g.upstream.RestoredFrom(), Reason: "git brought " + e.Ref + " at " + upstreamplan.ShortCommit(e.Commit) + " outside the scope",
 		Time: time.Now()})
 	// The kernel knows the unnamed file under the name: it learns the
 	// published one.
@@ -211,24 +207,24 @@ func (f *upstreamFile) publish(ctx context.Context) syscall.Errno {
 
 // tipNow is what the upstream's tip has at the file's path now, if it is
 // a file git could have created with the handle's mode; else why not.
-func (f *upstreamFile) tipNow(ctx context.Context) (UpstreamEntry, string) {
-	src, ok := f.node.root.gov.(UpstreamSource)
+func (f *upstreamFile) tipNow(ctx context.Context) (upstreamplan.Entry, string) {
+	src, ok := f.node.root.gov.(upstreamplan.Source)
 	if !ok {
-		return UpstreamEntry{}, "the upstream cannot be consulted"
+		return upstreamplan.Entry{}, "the upstream cannot be consulted"
 	}
 	e, err := src.UpstreamEntry(ctx, f.rel)
 	if err != nil {
-		return UpstreamEntry{}, err.Error()
+		return upstreamplan.Entry{}, err.Error()
 	}
-	if e.Kind != "blob" || (e.Mode != "100644" && e.Mode != "100755") {
-		return UpstreamEntry{}, "the upstream's tip (" + shortCommit(e.Commit) + ") no longer has a regular file there"
+	if !e.RegularFile() {
+		return upstreamplan.Entry{}, "the upstream's tip (" + upstreamplan.ShortCommit(e.Commit) + ") no longer has a regular file there"
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(f.fd, &st); err != nil {
-		return UpstreamEntry{}, err.Error()
+		return upstreamplan.Entry{}, err.Error()
 	}
-	if exec := st.Mode&0o100 != 0; exec != (e.Mode == "100755") {
-		return UpstreamEntry{}, fmt.Sprintf("git created it with mode %o, the upstream's tip (%s) has mode %s", st.Mode&0o7777, shortCommit(e.Commit), e.Mode)
+	if exec := st.Mode&0o100 != 0; exec != e.Executable() {
+		return upstreamplan.Entry{}, fmt.Sprintf("git created it with mode %o, the upstream's tip (%s) has mode %s", st.Mode&0o7777, upstreamplan.ShortCommit(e.Commit), e.Mode)
 	}
 	return e, ""
 }
@@ -244,7 +240,7 @@ func (f *upstreamFile) refuseLocking(ctx context.Context, why string) syscall.Er
 // its path (the pair failed), and returns EACCES. dirs is held.
 func (f *upstreamFile) refuse(ctx context.Context, why string) syscall.Errno {
 	r := f.node.root
-	if rm, ok := r.upstreamRemovals.take(f.rel); ok {
+	if rm, ok := r.upstreamRemovals.Take(f.rel); ok {
 		r.putBackRemoval(f.rel, rm, "what git wrote in its place was refused")
 	}
 	return r.denyUpstream(ctx, f.g, policy.OpCreate, f.rel, why)
@@ -300,5 +296,5 @@ func (r *Root) recordUpstreamDenial(g grant, op policy.Op, rel, why string) {
 		caller = policy.Caller{Pid: p.Pid, Uid: p.Uid, Gid: p.Gid}
 	}
 	r.gov.Denied(policy.Request{Op: op, Path: rel, Intent: g.intent, Caller: caller},
-		policy.Decision{Code: CodeUpstreamUnverified, Validation: policy.ValidationFail, Path: rel, Reason: why}, g.proc, g.actor.Session)
+		policy.Decision{Code: upstreamplan.CodeUnverified, Validation: policy.ValidationFail, Path: rel, Reason: why}, g.proc, g.actor.Session)
 }

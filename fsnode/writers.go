@@ -38,8 +38,8 @@ type OpenWriter struct {
 }
 
 // OpenWriters lists the files open for writing, by path.
-func (n *Node) OpenWriters() []OpenWriter {
-	w := &n.root.writers
+func (r *Root) OpenWriters() []OpenWriter {
+	w := &r.writers
 	w.mu.Lock()
 	files := make([]*File, 0, len(w.set))
 	for f := range w.set {
@@ -63,4 +63,18 @@ func (n *Node) OpenWriters() []OpenWriter {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// checkpointWriters records the pending writes of every file open for
+// writing through the mount.
+func (r *Root) checkpointWriters() {
+	r.writers.mu.Lock()
+	files := make([]*File, 0, len(r.writers.set))
+	for f := range r.writers.set {
+		files = append(files, f)
+	}
+	r.writers.mu.Unlock()
+	for _, f := range files {
+		f.checkpoint(false)
+	}
 }

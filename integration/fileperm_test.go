@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intentfs/intentfs/internal/session"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -103,7 +103,7 @@ func TestCheckTellsFilePermissionsFromPolicy(t *testing.T) {
 		_, err := fmt.Sscan(string(b), &rootPid)
 		return err == nil
 	}, "the session's root process")
-	info, err := e.d.StartSession(session.Spec{Name: "agent", User: "agent", Uid: 1000, Gid: 1000, RootPid: rootPid, Intent: "INT-001"}, nil)
+	info, err := e.d.StartSession(agent.Spec{Name: "agent", User: "agent", Uid: 1000, Gid: 1000, RootPid: rootPid, Intent: "INT-001"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentfs/intentfs/internal/session"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/ledger"
 )
 
@@ -126,13 +126,13 @@ func (e *env) cli(args ...string) (string, error) {
 
 // sessionNamed returns the session called name, as intentfs sessions
 // lists it.
-func (e *env) sessionNamed(name string) (session.Info, bool) {
+func (e *env) sessionNamed(name string) (agent.Info, bool) {
 	for _, s := range e.d.Sessions() {
 		if s.Name == name {
 			return s, true
 		}
 	}
-	return session.Info{}, false
+	return agent.Info{}, false
 }
 
 // bounded wraps a shell wait loop so a broken test fails instead of hanging.
@@ -244,7 +244,7 @@ func TestSessionClaimReleasedWhenHolderIsKilled(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- holder.Wait() }()
-	var info session.Info
+	var info agent.Info
 	waitFor(t, func() bool { var ok bool; info, ok = e.sessionNamed("holder"); return ok && info.Live }, "the holder's session")
 
 	out, code := e.runSession("--intent", "INT-001", "--name", "second", "--", "true")

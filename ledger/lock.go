@@ -41,6 +41,7 @@ func AcquireLock(source, holder string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("%w: %s is locked (%s)", ErrAlreadyMounted, source, path)
 	}
+	giveLockToSourceOwner(f, filepath.Dir(path))
 	// Who holds the lock is what a second holder's error names, so a
 	// lock whose holder cannot be written is refused rather than held
 	// anonymously.
@@ -55,6 +56,26 @@ func AcquireLock(source, holder string) (*os.File, error) {
 		return nil, fmt.Errorf("writing the lock holder to %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// giveLockToSourceOwner makes a lock file that root holds belong to the
+// owner of the directory it lies in, as every file the daemon writes keeps
+// the checkout's owner: a lock left owned by root (a root mount, a
+// container's daemon) would otherwise refuse the owner's own commands
+// (hook install, accept) until someone removed it with sudo. The owner
+// gains nothing: the directory is theirs, and a flock needs only read
+// access. Best effort: a lock that cannot be handed over still locks.
+func giveLockToSourceOwner(f *os.File, dir string) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	var fst, dst syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &fst) != nil || syscall.Lstat(dir, &dst) != nil {
+		return
+	}
+	if fst.Uid != dst.Uid || fst.Gid != dst.Gid {
+		_ = syscall.Fchown(int(f.Fd()), int(dst.Uid), int(dst.Gid))
+	}
 }
 
 // lockOpenError explains a lock that cannot be opened. The usual cause is
@@ -72,16 +93,47 @@ func lockOpenError(path string, err error) error {
 	}
 	holder := ""
 	if li, ok := readLockInfo(path); ok {
-		alive := syscall.Kill(li.Pid, 0) != syscall.ESRCH
 		state := "no longer running"
-		if alive {
+		switch lockHeld(path) {
+		case lockHeldYes:
 			state = "still running: unmount it first"
+		case lockHeldUnknown:
+			state = "it may still run"
 		}
 		holder = fmt.Sprintf(" it was last held by pid %d for %s (%s);", li.Pid, li.Mountpoint, state)
 	}
 	return fmt.Errorf("opening lock %s: %w: the lock file belongs to uid %d, not to this user (uid %d): it was left by a mount or command run as that user;%s "+
 		"run intentfs as uid %d (sudo intentfs ...), or, once nothing holds it, remove it: sudo rm %s (intentfs doctor checks this)",
 		path, err, st.Uid, os.Geteuid(), holder, st.Uid, path)
+}
+
+type lockHolding int
+
+const (
+	lockHeldNo lockHolding = iota
+	lockHeldYes
+	lockHeldUnknown
+)
+
+// lockHeld asks the kernel whether a holder still has the lock: a shared
+// flock on a read-only descriptor is refused while an exclusive one is
+// held. The pid a lock records cannot say it: a holder in another pid
+// namespace (a container's daemon is pid 1 there) names a process that
+// may be a different one here.
+func lockHeld(path string) lockHolding {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return lockHeldUnknown
+	}
+	defer f.Close()
+	switch err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); {
+	case err == nil:
+		return lockHeldNo
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return lockHeldYes
+	default:
+		return lockHeldUnknown
+	}
 }
 
 // readLockInfo reads who last held a lock: a regular file, not a link,

@@ -47,3 +47,32 @@ func TestAcquireLockRefusesAnUnwritableHolder(t *testing.T) {
 		t.Fatalf("error %q does not say what failed", err)
 	}
 }
+
+// TestRootLockBelongsToTheSourceOwner: a lock root takes in a checkout
+// that belongs to a user ends up that user's, so the user's own commands
+// can take it once root's mount is gone.
+func TestRootLockBelongsToTheSourceOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only root's locks change owner")
+	}
+	src := t.TempDir()
+	orch := filepath.Join(src, ".orchestration")
+	if err := os.Mkdir(orch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(orch, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	f, err := AcquireLock(src, "the mount at /m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(src, LockFile), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid != 1000 || st.Gid != 1000 {
+		t.Fatalf("lock belongs to %d:%d, want the directory's owner 1000:1000", st.Uid, st.Gid)
+	}
+}

@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/intentfs/intentfs/control"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/runner"
-	"github.com/intentfs/intentfs/internal/session"
 )
 
 // exitRunFailed is run's status when the command never ran.
@@ -137,7 +137,7 @@ func runRun(a *app, args []string) error {
 	if check && intent == "" {
 		return usagef("--check needs --intent")
 	}
-	spec := session.Spec{Name: flagString(a, "name"), User: u.Name, Uid: u.Uid, Gid: u.Gid, Intent: intent,
+	spec := agent.Spec{Name: flagString(a, "name"), User: u.Name, Uid: u.Uid, Gid: u.Gid, Intent: intent,
 		Pinned: intent != "", Model: flagString(a, "model"), Conversation: flagString(a, "conversation"), Check: check}
 	code, err := runner.Launch(runner.Options{
 		Config: runner.Config{Mountpoint: e.Mountpoint, Dir: dir, Source: e.Source, Hide: append(hiddenRuntimeDirs(e), covers...),
@@ -205,7 +205,7 @@ func checkAttribution(model, conversation string) error {
 }
 
 // registerWith returns the Register step of a session of the mount e.
-func registerWith(e mounts.Entry, spec session.Spec) func(int) (string, error) {
+func registerWith(e mounts.Entry, spec agent.Spec) func(int) (string, error) {
 	return func(pid int) (string, error) {
 		spec.RootPid = pid
 		wspec := control.SessionSpec(spec)

@@ -262,7 +262,9 @@ func DenialsReportFor(m Mount, denials []control.Denial, named []string) string 
 			continue
 		}
 		advised[target] = true
-		if res, err := m.DryRun(target, "open_write"); err == nil {
+		if a := gitAdvice(d.Code); a != "" {
+			fmt.Fprintf(&b, "  What to do: %s\n", a)
+		} else if res, err := m.DryRun(target, "open_write"); err == nil {
 			res.Code = d.Code
 			fmt.Fprintf(&b, "  What to do: %s\n", Advice(m.Root(), res))
 		}

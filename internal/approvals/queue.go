@@ -382,13 +382,13 @@ func (g *Queue) remember(d Decision) {
 	}
 }
 
-// Decide is a human's decision on the pending entry id: approve or deny
+// Settle carries out a human's decision on the pending entry id: approve or deny
 // (verdict VerdictApproved or VerdictDenied), made by by (byProc). For a
 // held change, cover > 0 also decides the same rule's further changes by
 // the same process for that long, and coverProcess for as long as that
 // process lives; other changes of it that wait under the rule are decided
 // with it. It returns every decision made, the named one first.
-func (g *Queue) Decide(id uint64, verdict, by string, byProc *ledger.Process, cover time.Duration, coverProcess bool, reason string) ([]Decision, error) {
+func (g *Queue) Settle(id uint64, verdict, by string, byProc *ledger.Process, cover time.Duration, coverProcess bool, reason string) ([]Decision, error) {
 	if verdict != VerdictApproved && verdict != VerdictDenied {
 		return nil, fmt.Errorf("unknown verdict %q", verdict)
 	}

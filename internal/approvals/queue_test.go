@@ -111,8 +111,8 @@ func TestDecisionsAndWhatTheyCover(t *testing.T) {
 	// A plain approval lets one change through; the next is held again.
 	v1 := hold(1)
 	p := waitEntries(t, g, 1)[0]
-	if ds, err := g.Decide(p.ID, VerdictApproved, "alice", decider, 0, false, ""); err != nil || len(ds) != 1 {
-		t.Fatalf("Decide: %v %+v", err, ds)
+	if ds, err := g.Settle(p.ID, VerdictApproved, "alice", decider, 0, false, ""); err != nil || len(ds) != 1 {
+		t.Fatalf("Settle: %v %+v", err, ds)
 	}
 	if v := <-v1; !v.Proceed {
 		t.Fatalf("approved change got %+v", v)
@@ -124,9 +124,9 @@ func TestDecisionsAndWhatTheyCover(t *testing.T) {
 	// changes of it already waiting included, and no other process's.
 	v3 := hold(1)
 	waitEntries(t, g, 2)
-	ds, err := g.Decide(p.ID, VerdictApproved, "alice", decider, time.Minute, false, "")
+	ds, err := g.Settle(p.ID, VerdictApproved, "alice", decider, time.Minute, false, "")
 	if err != nil || len(ds) != 2 {
-		t.Fatalf("Decide --for: %v %+v", err, ds)
+		t.Fatalf("Settle --for: %v %+v", err, ds)
 	}
 	if a, b := <-v2, <-v3; !a.Proceed || !b.Proceed {
 		t.Fatalf("covered changes got %+v %+v", a, b)
@@ -138,7 +138,7 @@ func TestDecisionsAndWhatTheyCover(t *testing.T) {
 	p = waitEntries(t, g, 1)[0]
 
 	// A denial refuses with its reason, and covers the burst.
-	if _, err := g.Decide(p.ID, VerdictDenied, "alice", decider, time.Minute, false, "keep them"); err != nil {
+	if _, err := g.Settle(p.ID, VerdictDenied, "alice", decider, time.Minute, false, "keep them"); err != nil {
 		t.Fatal(err)
 	}
 	if v := <-v4; v.Proceed || v.Code != CodeDenied || !strings.Contains(v.Reason, "denied by alice: keep them") {
@@ -147,7 +147,7 @@ func TestDecisionsAndWhatTheyCover(t *testing.T) {
 	if v := g.Hold(context.Background(), unlink(2), rules); v.Proceed || v.Code != CodeDenied || !strings.Contains(v.Reason, "alice denied it for this process") {
 		t.Fatalf("a change within the denial's cover got %+v", v)
 	}
-	if _, err := g.Decide(p.ID, VerdictApproved, "alice", decider, 0, false, ""); err == nil || !strings.Contains(err.Error(), "not pending") {
+	if _, err := g.Settle(p.ID, VerdictApproved, "alice", decider, 0, false, ""); err == nil || !strings.Contains(err.Error(), "not pending") {
 		t.Fatalf("deciding twice: %v", err)
 	}
 	rec.mu.Lock()
@@ -192,7 +192,7 @@ func TestDenialCoversTheBurstPastItsWindow(t *testing.T) {
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
-	if _, err := g.Decide(p.ID, VerdictDenied, "alice", nil, 5*time.Minute, false, ""); err != nil {
+	if _, err := g.Settle(p.ID, VerdictDenied, "alice", nil, 5*time.Minute, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	<-done
@@ -409,7 +409,7 @@ func TestKilledCallerEndsItsHold(t *testing.T) {
 	if len(ds) != 1 || ds[0].Verdict != VerdictCancelled || ds[0].Pending.Process.Pid != 7 || !strings.Contains(ds[0].Reason, "killed") {
 		t.Fatalf("decisions %+v", ds)
 	}
-	if _, err := g.Decide(l[0].ID, VerdictApproved, "alice", nil, 0, false, ""); err != nil {
+	if _, err := g.Settle(l[0].ID, VerdictApproved, "alice", nil, 0, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	if v := <-done[8]; !v.Proceed {

@@ -23,10 +23,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/daemon"
 	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/runner"
-	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -238,7 +238,7 @@ func launch(o Options, d *daemon.Daemon, u runner.User, reg mounts.Registry, uma
 		argv = []string{defaultShell()}
 	}
 	mp := d.Mountpoint()
-	spec := session.Spec{Name: o.Name, User: u.Name, Uid: u.Uid, Gid: u.Gid, Intent: o.Intent, Pinned: o.Intent != ""}
+	spec := agent.Spec{Name: o.Name, User: u.Name, Uid: u.Uid, Gid: u.Gid, Intent: o.Intent, Pinned: o.Intent != ""}
 	by := &ledger.Process{Pid: uint32(os.Getpid()), Comm: "intentfs container"}
 	// /run/intentfs holds the control socket and the registry; /run/user
 	// nothing of the agent's. The source is hidden by the seal itself.

@@ -27,7 +27,7 @@ func (d *Daemon) Accept(r accept.Request, by *ledger.Process) ([]accept.Result, 
 	if err := accept.Validate(r); err != nil {
 		return nil, err
 	}
-	s, err := d.sessionOf(by)
+	s, err := d.actors.sessionOf(by)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("accept refused: %v: %w", err, syscall.EPERM)
@@ -54,7 +54,7 @@ func (d *Daemon) Accept(r accept.Request, by *ledger.Process) ([]accept.Result, 
 		out = append(out, res)
 	}
 	for _, c := range changes {
-		d.Record(c)
+		d.gov.Record(c)
 	}
 	if err := d.writer.Flush(); err != nil {
 		return out, fmt.Errorf("recording the acceptance: %w", err)

@@ -71,7 +71,7 @@ func (d *Daemon) recordAgentFile(name string, pre, post []byte) {
 		c.PreImage = "stored"
 	}
 	c.Class = ledger.ClassDocumentation
-	d.Record(c)
+	d.gov.Record(c)
 }
 
 func hashOf(b []byte) string {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -20,10 +19,10 @@ import (
 
 // newApprovalQueue returns the approval queue of the mount, which records every
 // decision and shows what waits to watchers.
-func (d *Daemon) newApprovalQueue() *approvals.Queue {
+func (g *governor) newApprovalQueue() *approvals.Queue {
 	return approvals.New(approvals.Options{
-		OnPending:  d.onPending,
-		OnDecision: d.onDecision,
+		OnPending:  g.onPending,
+		OnDecision: g.onDecision,
 		StartTime:  procinfo.StartTime,
 		// A killed caller's change ends as cancelled on every transport,
 		// whether or not the kernel interrupts its request.
@@ -33,8 +32,8 @@ func (d *Daemon) newApprovalQueue() *approvals.Queue {
 
 // Hold puts an allowed change to the approval rules of the policy in
 // force; a change one of them holds waits here for a human.
-func (d *Daemon) Hold(ctx context.Context, h fsnode.HoldRequest) syscall.Errno {
-	rules := d.engine.Snapshot().ApprovalRulesFor(h.Request.Intent)
+func (g *governor) Hold(ctx context.Context, h fsnode.HoldRequest) syscall.Errno {
+	rules := g.engine.Snapshot().ApprovalRulesFor(h.Request.Intent)
 	if len(rules) == 0 {
 		return 0
 	}
@@ -42,19 +41,19 @@ func (d *Daemon) Hold(ctx context.Context, h fsnode.HoldRequest) syscall.Errno {
 	held := approvals.Held{Op: req.Op, Path: req.Path, Path2: req.Path2, Intent: req.Intent,
 		Session: sessionID(h.Session), Process: h.Process, Uid: req.Caller.Uid, Pid: req.Caller.Pid, Destroys: req.Destroys, Size: h.Size, Removes: req.Removes}
 	if h.Observe {
-		if rule := d.approvals.WouldHold(held, rules); rule != nil {
-			d.wouldHold(req, rule, h)
+		if rule := g.approvals.WouldHold(held, rules); rule != nil {
+			g.wouldHold(req, rule, h)
 		}
 		return 0
 	}
-	v := d.approvals.Hold(ctx, held, rules)
+	v := g.approvals.Hold(ctx, held, rules)
 	switch {
 	case v.Proceed:
 		return 0
 	case v.Interrupted:
 		return syscall.EINTR
 	}
-	d.Denied(req, policy.Decision{Code: v.Code, Reason: v.Reason, Validation: policy.ValidationFail, Path: req.Path}, h.Process, h.Session)
+	g.Denied(req, policy.Decision{Code: v.Code, Reason: v.Reason, Validation: policy.ValidationFail, Path: req.Path}, h.Process, h.Session)
 	return syscall.EACCES
 }
 
@@ -65,18 +64,18 @@ const CodeWouldHold = "WOULD_HOLD"
 // wouldHold records that rule would have held the change h, which goes
 // ahead: the approval record names the rule, the change's own record
 // follows once it is made.
-func (d *Daemon) wouldHold(req policy.Request, rule *policy.ApprovalRule, h fsnode.HoldRequest) {
-	d.counters.wouldHold.Add(1)
+func (g *governor) wouldHold(req policy.Request, rule *policy.ApprovalRule, h fsnode.HoldRequest) {
+	g.counters.wouldHold.Add(1)
 	reason := fmt.Sprintf("approval rule %s (%s) would have held this change for a human; observe mode let it proceed", rule.Name, rule.Describe())
-	d.log.Info("would hold", "op", req.Op, "path", req.Path, "intent", req.Intent, "rule", rule.Name)
+	g.log.Info("would hold", "op", req.Op, "path", req.Path, "intent", req.Intent, "rule", rule.Name)
 	c := ledger.Change{Event: ledger.EventApproval, Path: req.Path, FromPath: req.Path2, Intent: req.Intent, Op: string(req.Op),
 		Code: CodeWouldHold, Reason: reason, Process: h.Process, Session: h.Session, Time: time.Now()}
-	d.Record(c)
-	if d.feed.Active() {
+	g.Record(c)
+	if g.feed.Active() {
 		ev := feed.Event{Kind: feed.KindGovernance, Event: string(ledger.EventApproval), Op: c.Op, Path: c.Path, Path2: c.FromPath,
 			Intent: c.Intent, Session: sessionID(c.Session), Code: c.Code, Reason: reason, Time: c.Time}
 		setProcess(&ev, c.Process)
-		d.feed.Publish(ev)
+		g.feed.Publish(ev)
 	}
 }
 
@@ -89,9 +88,9 @@ func sessionID(s *ledger.Session) string {
 }
 
 // onPending shows a new entry to watchers.
-func (d *Daemon) onPending(p approvals.Pending) {
-	d.log.Info("waiting for a human", "id", p.ID, "kind", p.Kind, "op", p.Op, "path", p.Path, "rule", p.Rule)
-	if !d.feed.Active() {
+func (g *governor) onPending(p approvals.Pending) {
+	g.log.Info("waiting for a human", "id", p.ID, "kind", p.Kind, "op", p.Op, "path", p.Path, "rule", p.Rule)
+	if !g.feed.Active() {
 		return
 	}
 	ev := feed.Event{Kind: feed.KindHeld, ID: p.ID, Op: p.Op, Path: p.Path, Path2: p.Path2, Intent: p.Intent,
@@ -100,25 +99,25 @@ func (d *Daemon) onPending(p approvals.Pending) {
 		ev.Op, ev.Path = "scope_request", strings.Join(p.Paths, " ")
 	}
 	setProcess(&ev, p.Process)
-	d.feed.Publish(ev)
+	g.feed.Publish(ev)
 }
 
 // onDecision records a decision and shows it to watchers.
-func (d *Daemon) onDecision(dec approvals.Decision) {
+func (g *governor) onDecision(dec approvals.Decision) {
 	p := dec.Pending
 	op, path := p.Op, p.Path
 	if p.Kind == approvals.KindScopeRequest {
 		op, path = "scope_request", ""
 	}
-	d.log.Info("decided", "id", p.ID, "verdict", dec.Verdict, "by", dec.By, "op", op, "path", path)
+	g.log.Info("decided", "id", p.ID, "verdict", dec.Verdict, "by", dec.By, "op", op, "path", path)
 	reason := decisionReason(dec)
-	d.Record(ledger.Change{Event: ledger.EventApproval, Path: path, FromPath: p.Path2, Intent: p.Intent, Op: op,
+	g.Record(ledger.Change{Event: ledger.EventApproval, Path: path, FromPath: p.Path2, Intent: p.Intent, Op: op,
 		Code: strings.ToUpper(dec.Verdict), Reason: reason, Process: dec.ByProcess, Time: dec.At})
-	if d.feed.Active() {
+	if g.feed.Active() {
 		ev := feed.Event{Kind: feed.KindDecided, Event: string(ledger.EventApproval), ID: p.ID, Verdict: dec.Verdict, By: dec.By,
 			Op: op, Path: path, Path2: p.Path2, Intent: p.Intent, Session: p.Session, Reason: reason, Time: dec.At}
 		setProcess(&ev, dec.ByProcess)
-		d.feed.Publish(ev)
+		g.feed.Publish(ev)
 	}
 }
 
@@ -154,76 +153,8 @@ func decisionReason(dec approvals.Decision) string {
 	return b.String()
 }
 
-// Approvals lists what waits for a human and the recent decisions.
-func (d *Daemon) Approvals() ([]approvals.Pending, []approvals.Decision) {
-	return d.approvals.List(), d.approvals.Recent()
-}
-
-// DecideApproval carries out a human's decision on what waits. Approving
-// a scope request adds its paths to the intent's owned_scope in the
-// policy file first; if that fails, the request stays pending and the
-// error says why.
-func (d *Daemon) DecideApproval(r control.DecideRequest, by *ledger.Process) ([]approvals.Decision, error) {
-	who := deciderName(by)
-	p, ok := d.approvals.Get(r.ID)
-	if !ok {
-		return nil, fmt.Errorf("%d is not pending: it was decided, timed out, or its process ended (see intentfs approvals)", r.ID)
-	}
-	if p.Kind == approvals.KindScopeRequest && r.Verdict == approvals.VerdictApproved {
-		if r.For != 0 || r.ForProcess {
-			return nil, errors.New("--for and --process apply to held changes, not to scope requests")
-		}
-		if err := d.wf.Scope(p.Intent, p.Paths, nil, by); err != nil {
-			return nil, fmt.Errorf("adding %s to the owned_scope of %s: %w", strings.Join(p.Paths, ", "), p.Intent, err)
-		}
-	}
-	return d.approvals.Decide(r.ID, r.Verdict, who, by, r.For, r.ForProcess, r.Reason)
-}
-
-// deciderName names a person deciding through the CLI.
-func deciderName(by *ledger.Process) string {
-	if by == nil {
-		return "intentfs"
-	}
-	name := strings.TrimSuffix(strings.TrimPrefix(by.Comm, "intentfs ("), ")")
-	if name == "" || name == by.Comm {
-		name = fmt.Sprintf("uid %d", by.Uid)
-	}
-	return fmt.Sprintf("%s (uid %d)", textsafe.Escape(name), by.Uid)
-}
-
-// RequestScope files an agent's request for more scope under its intent.
-func (d *Daemon) RequestScope(paths []string, why string, by *ledger.Process) (uint64, error) {
-	intent := d.intentFor(by)
-	if intent == "" {
-		return 0, errors.New("no intent is active: select one before asking for more scope")
-	}
-	if d.engine.Snapshot().Intents.Get(intent) == nil {
-		return 0, fmt.Errorf("the active intent %s is not defined in the policy", intent)
-	}
-	p := approvals.Pending{Intent: intent, Session: d.SessionOf(by), Paths: paths, Why: why, Process: by}
-	id, err := d.approvals.Request(by.Uid, p)
-	if err != nil {
-		if errors.Is(err, approvals.ErrFull) {
-			return 0, fmt.Errorf("%w: %w", err, syscall.EBUSY)
-		}
-		return 0, err
-	}
-	sess, _ := d.sessionOf(by)
-	var ref *ledger.Session
-	if sess != nil {
-		ref = sess.Ref()
-	}
-	d.Record(ledger.Change{Event: ledger.EventApproval, Intent: intent, Op: "scope_request", Code: "REQUESTED",
-		Reason: fmt.Sprintf("scope request %d for %s: %s", id, strings.Join(paths, ", "), why), Process: by, Session: ref})
-	return id, nil
-}
-
-// Watch subscribes to the mount's events.
-func (d *Daemon) Watch() (*feed.Sub, func(), error) { return d.feed.Subscribe() }
-
 // publishRecord shows a recorded change or governance event to watchers.
-func (d *Daemon) publishRecord(c ledger.Change) {
+func (g *governor) publishRecord(c ledger.Change) {
 	kind := feed.KindChange
 	switch {
 	case c.Event == ledger.EventApproval:
@@ -234,15 +165,15 @@ func (d *Daemon) publishRecord(c ledger.Change) {
 	ev := feed.Event{Kind: kind, Event: string(c.Event), Op: c.Op, Path: c.Path, Path2: c.FromPath, Intent: c.Intent,
 		Session: sessionID(c.Session), Code: c.Code, Reason: c.Reason, Time: c.Time}
 	setProcess(&ev, c.Process)
-	d.feed.Publish(ev)
+	g.feed.Publish(ev)
 }
 
 // publishDenial shows a refused change to watchers.
-func (d *Daemon) publishDenial(dn control.Denial) {
+func (g *governor) publishDenial(dn control.Denial) {
 	ev := feed.Event{Kind: feed.KindDenied, Event: string(ledger.EventDenied), Op: dn.Op, Path: dn.Path, Path2: dn.Path2,
 		Intent: dn.Intent, Session: dn.Session, Code: dn.Code, Reason: dn.Reason, Time: dn.Time}
 	setProcess(&ev, dn.Process)
-	d.feed.Publish(ev)
+	g.feed.Publish(ev)
 }
 
 func setProcess(ev *feed.Event, p *ledger.Process) {

@@ -3,29 +3,31 @@ package daemon
 import (
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/accept"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/policyedit"
-	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/ledger"
 )
 
-// controlBackend is the daemon as the control plane sees it: the
-// daemon's own methods, with the values that cross the control socket
-// converted to and from the control package's wire types here, so that
-// control depends on none of the packages behind the daemon.
+// controlBackend is the daemon as the control plane sees it
+// (control.Backend): the operations of the control socket and of the
+// in-mount .intentfs/ files, carried out by the daemon's parts, with the
+// values that cross the socket converted to and from the control
+// package's wire types here, so that control depends on none of the
+// packages behind the daemon.
 type controlBackend struct{ *Daemon }
 
 var _ control.Backend = controlBackend{}
 
 // IntentOp carries out a lifecycle command on the mounted source.
 func (b controlBackend) IntentOp(r control.IntentRequest, by *ledger.Process) error {
-	return b.Daemon.IntentOp(intentRequestFromWire(r), by)
+	return b.wf.Do(intentRequestFromWire(r), by)
 }
 
 // Revert undoes recorded changes in the source.
@@ -36,24 +38,23 @@ func (b controlBackend) Revert(r control.RevertRequest, by *ledger.Process) (*co
 
 // StartSession registers an agent session.
 func (b controlBackend) StartSession(spec control.SessionSpec, by *ledger.Process) (control.SessionInfo, error) {
-	info, err := b.Daemon.StartSession(session.Spec(spec), by)
+	info, err := b.actors.start(agent.Spec(spec), by)
 	return sessionInfoToWire(info), err
 }
 
 // Sessions lists the live sessions, then the recently ended ones.
 func (b controlBackend) Sessions() []control.SessionInfo {
-	return sessionsToWire(b.Daemon.Sessions())
+	return sessionsToWire(b.actors.list())
 }
 
 // Approvals lists what waits for a human and the recent decisions.
 func (b controlBackend) Approvals() ([]control.Pending, []control.Decision) {
-	pending, recent := b.Daemon.Approvals()
-	return pendingToWire(pending), decisionsToWire(recent)
+	return pendingToWire(b.approvals.List()), decisionsToWire(b.approvals.Recent())
 }
 
 // DecideApproval carries out a human's decision.
 func (b controlBackend) DecideApproval(r control.DecideRequest, by *ledger.Process) ([]control.Decision, error) {
-	ds, err := b.Daemon.DecideApproval(r, by)
+	ds, err := b.decideApproval(r, by)
 	return decisionsToWire(ds), err
 }
 
@@ -72,7 +73,7 @@ func (b controlBackend) Accept(r control.AcceptRequest, by *ledger.Process) ([]c
 // on converted until cancel: a slow watcher still loses events in the
 // feed, never slows the mount.
 func (b controlBackend) Watch() (<-chan control.Event, func(), error) {
-	sub, cancelSub, err := b.Daemon.Watch()
+	sub, cancelSub, err := b.gov.feed.Subscribe()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,12 +128,12 @@ func revertPlanToWire(p *history.Plan) *control.RevertPlan {
 	return out
 }
 
-func sessionInfoToWire(i session.Info) control.SessionInfo {
+func sessionInfoToWire(i agent.Info) control.SessionInfo {
 	return control.SessionInfo{ID: i.ID, SessionSpec: control.SessionSpec(i.Spec), Intent: i.Intent,
 		Started: i.Started, Ended: i.Ended, Live: i.Live, Changes: i.Changes, Denials: i.Denials}
 }
 
-func sessionsToWire(in []session.Info) []control.SessionInfo {
+func sessionsToWire(in []agent.Info) []control.SessionInfo {
 	if in == nil {
 		return nil
 	}

@@ -7,13 +7,13 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/accept"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/feed"
 	"github.com/intentfs/intentfs/internal/history"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/policyedit"
-	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/ledger"
@@ -30,8 +30,8 @@ func TestControlWireKeepsTheJSON(t *testing.T) {
 		Session: "s1", Rule: "r", Why: "w", Paths: []string{"x/**"}, Process: proc, Since: now, Deadline: now.Add(time.Minute)}
 	decision := approvals.Decision{Pending: pending, Verdict: approvals.VerdictApproved, By: "me", ByProcess: proc,
 		For: time.Second, ForProcess: true, Reason: "ok", At: now}
-	spec := session.Spec{Name: "n", User: "u", Uid: 1, Gid: 2, Intent: "INT-1", Pinned: true, Model: "m", Conversation: "c", Check: true, RootPid: 9}
-	info := session.Info{ID: "s1", Spec: spec, Intent: "INT-2", Started: now, Ended: &now, Live: true, Changes: 4, Denials: 5}
+	spec := agent.Spec{Name: "n", User: "u", Uid: 1, Gid: 2, Intent: "INT-1", Pinned: true, Model: "m", Conversation: "c", Check: true, RootPid: 9}
+	info := agent.Info{ID: "s1", Spec: spec, Intent: "INT-2", Started: now, Ended: &now, Live: true, Changes: 4, Denials: 5}
 	plan := &history.Plan{Steps: []history.Step{{Record: "r", Intent: "i", Event: "e", Action: "restore", Path: "p", To: "t",
 		Hash: "h", Moved: "m", Mode: "0644", Conflict: "c", Note: "n"}}, AlreadyReverted: 2}
 	intentReq := workflow.Request{Action: "new", ID: "INT-1", Reason: "r", Add: []string{"a"}, Remove: []string{"b"},

@@ -21,17 +21,18 @@ import (
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/fsnode"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/approvals"
-	"github.com/intentfs/intentfs/internal/feed"
-	"github.com/intentfs/intentfs/internal/gitgate"
+	"github.com/intentfs/intentfs/internal/gitchange"
 	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/mounts"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/internal/otelexport"
 	"github.com/intentfs/intentfs/internal/procinfo"
-	"github.com/intentfs/intentfs/internal/session"
+	"github.com/intentfs/intentfs/internal/rawfs"
 	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/internal/upstream"
+	"github.com/intentfs/intentfs/internal/upstreamplan"
 	"github.com/intentfs/intentfs/internal/workflow"
 	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
@@ -117,7 +118,12 @@ const sessionEndTimeout = 5 * time.Second
 // mapFlushInterval batches intent_map.md rewrites.
 const mapFlushInterval = time.Second
 
-// Daemon is a running mount.
+// Daemon is a running mount. It wires the parts that serve the mount
+// together at Start, and takes them down in order at Close: the
+// governor the filesystem calls (gov), the placement of callers and
+// their intents (actors), the upstream source and the commit gate the
+// filesystem asks (upstream, git), and the control plane
+// (controlBackend).
 type Daemon struct {
 	cfg Config
 	log *slog.Logger
@@ -127,11 +133,9 @@ type Daemon struct {
 	// store is the bounded object store of pre-images.
 	store  *objects.Store
 	engine *policy.Engine
-	// mirror is the daemon's copy of the declared upstream.
-	mirror *upstream.Mirror
 	writer *ledger.Writer
 	procs  *procinfo.Cache
-	root   *fsnode.Node
+	root   *fsnode.Root
 	server server
 	// transport is how requests arrive: TransportURing or TransportDev.
 	transport string
@@ -140,10 +144,8 @@ type Daemon struct {
 	// .intentfs/status) before mountTransport has returned server and
 	// transport, so Status must not read those fields.
 	mounted atomic.Pointer[mountedInfo]
-	ops     *fsnode.OpCounter
-	// sessions are the agent sessions (intentfs run) of the mount.
-	sessions *session.Registry
-	ctl      *control.Server
+	ops     *rawfs.OpCounter
+	ctl     *control.Server
 	// ctlDir is the mount's .intentfs/ directory, whose files the kernel
 	// is told of when their content changes; nil before the mount.
 	ctlDir  *control.Dir
@@ -155,34 +157,24 @@ type Daemon struct {
 	// long when the source is watched (see srcwatch.go).
 	cacheTimeout time.Duration
 
-	active   atomic.Pointer[string]
-	declared atomic.Pointer[ledger.MutationClass]
-	selMu    sync.Mutex
-
-	denials denialRing
-	gate    *denialGate
+	// gov records and shows every change and refusal.
+	gov *governor
+	// actors places callers in agent sessions and keeps their intents.
+	actors *actors
+	// upstream is the daemon's view of the declared upstream.
+	upstream *upstreamSource
 	// git checks commits made in the mount; notes attaches their records.
-	git   *gitgate.Gate
-	notes notesSync
-	// approvals holds changes for a human; feed shows events to watchers.
+	git   *gitWatcher
+	notes *notesSync
+	// approvals holds changes for a human (the governor's queue).
 	approvals *approvals.Queue
-	feed      feed.Hub
-	selects   *selectLimiter
 	// exporter copies the ledger's records to an OTLP receiver; nil when
 	// none is configured.
 	exporter *otelexport.Exporter
-	// counters are the mount's running totals; wouldDeny counts the
-	// changes observe mode let through that the policy refuses,
-	// wouldHold those an approval rule would have held.
-	counters struct {
-		allowed, denied, recorded, wouldDeny, wouldHold atomic.Uint64
-	}
 
 	wf         *workflow.Workflow
 	lessons    *sidecar.Lessons
 	imap       *sidecar.IntentMap
-	lessonMu   sync.Mutex
-	deniedDirs map[string]bool
 	agentFiles *sidecar.AgentFiles
 	// signing is nil when the mount has no signing key.
 	signing *signing
@@ -190,6 +182,99 @@ type Daemon struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
+}
+
+// filesystem is the governor the filesystem is given: fsnode asks it for
+// the upstream source and the git watcher by type assertion.
+type filesystem struct {
+	*governor
+	*upstreamSource
+	*gitWatcher
+}
+
+// fsnode finds the upstream source and the git watcher by asking the
+// governor it is given for them: a filesystem that lost either would
+// govern without them, silently.
+var (
+	_ upstreamplan.Source = filesystem{}
+	_ gitchange.Watcher   = filesystem{}
+)
+
+// assemble builds the parts of a mount of cfg.Source up to the
+// filesystem: the policy engine, the governor and the placement of
+// callers, the commit gate, the upstream mirror, the opened source
+// (lock, ledger writer, workflow). On failure it undoes what it did; on
+// success the caller owns the returned undo, which closes what assemble
+// opened, last first.
+//
+// Only err is a named result: the deferred undo below runs after a
+// "return nil, nil, err" has set the results.
+func assemble(cfg Config, keys *signing, worktree *gitlayout.Worktree) (_ *Daemon, _ func(), err error) {
+	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}), signing: keys}
+	if worktree != nil {
+		d.worktreeGitDir, d.commonDir = worktree.GitDir, worktree.CommonDir
+	}
+	cleanup := []func(){}
+	undo := func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			undo()
+		}
+	}()
+	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {
+		return nil, nil, err
+	}
+	d.imap = d.layout.IntentMap()
+	if d.engine, err = policy.NewEngine(cfg.Source, cfg.FailOpen, cfg.Log); err != nil {
+		return nil, nil, err
+	}
+	d.gov = newGovernor(cfg.Version, d.log, d.engine, d.procs, d.imap)
+	d.approvals = d.gov.approvals
+	d.actors = &actors{log: d.log, engine: d.engine, selects: newSelectLimiter(), gov: d.gov}
+	d.gov.actors = d.actors
+	d.notes = newNotesSync(cfg.Source, d.log, d.engine, d.layout.LedgerPath(), d.FlushLedger, d.checkpoint)
+	if worktree != nil {
+		d.notes.gitDir = worktree.GitDir
+	}
+	d.gov.git = d.newGitGate()
+	d.upstream = &upstreamSource{mirror: upstream.New(cfg.Source, cfg.Log), engine: d.engine}
+	d.git = &gitWatcher{gate: d.gov.git, upstream: d.upstream}
+	cleanup = append(cleanup, func() {
+		d.notes.close()
+		d.git.gate.Close()
+		d.upstream.mirror.Close()
+	})
+	if err = d.upstream.mirror.SetKnownHosts(cfg.UpstreamKnownHosts); err != nil {
+		return nil, nil, err
+	}
+	if d.actors.sessions, err = agent.NewSessions(d.actors.ended); err != nil {
+		return nil, nil, err
+	}
+	cleanup = append(cleanup, d.actors.sessions.Close)
+	var committed func(*ledger.Record)
+	if cfg.Export != nil {
+		ec := *cfg.Export
+		ec.Source, ec.Mountpoint, ec.ServiceVersion = cfg.Source, cfg.Mountpoint, cfg.Version
+		ec.MountUIDs = []uint32{uint32(cfg.OwnerUID)}
+		if d.exporter, err = otelexport.New(context.Background(), ec, cfg.Log); err != nil {
+			return nil, nil, err
+		}
+		cleanup = append(cleanup, d.shutdownExport)
+		committed = d.exporter.Offer
+	}
+	if d.opened, err = d.layout.Open(workspace.OpenOptions{Holder: "the mount at " + cfg.Mountpoint, Version: cfg.Version,
+		Log: cfg.Log, LedgerMaxBytes: cfg.LedgerMaxBytes, Record: d.gov.Record, Changed: func() { _ = d.engine.Reload() },
+		Committed: committed}); err != nil {
+		return nil, nil, err
+	}
+	cleanup = append(cleanup, func() { d.opened.Close() })
+	d.writer, d.lessons, d.wf = d.opened.Writer, d.opened.Lessons, d.opened.Workflow
+	d.gov.writer, d.gov.lessons, d.actors.wf = d.writer, d.lessons, d.wf
+	return d, undo, nil
 }
 
 // Start mounts cfg.Source at cfg.Mountpoint and returns once the mount
@@ -238,26 +323,6 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 
-	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
-		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter(), signing: keys}
-	d.denials.size = 100
-	if worktree != nil {
-		d.worktreeGitDir, d.commonDir = worktree.GitDir, worktree.CommonDir
-	}
-	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
-	d.approvals = d.newApprovalQueue()
-	if d.layout, err = workspace.At(cfg.Source).WithLessonsFile(cfg.LessonsFile); err != nil {
-		return nil, err
-	}
-	d.imap = d.layout.IntentMap()
-	if d.engine, err = policy.NewEngine(cfg.Source, cfg.FailOpen, cfg.Log); err != nil {
-		return nil, err
-	}
-	d.git = d.newGitGate()
-	d.mirror = upstream.New(cfg.Source, cfg.Log)
-	if err = d.mirror.SetKnownHosts(cfg.UpstreamKnownHosts); err != nil {
-		return nil, err
-	}
 	cleanup := []func(){}
 	defer func() {
 		if err != nil {
@@ -266,28 +331,11 @@ func Start(cfg Config) (_ *Daemon, err error) {
 			}
 		}
 	}()
-	if d.sessions, err = session.NewRegistry(d.sessionEnded); err != nil {
+	d, undo, err := assemble(cfg, keys, worktree)
+	if err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, d.sessions.Close)
-	var committed func(*ledger.Record)
-	if cfg.Export != nil {
-		ec := *cfg.Export
-		ec.Source, ec.Mountpoint, ec.ServiceVersion = cfg.Source, cfg.Mountpoint, cfg.Version
-		ec.MountUIDs = []uint32{uint32(cfg.OwnerUID)}
-		if d.exporter, err = otelexport.New(context.Background(), ec, cfg.Log); err != nil {
-			return nil, err
-		}
-		cleanup = append(cleanup, d.shutdownExport)
-		committed = d.exporter.Offer
-	}
-	if d.opened, err = d.layout.Open(workspace.OpenOptions{Holder: "the mount at " + cfg.Mountpoint, Version: cfg.Version,
-		Log: cfg.Log, LedgerMaxBytes: cfg.LedgerMaxBytes, Record: d.Record, Changed: func() { _ = d.engine.Reload() },
-		Committed: committed}); err != nil {
-		return nil, err
-	}
-	cleanup = append(cleanup, func() { d.opened.Close() })
-	d.writer, d.lessons, d.wf = d.opened.Writer, d.opened.Lessons, d.opened.Workflow
+	cleanup = append(cleanup, undo)
 	// The store keeps content other users may not read: private before
 	// anything is kept. Pre-images a crash left pending are filed under
 	// their hashes.
@@ -307,13 +355,13 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	d.publishAgentFiles()
 
 	if cfg.Intent != "" {
-		if err = d.Select(cfg.Intent, &ledger.Process{Pid: uint32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Comm: "intentfs mount"}); err != nil {
+		if err = d.actors.selectIntent(cfg.Intent, &ledger.Process{Pid: uint32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Comm: "intentfs mount"}); err != nil {
 			return nil, err
 		}
 	}
 
-	ctlDir := control.NewDir(controlBackend{d}, d.Process)
-	d.ctlDir = ctlDir
+	ctlDir := control.NewDir(controlBackend{d}, d.gov.Process)
+	d.ctlDir, d.gov.ctlDir = ctlDir, ctlDir
 	keepMax := cfg.KeepMaxBytes
 	switch {
 	case keepMax == 0:
@@ -321,12 +369,13 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	case keepMax < 0:
 		keepMax = 0 // every non-empty file is over the limit
 	}
-	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: d, Log: cfg.Log, ControlDir: ctlDir,
+	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: filesystem{d.gov, d.upstream, d.git}, Log: cfg.Log, ControlDir: ctlDir,
 		Objects: d.store, KeepMaxBytes: keepMax, MaxHandlesPerUID: cfg.MaxHandlesPerUID,
 		MaxCachedDirs: cfg.MaxCachedDirs, Worktree: worktree}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.root.Close() })
+	d.actors.root = d.root
 	ctlDir.RunAsDaemon(d.root.AsDaemon)
 
 	watch := d.watchSource()
@@ -340,7 +389,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	// cut git's read of it).
 	opts := mountOptions(cfg, watch != nil && worktree == nil)
 	d.cacheTimeout = *opts.EntryTimeout
-	d.ops = fsnode.CountOps(fsnode.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root, opts))))
+	d.ops = rawfs.CountOps(rawfs.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root.Node(), opts))))
 	if d.server, d.transport, err = mountTransport(cfg.Transport, cfg.Mountpoint, d.ops, &opts.MountOptions, cfg.Log); err != nil {
 		return nil, err
 	}
@@ -367,14 +416,21 @@ func Start(cfg Config) (_ *Daemon, err error) {
 		go d.runSourceWatch(ctx, watch)
 	}
 	go d.flushMapEvery(ctx, mapFlushInterval)
-	go d.summarizeDenialsEvery(ctx)
+	go d.gov.summarizeDenialsEvery(ctx)
 	go d.checkpointEvery(ctx)
 	// The upstream is fetched before git needs it, so a pull does not
 	// wait for a first fetch.
-	d.mirrorNow().Kick()
+	d.upstream.configured().Kick()
 	d.stopW = func() { close(stop) }
 	d.log.Info("mounted", "source", cfg.Source, "mountpoint", cfg.Mountpoint, "passthrough", d.passthrough(), "transport", d.transport)
 	return d, nil
+}
+
+// stopContext is a context that ends when stop is closed.
+func stopContext(stop <-chan struct{}) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-stop; cancel() }()
+	return ctx
 }
 
 func mountOptions(cfg Config, watched bool) *fs.Options {
@@ -468,26 +524,21 @@ func (d *Daemon) Close() error {
 		d.cfg.Registry.Unregister(d.cfg.Mountpoint)
 		// Sessions still running end with the mount (an unmount from
 		// outside, say); their end is recorded before the ledger closes.
-		d.sessions.EndAll(sessionEndTimeout)
-		d.sessions.Close()
-		d.recordDenialSummaries(time.Now(), true)
+		d.actors.endAll()
+		d.actors.sessions.Close()
+		d.gov.recordDenialSummaries(time.Now(), true)
 		// The opened source closes the ledger (first, as before) and then
 		// releases the lock, last, once nothing more is written.
 		// A notes sync still running writes the repository and reads
 		// the ledger: it ends before they are closed (and before the
 		// caller of Unmount, told the mount is gone, removes them).
-		d.notes.mu.Lock() // no sync starts after this
-		d.notes.stop()
-		d.notes.mu.Unlock()
-		d.notes.wg.Wait()
-		if d.git != nil {
-			d.git.Close()
-		}
+		d.notes.close()
+		d.git.gate.Close()
 		// The root first: what git removed outside the scope and did
 		// not write again is put back, and recorded, before the ledger
 		// closes.
 		rootErr := d.root.Close()
-		d.mirror.Close()
+		d.upstream.mirror.Close()
 		// The last records are signed before the ledger closes.
 		d.checkpoint("unmount")
 		errs := []error{d.writer.Close(), rootErr, d.imap.Flush(), d.opened.Close()}
@@ -512,7 +563,7 @@ func (d *Daemon) Unmount() error {
 	// Agent sessions hold copies of the mount in their own namespaces,
 	// which would keep it served (and the unmount waiting) after it is
 	// gone here: the mount's end is theirs too.
-	if n := d.sessions.EndAll(sessionEndTimeout); n > 0 {
+	if n := d.actors.endAll(); n > 0 {
 		d.log.Info("ended the agent sessions of the workspace being unmounted", "sessions", n)
 	}
 	if err := d.server.Unmount(); err != nil {

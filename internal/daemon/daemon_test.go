@@ -12,10 +12,10 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/internal/gitchange"
 	"github.com/intentfs/intentfs/internal/gitexec/gittest"
 	"github.com/intentfs/intentfs/internal/history"
-	"github.com/intentfs/intentfs/internal/session"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -47,7 +47,7 @@ func TestAgentFiles(t *testing.T) {
 	if err := d.Select("INT-001", human()); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Lesson("the api package has no globals", agent()); err != nil {
+	if err := backendOf(d).Lesson("the api package has no globals", agentProcess()); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(src, "CLAUDE.md")); err != nil || !strings.Contains(string(b), "the api package has no globals") {
@@ -82,7 +82,7 @@ func openDaemonAgentFiles(t *testing.T, spec string) error {
 // and denials, with the process that caused them.
 func TestWatchersSeeEvents(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	sub, cancel, err := d.Watch()
+	sub, cancel, err := d.gov.feed.Subscribe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +90,8 @@ func TestWatchersSeeEvents(t *testing.T) {
 	if err := d.Select("INT-001", human()); err != nil {
 		t.Fatal(err)
 	}
-	d.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", Intent: "INT-001", Process: agent()})
-	d.Denied(policy.Request{Op: policy.OpUnlink, Path: "README.md", Intent: "INT-001"}, policy.Decision{Code: policy.CodeOutOfScope, Reason: "no"}, agent(), nil)
+	d.gov.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", Intent: "INT-001", Process: agentProcess()})
+	d.gov.Denied(policy.Request{Op: policy.OpUnlink, Path: "README.md", Intent: "INT-001"}, policy.Decision{Code: policy.CodeOutOfScope, Reason: "no"}, agentProcess(), nil)
 	want := []string{"governance select  alice", "change write src/a.go sh", "denied denied README.md sh"}
 	for i, w := range want {
 		select {
@@ -117,7 +117,7 @@ func TestRevert(t *testing.T) {
 	if err := os.WriteFile(p, []byte("package x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d.Record(ledger.Change{Event: ledger.EventCreate, Path: "src/new.go", PostHash: hashOf([]byte("package x\n")), Intent: "INT-001",
+	d.gov.Record(ledger.Change{Event: ledger.EventCreate, Path: "src/new.go", PostHash: hashOf([]byte("package x\n")), Intent: "INT-001",
 		Validation: string(policy.ValidationPass)})
 	if err := d.FlushLedger(); err != nil {
 		t.Fatal(err)
@@ -132,8 +132,8 @@ func TestRevert(t *testing.T) {
 	if rs := recordsOf(t, d, ledger.EventRevert); len(rs) != 1 || rs[0].Path() != "src/new.go" {
 		t.Fatalf("revert records: %+v", rs)
 	}
-	if d.LedgerErr() != nil {
-		t.Fatalf("the ledger failed: %v", d.LedgerErr())
+	if d.gov.LedgerErr() != nil {
+		t.Fatalf("the ledger failed: %v", d.gov.LedgerErr())
 	}
 }
 
@@ -148,11 +148,11 @@ func TestCommitThroughTheGateGetsNotes(t *testing.T) {
 	me := &fuse.Caller{Owner: fuse.Owner{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}, Pid: uint32(os.Getpid())}
 	read := func(rel string, max int64) ([]byte, error) { return os.ReadFile(filepath.Join(src, rel)) }
 	change := func(req policy.Request) (*policy.Decision, func()) {
-		return d.WatchGit(context.Background(), gitchange.Change{Req: req, Caller: me, Read: read, Checkpoint: func() {}})
+		return d.git.WatchGit(context.Background(), gitchange.Change{Req: req, Caller: me, Read: read, Checkpoint: func() {}})
 	}
 	// The first change the mount sees in the repository.
 	change(policy.Request{Op: policy.OpCreate, Path: ".git/index.lock"})
-	d.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", PostHash: hashOf([]byte("package b\n")), Intent: "INT-001",
+	d.gov.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", PostHash: hashOf([]byte("package b\n")), Intent: "INT-001",
 		Validation: string(policy.ValidationPass)})
 	x := gittest.Commit(t, src, "work", map[string]string{"src/a.go": "package b\n"})
 	gittest.Git(t, src, "update-ref", "refs/heads/main", base) // the commit is to move main through the mount
@@ -180,7 +180,7 @@ func TestCommitThroughTheGateGetsNotes(t *testing.T) {
 	})
 	// A file git writes from a commit the repository had is a restore.
 	gittest.Write(t, src, map[string]string{"src/a.go": "package a\n"})
-	d.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", PostHash: hashOf([]byte("package a\n")), Intent: "INT-001",
+	d.gov.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", PostHash: hashOf([]byte("package a\n")), Intent: "INT-001",
 		Validation: string(policy.ValidationPass), Process: &ledger.Process{Exe: gitOnPath(t)}})
 	rs := records(t, d)
 	if g := rs[len(rs)-1].Gov(); g.RestoredFrom != "commit "+base {
@@ -199,7 +199,7 @@ func gitOnPath(t *testing.T) string {
 	if err == nil {
 		exe, err = filepath.EvalSymlinks(exe)
 	}
-	if err != nil || !(&Daemon{}).TrustedGit(&ledger.Process{Exe: exe}) {
+	if err != nil || !(&upstreamSource{}).TrustedGit(&ledger.Process{Exe: exe}) {
 		t.Skipf("the git on PATH (%q, %v) is not a root-owned git, the only kind the gate trusts", exe, err)
 	}
 	return exe
@@ -213,35 +213,35 @@ func TestActorsOutsideSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []*fuse.Caller{nil, {Pid: uint32(os.Getpid())}, {Pid: 0}} {
-		if a := d.ActorOf(c); a.Intent != "INT-001" || a.Session != nil || a.Unplaced != nil {
+		if a := d.gov.ActorOf(c); a.Intent != "INT-001" || a.Session != nil || a.Unplaced != nil {
 			t.Errorf("ActorOf(%+v) = %+v", c, a)
 		}
 	}
-	if d.Active(agent()) != "INT-001" || d.SessionOf(agent()) != "" || len(d.Sessions()) != 0 || d.EndSessions() != 0 {
-		t.Errorf("outside sessions: active %q, session %q, %d sessions", d.Active(agent()), d.SessionOf(agent()), len(d.Sessions()))
+	if backendOf(d).Active(agentProcess()) != "INT-001" || backendOf(d).SessionOf(agentProcess()) != "" || len(d.Sessions()) != 0 || d.EndSessions() != 0 {
+		t.Errorf("outside sessions: active %q, session %q, %d sessions", backendOf(d).Active(agentProcess()), backendOf(d).SessionOf(agentProcess()), len(d.Sessions()))
 	}
-	if p := d.Process(nil); p == nil || p.Pid != 0 {
+	if p := d.gov.Process(nil); p == nil || p.Pid != 0 {
 		t.Errorf("Process(nil) = %+v", p)
 	}
-	if p := d.Process(&fuse.Caller{Pid: uint32(os.Getpid())}); p == nil || p.Pid != uint32(os.Getpid()) || p.Exe == "" {
+	if p := d.gov.Process(&fuse.Caller{Pid: uint32(os.Getpid())}); p == nil || p.Pid != uint32(os.Getpid()) || p.Exe == "" {
 		t.Errorf("Process(self) = %+v", p)
 	}
-	if _, err := d.StartSession(session.Spec{Pinned: true}, human()); err == nil {
+	if _, err := d.StartSession(agent.Spec{Pinned: true}, human()); err == nil {
 		t.Error("a pinned session without an intent was started")
 	}
-	if _, err := d.StartSession(session.Spec{Intent: "INT-003"}, human()); err == nil || !strings.Contains(err.Error(), "BLOCKED") {
+	if _, err := d.StartSession(agent.Spec{Intent: "INT-003"}, human()); err == nil || !strings.Contains(err.Error(), "BLOCKED") {
 		t.Errorf("a session on a blocked intent: %v", err)
 	}
 }
 
 func TestSessionSummary(t *testing.T) {
 	tests := []struct {
-		spec session.Spec
+		spec agent.Spec
 		want string
 	}{
-		{session.Spec{User: "agent", Uid: 1000, RootPid: 7}, "agent session as agent (uid 1000), root pid 7, selects its own intent"},
-		{session.Spec{User: "agent", Uid: 1000, RootPid: 7, Pinned: true, Intent: "INT-001"}, "agent session as agent (uid 1000), root pid 7, pinned to INT-001"},
-		{session.Spec{User: "ci", Uid: 0, RootPid: 9, Check: true, Intent: "INT-002"}, "agent session as ci (uid 0), root pid 9, runs acceptance checks of INT-002"},
+		{agent.Spec{User: "agent", Uid: 1000, RootPid: 7}, "agent session as agent (uid 1000), root pid 7, selects its own intent"},
+		{agent.Spec{User: "agent", Uid: 1000, RootPid: 7, Pinned: true, Intent: "INT-001"}, "agent session as agent (uid 1000), root pid 7, pinned to INT-001"},
+		{agent.Spec{User: "ci", Uid: 0, RootPid: 9, Check: true, Intent: "INT-002"}, "agent session as ci (uid 0), root pid 9, runs acceptance checks of INT-002"},
 	}
 	for _, tt := range tests {
 		if got := sessionSummary(tt.spec); got != tt.want {
@@ -258,8 +258,8 @@ func TestBackgroundLoops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { d.flushMapEvery(ctx, 10*time.Millisecond); done <- struct{}{} }()
-	go func() { d.summarizeDenialsEvery(ctx); done <- struct{}{} }()
-	d.Record(ledger.Change{Event: ledger.EventCreate, Path: "src/n.go", Intent: "INT-001", Validation: string(policy.ValidationPass)})
+	go func() { d.gov.summarizeDenialsEvery(ctx); done <- struct{}{} }()
+	d.gov.Record(ledger.Change{Event: ledger.EventCreate, Path: "src/n.go", Intent: "INT-001", Validation: string(policy.ValidationPass)})
 	waitFor(t, "intent_map.md", func() bool {
 		b, err := os.ReadFile(filepath.Join(d.Source(), policy.OrchestrationDir, "intent_map.md"))
 		return err == nil && strings.Contains(string(b), "src/n.go")

@@ -3,12 +3,13 @@ package daemon
 import (
 	"fmt"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"path/filepath"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/intentfs/intentfs/control"
-	"github.com/intentfs/intentfs/internal/session"
+	"github.com/intentfs/intentfs/internal/agent"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -41,9 +42,9 @@ func (d *Daemon) DryRun(path, op string, by *ledger.Process) (control.DryRunResu
 		return control.DryRunResult{}, fmt.Errorf("%q is not a path inside the workspace", path)
 	}
 	snap := d.engine.Snapshot()
-	active := d.intentFor(by)
+	active := d.actors.intentFor(by)
 	pinned := false
-	if s, err := d.sessionOf(by); err == nil && s != nil {
+	if s, err := d.actors.sessionOf(by); err == nil && s != nil {
 		pinned = s.Pinned()
 	}
 	req := policy.Request{Op: policy.Op(op), Path: rel, IsDir: op == string(policy.OpMkdir) || op == string(policy.OpRmdir), Intent: active}
@@ -101,7 +102,7 @@ const maxPermissionProblems = 16
 // permissions keep its uid out of its intent's owned_scope: for each
 // scope pattern, the file it names or the deepest directory it is
 // rooted in. It asks one question per pattern, so a status stays cheap.
-func (d *Daemon) scopePermissions(sessions []session.Info) []control.PermissionProblem {
+func (d *Daemon) scopePermissions(sessions []agent.Info) []control.PermissionProblem {
 	if d.root == nil {
 		return nil
 	}

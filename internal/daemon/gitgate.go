@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,7 +17,16 @@ import (
 	"github.com/intentfs/intentfs/policy"
 )
 
-var _ gitchange.Watcher = (*Daemon)(nil)
+// gitWatcher is the commit gate as the filesystem sees it
+// (gitchange.Watcher): each change inside a git directory goes to the
+// gate before it is made, and a fetch the agent's git made starts a
+// refresh of the upstream mirror.
+type gitWatcher struct {
+	gate     *gitgate.Gate
+	upstream *upstreamSource
+}
+
+var _ gitchange.Watcher = (*gitWatcher)(nil)
 
 const (
 	// notesTimeout bounds one attaching of notes after a commit.
@@ -47,20 +57,34 @@ func (d *Daemon) newGitGate() *gitgate.Gate {
 		},
 		Snapshot:  d.engine.Snapshot,
 		Process:   d.procs.Lookup,
-		Record:    d.Record,
-		Committed: d.attachNotes,
+		Record:    d.gov.Record,
+		Committed: d.notes.attach,
 		Log:       d.log,
 	})
 }
 
 // WatchGit lets the commit-time check see changes in git directories.
-func (d *Daemon) WatchGit(ctx context.Context, w gitchange.Change) (*policy.Decision, func()) {
-	d.fetchedInMount(w.Req)
-	return d.git.WatchGit(ctx, w)
+func (w *gitWatcher) WatchGit(ctx context.Context, c gitchange.Change) (*policy.Decision, func()) {
+	w.upstream.fetchedInMount(c.Req)
+	return w.gate.WatchGit(ctx, c)
 }
 
-// notesSync runs one notes sync at a time, and at most one more after it.
+// notesSync attaches the ledger's records to the commits they led to,
+// as git notes of the repository at the workspace root: one sync at a
+// time, and at most one more after it.
 type notesSync struct {
+	source string
+	// gitDir is where git runs for the mount's .git: the source's .git,
+	// or a linked worktree's git directory.
+	gitDir     string
+	log        *slog.Logger
+	engine     *policy.Engine
+	ledgerPath string
+	// flush writes the ledger's queued records; checkpoint signs them
+	// (nothing without signing keys).
+	flush      func() error
+	checkpoint func(why string)
+
 	mu      sync.Mutex
 	running bool
 	again   bool
@@ -74,14 +98,28 @@ type notesSync struct {
 	wg   sync.WaitGroup
 }
 
-// attachNotes attaches the records of the commits just made to them as
+func newNotesSync(source string, log *slog.Logger, engine *policy.Engine, ledgerPath string, flush func() error, checkpoint func(string)) *notesSync {
+	n := &notesSync{source: source, gitDir: filepath.Join(source, ".git"), log: log, engine: engine, ledgerPath: ledgerPath, flush: flush, checkpoint: checkpoint}
+	n.life, n.stop = context.WithCancel(context.Background())
+	return n
+}
+
+// close stops the syncs: none starts after it, and the one running has
+// ended when it returns.
+func (n *notesSync) close() {
+	n.mu.Lock()
+	n.stop()
+	n.mu.Unlock()
+	n.wg.Wait()
+}
+
+// attach attaches the records of the commits just made to them as
 // git notes (refs/notes/intentfs), in the background and a moment later
 // (notesDelay): the commit does not wait for it. Only the repository at the workspace root carries notes.
-func (d *Daemon) attachNotes(gitDir string) {
+func (n *notesSync) attach(gitDir string) {
 	if gitDir != ".git" {
 		return
 	}
-	n := &d.notes
 	n.mu.Lock()
 	if n.running {
 		n.again = true
@@ -111,7 +149,7 @@ func (d *Daemon) attachNotes(gitDir string) {
 			n.mu.Lock()
 			n.again = false
 			n.mu.Unlock()
-			ok := d.syncNotes()
+			ok := n.sync()
 			if !ok && failed < notesRetries {
 				// The notes ref may have moved under the sync: the
 				// repository of a linked worktree is shared with other
@@ -130,30 +168,26 @@ func (d *Daemon) attachNotes(gitDir string) {
 	}()
 }
 
-func (d *Daemon) syncNotes() bool {
+func (n *notesSync) sync() bool {
 	// What the sync attaches is signed: the checkpoint goes with it, to
 	// HEAD's note (gitnotes attaches trailing checkpoints).
-	d.checkpoint("notes sync")
-	if err := d.FlushLedger(); err != nil {
-		d.log.Warn("attaching notes: the ledger cannot be flushed", "err", err)
+	n.checkpoint("notes sync")
+	if err := n.flush(); err != nil {
+		n.log.Warn("attaching notes: the ledger cannot be flushed", "err", err)
 		return false
 	}
-	ctx, cancel := context.WithTimeout(d.notes.life, notesTimeout)
+	ctx, cancel := context.WithTimeout(n.life, notesTimeout)
 	defer cancel()
-	gitDir := filepath.Join(d.cfg.Source, ".git")
-	if d.worktreeGitDir != "" {
-		gitDir = d.worktreeGitDir
-	}
-	repo, err := gitexec.Open(gitDir)
+	repo, err := gitexec.Open(n.gitDir)
 	if err != nil {
-		d.log.Warn("attaching notes", "err", err)
+		n.log.Warn("attaching notes", "err", err)
 		return false
 	}
-	res, err := gitnotes.SyncFrom(ctx, repo, d.LedgerPath(), "", ledger.KeepOf(d.engine.Snapshot().Intents.NotesInclude()), &d.notes.cursor)
+	res, err := gitnotes.SyncFrom(ctx, repo, n.ledgerPath, "", ledger.KeepOf(n.engine.Snapshot().Intents.NotesInclude()), &n.cursor)
 	if err != nil {
-		d.log.Warn("attaching notes failed; intentfs notes sync attaches them later", "err", err)
+		n.log.Warn("attaching notes failed; intentfs notes sync attaches them later", "err", err)
 		return false
 	}
-	d.log.Info("notes attached", "records", res.Attached, "commits", len(res.Commits))
+	n.log.Info("notes attached", "records", res.Attached, "commits", len(res.Commits))
 	return true
 }

@@ -3,82 +3,132 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"os"
+	"log/slog"
 	"path"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/fsnode"
-	"github.com/intentfs/intentfs/internal/textsafe"
+	"github.com/intentfs/intentfs/internal/approvals"
+	"github.com/intentfs/intentfs/internal/feed"
+	"github.com/intentfs/intentfs/internal/gitgate"
+	"github.com/intentfs/intentfs/internal/procinfo"
+	"github.com/intentfs/intentfs/internal/sidecar"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
 
-var (
-	_ fsnode.Governor = (*Daemon)(nil)
-)
-
-func stopContext(stop <-chan struct{}) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-stop; cancel() }()
-	return ctx
+// governor is the filesystem's governor (fsnode.Governor): before a
+// change it answers what a request asks (the policy in force, who the
+// caller is, whether an approval rule holds the change), and after it
+// records and shows every change and refusal the filesystem reports:
+// the ledger, the recent-denials ring, the intent map, the lessons, the
+// feed and the counters. It decides nothing itself: policy.Snapshot.Decide
+// does, in fsnode.
+type governor struct {
+	version string
+	log     *slog.Logger
+	engine  *policy.Engine
+	procs   *procinfo.Cache
+	// actors places the callers of requests.
+	actors *actors
+	// writer is the ledger's; set once the source is opened, before any
+	// change can be recorded.
+	writer *ledger.Writer
+	// git, when set, indexes every record for the commit gate and says
+	// when git restored content it already knew.
+	git *gitgate.Gate
+	// approvals holds changes for a human; feed shows events to watchers.
+	approvals *approvals.Queue
+	feed      *feed.Hub
+	denials   denialRing
+	throttle  *denialThrottle
+	// ctlDir is the mount's .intentfs/ directory, whose files the kernel
+	// is told of when their content changes; nil before the mount.
+	ctlDir     *control.Dir
+	imap       *sidecar.IntentMap
+	lessons    *sidecar.Lessons
+	lessonMu   sync.Mutex
+	deniedDirs map[string]bool
+	declared   atomic.Pointer[ledger.MutationClass]
+	// counters are the mount's running totals; wouldDeny counts the
+	// changes observe mode let through that the policy refuses,
+	// wouldHold those an approval rule would have held.
+	counters struct {
+		allowed, denied, recorded, wouldDeny, wouldHold atomic.Uint64
+	}
 }
 
-// Snapshot returns the policy in force.
-func (d *Daemon) Snapshot() *policy.Snapshot { return d.engine.Snapshot() }
+var _ fsnode.Governor = (*governor)(nil)
 
-// ActiveIntent returns the selected intent id.
-func (d *Daemon) ActiveIntent() string {
-	if p := d.active.Load(); p != nil {
+// newGovernor returns the governor of a mount whose ledger is not open
+// yet: the caller sets writer (and git, ctlDir) before the first change.
+func newGovernor(version string, log *slog.Logger, engine *policy.Engine, procs *procinfo.Cache, imap *sidecar.IntentMap) *governor {
+	g := &governor{version: version, log: log, engine: engine, procs: procs, imap: imap, feed: &feed.Hub{},
+		throttle: newDenialThrottle(), deniedDirs: map[string]bool{}}
+	g.denials.size = 100
+	g.approvals = g.newApprovalQueue()
+	return g
+}
+
+// ActorOf places the process behind a request (see actors.of).
+func (g *governor) ActorOf(c *fuse.Caller) fsnode.Actor { return g.actors.of(c) }
+
+// DeclaredClass returns the mutation class the agent declared.
+func (g *governor) DeclaredClass() ledger.MutationClass {
+	if p := g.declared.Load(); p != nil {
 		return *p
 	}
 	return ""
 }
 
-// Active is the intent in force for by, for the control plane.
-func (d *Daemon) Active(by *ledger.Process) string { return d.intentFor(by) }
+// LedgerErr says why the ledger cannot commit (nil while it can).
+func (g *governor) LedgerErr() error { return g.writer.Err() }
+
+// Snapshot returns the policy in force.
+func (g *governor) Snapshot() *policy.Snapshot { return g.engine.Snapshot() }
 
 // Process describes the caller of a request.
-func (d *Daemon) Process(c *fuse.Caller) *ledger.Process {
+func (g *governor) Process(c *fuse.Caller) *ledger.Process {
 	if c == nil {
 		return &ledger.Process{}
 	}
-	return d.procs.Lookup(c.Pid, c.Uid, c.Gid)
+	return g.procs.Lookup(c.Pid, c.Uid, c.Gid)
 }
 
 // Record appends a change to the ledger.
-func (d *Daemon) Record(c ledger.Change) {
+func (g *governor) Record(c ledger.Change) {
 	if c.Time.IsZero() {
 		c.Time = time.Now()
 	}
-	d.counters.recorded.Add(1)
+	g.counters.recorded.Add(1)
 	if ledger.ClassOf(c.Event) != "" {
-		d.counters.allowed.Add(1)
+		g.counters.allowed.Add(1)
 		if c.Validation == string(policy.ValidationFail) {
-			d.counters.wouldDeny.Add(1)
+			g.counters.wouldDeny.Add(1)
 		}
-		d.mapChange(c)
+		g.mapChange(c)
 		if c.Session != nil {
-			if s := d.sessions.Get(c.Session.ID); s != nil {
+			if s := g.actors.sessions.Get(c.Session.ID); s != nil {
 				s.CountChange()
 			}
 		}
 	}
-	if d.git != nil && c.PostHash != "" && c.RestoredFrom == "" && c.Event != ledger.EventAccept {
+	if g.git != nil && c.PostHash != "" && c.RestoredFrom == "" && c.Event != ledger.EventAccept {
 		// Content git wrote that already existed is not authorship.
-		c.RestoredFrom = d.git.Restored(context.Background(), c.Path, c.PostHash, c.Process)
+		c.RestoredFrom = g.git.Restored(context.Background(), c.Path, c.PostHash, c.Process)
 	}
-	if d.git != nil {
+	if g.git != nil {
 		// The gate indexes the record as written: after the writer's
 		// goroutine has completed it (a removal's pre_hash is computed
 		// there), in that goroutine, so nothing reads it while it changes.
-		git, finish := d.git, c.Finish
+		git, finish := g.git, c.Finish
 		c.Finish = func(r *ledger.Record) {
 			if finish != nil {
 				finish(r)
@@ -86,9 +136,9 @@ func (d *Daemon) Record(c ledger.Change) {
 			git.Add(r)
 		}
 	}
-	d.writer.Append(ledger.NewRecord(c, d.cfg.Version))
-	if d.feed.Active() {
-		d.publishRecord(c)
+	g.writer.Append(ledger.NewRecord(c, g.version))
+	if g.feed.Active() {
+		g.publishRecord(c)
 	}
 }
 
@@ -97,29 +147,29 @@ func (d *Daemon) Record(c ledger.Change) {
 // content it held. It is a denial, not a deletion: the file was never
 // part of the tree, and nothing that restores deleted files (revert, the
 // git gate's known versions) may bring it back.
-func (d *Daemon) Discarded(req policy.Request, dec policy.Decision, preHash, preImage string, p *ledger.Process, sess *ledger.Session) {
+func (g *governor) Discarded(req policy.Request, dec policy.Decision, preHash, preImage string, p *ledger.Process, sess *ledger.Session) {
 	now := time.Now()
-	d.showDenial(req, dec, p, sess, now)
-	d.log.Warn("removed a provisional file", "path", dec.Path, "intent", req.Intent, "hash", preHash)
-	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: dec.Path, Intent: req.Intent,
+	g.showDenial(req, dec, p, sess, now)
+	g.log.Warn("removed a provisional file", "path", dec.Path, "intent", req.Intent, "hash", preHash)
+	g.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: dec.Path, Intent: req.Intent,
 		Validation: string(dec.Validation), Op: "discard", Code: string(dec.Code), Reason: dec.Reason, PreHash: preHash, PreImage: preImage,
-		Process: p, Session: sess, Time: now}, d.cfg.Version))
+		Process: p, Session: sess, Time: now}, g.version))
 }
 
 // Denied records a refused change: ledger, recent-denials ring and log.
-func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Process, sess *ledger.Session) {
+func (g *governor) Denied(req policy.Request, dec policy.Decision, p *ledger.Process, sess *ledger.Session) {
 	now := time.Now()
-	dn := d.showDenial(req, dec, p, sess, now)
+	dn := g.showDenial(req, dec, p, sess, now)
 	// Repeats of a denial are counted, not recorded one by one (see
-	// denialgate.go): a refused loop must not fill the disk.
-	if !d.gate.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, dn.Path, dec.Reason, p, sess), p, sess, now) {
+	// denialthrottle.go): a refused loop must not fill the disk.
+	if !g.throttle.admit(kindOf(string(req.Op), string(dec.Code), req.Intent, dn.Path, dec.Reason, p, sess), p, sess, now) {
 		return
 	}
 	comm := ""
 	if p != nil {
 		comm = p.Comm
 	}
-	d.log.Warn("denied", "op", req.Op, "path", dn.Path, "intent", req.Intent, "code", dec.Code, "pid", req.Caller.Pid, "comm", comm, "reason", dec.Reason)
+	g.log.Warn("denied", "op", req.Op, "path", dn.Path, "intent", req.Intent, "code", dec.Code, "pid", req.Caller.Pid, "comm", comm, "reason", dec.Reason)
 	// The record names the refused path. When that is where a rename or
 	// link was going, from_path says where it came from, as a rename or
 	// link record would; the reason names both ends either way.
@@ -127,21 +177,21 @@ func (d *Daemon) Denied(req policy.Request, dec policy.Decision, p *ledger.Proce
 	if (req.Op == policy.OpRename && dn.Path == req.Path2) || (req.Op == policy.OpLink && dn.Path == req.Path) {
 		from = dn.Path2
 	}
-	d.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: recPath, FromPath: from, Intent: req.Intent,
+	g.writer.Append(ledger.NewRecord(ledger.Change{Event: ledger.EventDenied, Path: recPath, FromPath: from, Intent: req.Intent,
 		Validation: string(dec.Validation), Op: string(req.Op), Code: string(dec.Code), Reason: dec.Reason,
-		Process: p, Session: sess, Time: now}, d.cfg.Version))
-	d.lessonOnDenial(req, dec)
+		Process: p, Session: sess, Time: now}, g.version))
+	g.lessonOnDenial(req, dec)
 }
 
 // showDenial counts a refusal and puts it where refusals are shown: the
 // recent-denials ring (.intentfs/denials, the hooks, the MCP server) and
 // the feed.
-func (d *Daemon) showDenial(req policy.Request, dec policy.Decision, p *ledger.Process, sess *ledger.Session, now time.Time) control.Denial {
-	d.counters.denied.Add(1)
+func (g *governor) showDenial(req policy.Request, dec policy.Decision, p *ledger.Process, sess *ledger.Session, now time.Time) control.Denial {
+	g.counters.denied.Add(1)
 	sessID := ""
 	if sess != nil {
 		sessID = sess.ID
-		if s := d.sessions.Get(sess.ID); s != nil {
+		if s := g.actors.sessions.Get(sess.ID); s != nil {
 			s.CountDenial()
 		}
 	}
@@ -158,19 +208,19 @@ func (d *Daemon) showDenial(req policy.Request, dec policy.Decision, p *ledger.P
 	}
 	dn := control.Denial{Time: now, Op: string(req.Op), Path: path, Path2: other, Intent: req.Intent,
 		Session: sessID, Code: string(dec.Code), Reason: dec.Reason, Process: p}
-	d.denials.add(dn)
-	if d.ctlDir != nil {
-		d.ctlDir.Changed("denials", "status")
+	g.denials.add(dn)
+	if g.ctlDir != nil {
+		g.ctlDir.Changed("denials", "status")
 	}
-	if d.feed.Active() {
-		d.publishDenial(dn)
+	if g.feed.Active() {
+		g.publishDenial(dn)
 	}
 	return dn
 }
 
 // summarizeDenialsEvery records the counts of repeated denials at the end
 // of each window.
-func (d *Daemon) summarizeDenialsEvery(ctx context.Context) {
+func (g *governor) summarizeDenialsEvery(ctx context.Context) {
 	t := time.NewTicker(denialWindow / 4)
 	defer t.Stop()
 	for {
@@ -178,177 +228,18 @@ func (d *Daemon) summarizeDenialsEvery(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			d.recordDenialSummaries(now, false)
+			g.recordDenialSummaries(now, false)
 		}
 	}
 }
 
 // recordDenialSummaries appends the window's summaries (all of them if
 // force, at close).
-func (d *Daemon) recordDenialSummaries(now time.Time, force bool) {
-	for _, c := range d.gate.due(now, force) {
-		d.log.Warn("denied repeatedly", "op", c.Op, "dir", c.Path, "code", c.Code, "repeats", c.Repeats)
-		d.writer.Append(ledger.NewRecord(c, d.cfg.Version))
+func (g *governor) recordDenialSummaries(now time.Time, force bool) {
+	for _, c := range g.throttle.due(now, force) {
+		g.log.Warn("denied repeatedly", "op", c.Op, "dir", c.Path, "code", c.Code, "repeats", c.Repeats)
+		g.writer.Append(ledger.NewRecord(c, g.version))
 	}
-}
-
-// Select makes id the active intent, "" for none: for by's session when
-// by is a session's process, else for the mount. An unknown id, or an
-// intent that is BLOCKED, COMPLETE or ARCHIVED, is refused; so is any
-// select by a process that cannot be placed.
-func (d *Daemon) Select(id string, by *ledger.Process) error {
-	s, err := d.sessionOf(by)
-	if err != nil {
-		return fmt.Errorf("%v: %w", err, syscall.EPERM)
-	}
-	if s != nil {
-		return d.selectInSession(s, id, by)
-	}
-	if id != "" {
-		if _, err := d.selectable(id, by); err != nil {
-			return err
-		}
-	}
-	d.selMu.Lock()
-	prev := d.ActiveIntent()
-	if id == prev {
-		// Nothing changes, so nothing is recorded: repeating a select
-		// costs the ledger nothing.
-		d.selMu.Unlock()
-		return nil
-	}
-	if by != nil && !d.selects.allow(by.Uid, time.Now()) {
-		d.selMu.Unlock()
-		return d.selectRefused(prev, by, nil)
-	}
-	d.active.Store(&id)
-	d.selMu.Unlock()
-	c := ledger.Change{Event: ledger.EventSelect, Intent: id, FromIntent: prev, Process: by}
-	if held := (control.Status{OpenWriters: d.openWriters()}).HeldBy(id); len(held) > 0 {
-		// Handles keep the intent they were opened under; say so where the
-		// selection is recorded.
-		c.Reason = heldWritersReason(held)
-		d.log.Warn("files stay open for writing under other intents", "intent", id, "count", len(held))
-	}
-	d.log.Info("intent selected", "intent", id, "previous", prev, "by_pid", by.Pid, "by", by.Comm)
-	d.Record(c)
-	return nil
-}
-
-// selectRefused counts a select over the uid's allowance (see
-// selectlimit.go) as a denial and returns an error that is EBUSY, which
-// the control file returns to the writer.
-func (d *Daemon) selectRefused(active string, by *ledger.Process, sess *ledger.Session) error {
-	reason := fmt.Sprintf("too many intent selections by uid %d: at most %d at once, then %d a second", by.Uid, selectBurst, selectsPerSecond)
-	d.Denied(policy.Request{Op: "select", Path: fsnode.ControlDirName + "/active", Intent: active,
-		Caller: policy.Caller{Pid: by.Pid, Uid: by.Uid, Gid: by.Gid}},
-		policy.Decision{Code: "SELECT_RATE_LIMITED", Reason: reason, Validation: policy.ValidationFail}, by, sess)
-	return fmt.Errorf("%s; the intent stays %s, try again in a moment: %w", reason, activeName(active), syscall.EBUSY)
-}
-
-// activeName names the active intent in a message.
-func activeName(id string) string {
-	if id == "" {
-		return "none"
-	}
-	return id
-}
-
-func intentIDs(s *policy.Snapshot) string {
-	var ids []string
-	for _, in := range s.Intents.List {
-		ids = append(ids, in.ID)
-	}
-	if len(ids) == 0 {
-		return "none (the policy file lists no intents)"
-	}
-	return strings.Join(ids, ", ")
-}
-
-// InvalidControlWrite records garbage written to a control file.
-func (d *Daemon) InvalidControlWrite(file string, data []byte, err error, by *ledger.Process) {
-	shown := strings.ToValidUTF8(string(data), "?")
-	if len(shown) > 64 {
-		shown = shown[:64] + "..."
-	}
-	reason := fmt.Sprintf("invalid write to .intentfs/%s (%q): %v", file, strings.TrimSpace(shown), err)
-	var sess *ledger.Session
-	if s, err := d.sessionOf(by); err == nil && s != nil {
-		sess = s.Ref()
-	}
-	d.Denied(policy.Request{Op: "control_write", Path: fsnode.ControlDirName + "/" + file, Intent: d.intentFor(by),
-		Caller: policy.Caller{Pid: by.Pid, Uid: by.Uid, Gid: by.Gid}},
-		policy.Decision{Code: "INVALID_CONTROL_WRITE", Reason: reason, Validation: policy.ValidationFail}, by, sess)
-}
-
-// Denials returns the recent denials, oldest first: a session's own for
-// a process of that session, else all of them.
-func (d *Daemon) Denials(by *ledger.Process) []control.Denial {
-	all := d.denials.list()
-	s, err := d.sessionOf(by)
-	if err != nil || s == nil {
-		return all
-	}
-	own := all[:0]
-	for _, dn := range all {
-		if dn.Session == s.ID() {
-			own = append(own, dn)
-		}
-	}
-	return own
-}
-
-// Status describes the mount.
-func (d *Daemon) Status() control.Status {
-	st := control.Status{
-		Mountpoint: d.cfg.Mountpoint, Source: d.cfg.Source, Pid: os.Getpid(), Version: d.cfg.Version,
-		StartedAt: d.started, ActiveIntent: d.ActiveIntent(), FailOpen: d.cfg.FailOpen,
-		LedgerPath: d.LedgerPath(), Ledger: d.writer.Stats(),
-		Policy: d.engine.State(), RecentDenials: d.denials.list(), OpenWriters: d.openWriters(), Waiting: len(d.approvals.List()),
-		SourceWatched: d.cacheTimeout == longCache, CacheSeconds: d.cacheTimeout.Seconds(),
-	}
-	if m := d.mounted.Load(); m != nil {
-		st.Transport, st.Passthrough = m.transport, m.passthrough
-	}
-	st.Upstream = upstreamStatusToWire(d.mirrorNow().Status())
-	st.Signing = d.signingStatus()
-	if in := d.engine.Snapshot().Intents.Get(st.ActiveIntent); in != nil {
-		st.IntentName, st.IntentStatus = in.Name, string(in.Status)
-	}
-	st.Counters = control.Counters{Allowed: d.counters.allowed.Load(), Denied: d.counters.denied.Load(),
-		Recorded: d.counters.recorded.Load(), WouldDeny: d.counters.wouldDeny.Load(), WouldHold: d.counters.wouldHold.Load()}
-	snap := d.engine.Snapshot()
-	st.Enforcement = string(snap.EnforcementFor(st.ActiveIntent))
-	st.WorkspaceEnforcement = string(snap.EnforcementFor(""))
-	if snap != nil && snap.Intents != nil {
-		for _, in := range snap.Intents.List {
-			if len(st.IntentEnforcement) == control.MaxIntentEnforcement {
-				break
-			}
-			st.IntentEnforcement = append(st.IntentEnforcement, control.IntentEnforcement{ID: in.ID, Status: string(in.Status), Enforcement: string(snap.EnforcementFor(in.ID))})
-		}
-	}
-	if d.root != nil {
-		st.Counters.BytesHashed = d.root.Hashes().BytesHashed()
-		st.Counters.HashCacheHits = d.root.Hashes().Hits()
-	}
-	if d.ops != nil {
-		st.Ops = d.ops.Counts()
-	}
-	if len(st.RecentDenials) > 10 {
-		st.RecentDenials = st.RecentDenials[len(st.RecentDenials)-10:]
-	}
-	sessions := d.sessions.List()
-	st.Sessions = sessionsToWire(sessions)
-	st.FilePermissions = d.scopePermissions(sessions)
-	if d.store != nil {
-		st.Store = storeUsageToWire(d.store.Usage())
-	}
-	if d.exporter != nil {
-		s := exportStatsToWire(d.exporter.Stats())
-		st.Export = &s
-	}
-	return st
 }
 
 // denialRing keeps the most recent denials.
@@ -402,30 +293,62 @@ func (r *denialRing) list() []control.Denial {
 	return slices.Clone(r.buf)
 }
 
-// openWriters lists the files open for writing through the mount.
-func (d *Daemon) openWriters() []control.OpenWriter {
-	if d.root == nil {
-		return nil
+// mapChange keeps intent_map.md in step with a recorded change.
+func (g *governor) mapChange(c ledger.Change) {
+	if c.Intent == "" || c.Validation != string(policy.ValidationPass) {
+		return
 	}
-	var out []control.OpenWriter
-	for _, w := range d.root.OpenWriters() {
-		out = append(out, control.OpenWriter{Path: w.Path, Intent: w.Intent, Pid: w.Pid})
+	name := ""
+	if in := g.engine.Snapshot().Intents.Get(c.Intent); in != nil {
+		name = in.Name
 	}
-	return out
+	switch c.Event {
+	case ledger.EventCreate, ledger.EventSymlink, ledger.EventLink, ledger.EventMknod:
+		g.imap.Touch(c.Intent, name, c.Path, false, c.Time)
+	case ledger.EventWrite, ledger.EventTruncate:
+		g.imap.Touch(c.Intent, name, c.Path, true, c.Time)
+	case ledger.EventRename:
+		g.imap.Move(c.FromPath, c.Path)
+		g.imap.Touch(c.Intent, name, c.Path, c.PreHash != "", c.Time)
+	case ledger.EventDelete, ledger.EventRmdir:
+		g.imap.Remove(c.Path)
+	}
 }
 
-// maxHeldListed bounds the paths a select record names.
-const maxHeldListed = 10
+// maxDeniedDirs bounds the directories remembered for lessons.
+const maxDeniedDirs = 4096
 
-func heldWritersReason(held []control.OpenWriter) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d file(s) stay open for writing under other intents; their changes are recorded under those until closed:", len(held))
-	for i, w := range held {
-		if i == maxHeldListed {
-			fmt.Fprintf(&b, " and %d more", len(held)-i)
-			break
-		}
-		fmt.Fprintf(&b, " %s (%s, pid %d)", textsafe.Escape(w.Path), w.Intent, w.Pid)
+// lessonOnDenial records a lesson the first time an intent is denied a
+// path outside its scope. Denials are grouped by directory, so a denied
+// `tar -x` of a thousand files teaches one lesson, not a thousand.
+func (g *governor) lessonOnDenial(req policy.Request, dec policy.Decision) {
+	if dec.Code != policy.CodeOutOfScope || req.Intent == "" {
+		return
 	}
-	return b.String()
+	where := path.Dir(dec.Path)
+	key := req.Intent + "\x00" + where
+	g.lessonMu.Lock()
+	if len(g.deniedDirs) >= maxDeniedDirs {
+		// Bounded: forgetting only risks a lesson the file already has,
+		// which Lessons.Add does not write twice.
+		clear(g.deniedDirs)
+	}
+	seen := g.deniedDirs[key]
+	g.deniedDirs[key] = true
+	g.lessonMu.Unlock()
+	if seen {
+		return
+	}
+	target := "`" + dec.Path + "`"
+	if where != "." {
+		target += " (in `" + where + "/`)"
+	}
+	scope := ""
+	if in := g.engine.Snapshot().Intents.Get(req.Intent); in != nil {
+		scope = strings.Join(in.OwnedScope, ", ")
+	}
+	text := fmt.Sprintf("Changing %s is outside this intent's owned_scope (%s): %s was denied. Stay in scope, or ask for the scope to be widened or for another intent.", target, scope, req.Op)
+	if _, err := g.lessons.Add(req.Intent, text, time.Now()); err != nil {
+		g.log.Error("recording a lesson failed", "err", err)
+	}
 }

@@ -16,11 +16,7 @@ import (
 	"github.com/intentfs/intentfs/fsnode"
 	"github.com/intentfs/intentfs/internal/approvals"
 	"github.com/intentfs/intentfs/internal/policyedit"
-	"github.com/intentfs/intentfs/internal/procinfo"
-	"github.com/intentfs/intentfs/internal/session"
-	"github.com/intentfs/intentfs/internal/upstream"
 	"github.com/intentfs/intentfs/internal/workflow"
-	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -66,40 +62,20 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 	}
 	log := slog.New(slog.DiscardHandler)
 	cfg = Config{Source: src, Mountpoint: filepath.Join(t.TempDir(), "mnt"), Version: "test", Log: log, AgentFiles: cfg.AgentFiles}
-	d := &Daemon{cfg: cfg, log: log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}),
-		deniedDirs: map[string]bool{}, gate: newDenialGate(), selects: newSelectLimiter()}
-	d.denials.size = 100
-	d.notes.life, d.notes.stop = context.WithCancel(context.Background())
-	d.approvals = d.newApprovalQueue()
-	var err error
-	if d.layout, err = workspace.At(src).WithLessonsFile(""); err != nil {
+	d, _, err := assemble(cfg, nil, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	d.imap = d.layout.IntentMap()
-	if d.engine, err = policy.NewEngine(src, false, log); err != nil {
-		t.Fatal(err)
-	}
-	d.git = d.newGitGate()
-	d.mirror = upstream.New(src, log)
-	if d.sessions, err = session.NewRegistry(d.sessionEnded); err != nil {
-		t.Fatal(err)
-	}
-	if d.opened, err = d.layout.Open(workspace.OpenOptions{Holder: "a test", Version: "test", Log: log,
-		Record: d.Record, Changed: func() { _ = d.engine.Reload() }}); err != nil {
-		t.Fatal(err)
-	}
-	d.writer, d.lessons, d.wf = d.opened.Writer, d.opened.Lessons, d.opened.Workflow
 	if err := d.setupAgentFiles(); err != nil {
 		t.Fatal(err)
 	}
 	d.publishAgentFiles()
 	t.Cleanup(func() {
-		d.sessions.Close()
-		d.recordDenialSummaries(time.Now(), true)
-		d.notes.stop()
-		d.notes.wg.Wait()
-		d.git.Close()
-		d.mirror.Close()
+		d.actors.sessions.Close()
+		d.gov.recordDenialSummaries(time.Now(), true)
+		d.notes.close()
+		d.git.gate.Close()
+		d.upstream.mirror.Close()
 		if err := errors.Join(d.writer.Close(), d.imap.Flush(), d.opened.Close()); err != nil {
 			t.Errorf("closing: %v", err)
 		}
@@ -108,12 +84,12 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 }
 
 // human is the person at the CLI; agent a process of uid 1000. Both are
-// this process, which the session registry can place (in no session).
+// this process, which the agent sessions can place (in no session).
 func human() *ledger.Process {
 	return &ledger.Process{Pid: uint32(os.Getpid()), Uid: 0, Comm: "intentfs (alice)"}
 }
 
-func agent() *ledger.Process {
+func agentProcess() *ledger.Process {
 	return &ledger.Process{Pid: uint32(os.Getpid()), Uid: 1000, Gid: 1000, Comm: "sh"}
 }
 
@@ -193,7 +169,7 @@ func TestSelectRateLimit(t *testing.T) {
 	d := openDaemon(t, testPolicy)
 	var err error
 	for i := 0; i < selectBurst+2 && err == nil; i++ {
-		err = d.Select([]string{"INT-001", ""}[i%2], agent())
+		err = d.Select([]string{"INT-001", ""}[i%2], agentProcess())
 	}
 	if !errors.Is(err, syscall.EBUSY) || !strings.Contains(err.Error(), "too many intent selections by uid 1000") {
 		t.Fatalf("selecting in a loop: %v, want EBUSY naming uid 1000", err)
@@ -202,7 +178,7 @@ func TestSelectRateLimit(t *testing.T) {
 	if len(denied) != 1 || denied[0].Gov().Code != "SELECT_RATE_LIMITED" || denied[0].Path() != fsnode.ControlDirName+"/active" {
 		t.Fatalf("denials recorded: %+v", denied)
 	}
-	other := agent()
+	other := agentProcess()
 	other.Uid = 1001
 	target := "INT-001"
 	if d.ActiveIntent() == target {
@@ -224,9 +200,9 @@ func TestDenied(t *testing.T) {
 	req := policy.Request{Op: policy.OpRename, Path: "src/a.go", Path2: "docs/a.go", Intent: "INT-001", Caller: policy.Caller{Pid: 7, Uid: 1000}}
 	dec := policy.Decision{Code: policy.CodeOutOfScope, Reason: "docs/a.go is outside INT-001", Validation: policy.ValidationFail, Path: "docs/a.go"}
 	for range 500 {
-		d.Denied(req, dec, agent(), nil)
+		d.gov.Denied(req, dec, agentProcess(), nil)
 	}
-	dn := d.Denials(agent())
+	dn := d.Denials(agentProcess())
 	// One process refusing the same thing in the same second is one line
 	// (a save's repeated attempts), counting the rest.
 	if len(dn) != 1 || dn[0].Repeats != 499 || dn[0].Path != "docs/a.go" || dn[0].Path2 != "src/a.go" || dn[0].Code != string(policy.CodeOutOfScope) {
@@ -239,7 +215,7 @@ func TestDenied(t *testing.T) {
 	if len(full) != 1 || full[0].Path() != "docs/a.go" || full[0].Gov().FromPath != "src/a.go" || full[0].Gov().Op != "rename" {
 		t.Fatalf("denial records: %d, first %+v; want one, for docs/a.go from src/a.go", len(full), full[0].Gov())
 	}
-	d.recordDenialSummaries(time.Now(), true)
+	d.gov.recordDenialSummaries(time.Now(), true)
 	repeats := 0
 	for _, r := range recordsOf(t, d, ledger.EventDenied) {
 		repeats += r.Gov().Repeats
@@ -257,7 +233,7 @@ func TestDenied(t *testing.T) {
 // naming the file, with the text shown bounded and valid.
 func TestInvalidControlWrite(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	d.InvalidControlWrite("active", []byte(strings.Repeat("x", 100)+"\xff"), errors.New("no such intent"), agent())
+	backendOf(d).InvalidControlWrite("active", []byte(strings.Repeat("x", 100)+"\xff"), errors.New("no such intent"), agentProcess())
 	rs := recordsOf(t, d, ledger.EventDenied)
 	if len(rs) != 1 {
 		t.Fatalf("%d denial records, want 1", len(rs))
@@ -294,7 +270,7 @@ func TestCheck(t *testing.T) {
 		{"src/a.go", "explode", `unknown operation "explode"`, false, "", ""},
 	}
 	for _, tt := range tests {
-		res, err := d.DryRun(tt.path, tt.op, agent())
+		res, err := d.DryRun(tt.path, tt.op, agentProcess())
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("Check(%s, %s) = %v, want an error containing %q", tt.path, tt.op, err, tt.err)
@@ -320,11 +296,11 @@ func TestCheck(t *testing.T) {
 func TestRecordKeepsTheMapAndCounters(t *testing.T) {
 	d := openDaemon(t, testPolicy)
 	pass := string(policy.ValidationPass)
-	d.Record(ledger.Change{Event: ledger.EventCreate, Path: "src/new.go", PostHash: "sha256:" + strings.Repeat("1", 64), Intent: "INT-001", Validation: pass})
-	d.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/old.go", PreHash: "sha256:" + strings.Repeat("2", 64), PostHash: "sha256:" + strings.Repeat("3", 64), Intent: "INT-001", Validation: pass})
-	d.Record(ledger.Change{Event: ledger.EventRename, Path: "src/moved.go", FromPath: "src/old.go", Intent: "INT-001", Validation: pass})
-	d.Record(ledger.Change{Event: ledger.EventDelete, Path: "src/new.go", Intent: "INT-001", Validation: pass})
-	d.Record(ledger.Change{Event: ledger.EventLesson, Intent: "INT-001", Reason: "x"})
+	d.gov.Record(ledger.Change{Event: ledger.EventCreate, Path: "src/new.go", PostHash: "sha256:" + strings.Repeat("1", 64), Intent: "INT-001", Validation: pass})
+	d.gov.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/old.go", PreHash: "sha256:" + strings.Repeat("2", 64), PostHash: "sha256:" + strings.Repeat("3", 64), Intent: "INT-001", Validation: pass})
+	d.gov.Record(ledger.Change{Event: ledger.EventRename, Path: "src/moved.go", FromPath: "src/old.go", Intent: "INT-001", Validation: pass})
+	d.gov.Record(ledger.Change{Event: ledger.EventDelete, Path: "src/new.go", Intent: "INT-001", Validation: pass})
+	d.gov.Record(ledger.Change{Event: ledger.EventLesson, Intent: "INT-001", Reason: "x"})
 	if err := d.FlushLedger(); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +321,7 @@ func TestRecordKeepsTheMapAndCounters(t *testing.T) {
 // status; the intent list marks it.
 func TestStatusAndIntentList(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	if got := string(d.IntentList(agent())); strings.Contains(got, "\n*") || strings.HasPrefix(got, "*") ||
+	if got := string(backendOf(d).IntentList(agentProcess())); strings.Contains(got, "\n*") || strings.HasPrefix(got, "*") ||
 		!strings.Contains(got, "  INT-003    BLOCKED     blocked work  scope: **\n") {
 		t.Fatalf("intent list with none active:\n%s", got)
 	}
@@ -357,17 +333,17 @@ func TestStatusAndIntentList(t *testing.T) {
 		st.LedgerPath != d.LedgerPath() || st.Pid != os.Getpid() || st.SourceWatched {
 		t.Fatalf("status %+v", st)
 	}
-	if got := string(d.IntentList(agent())); !strings.HasPrefix(got, "* INT-001    IN_PROGRESS api work  scope: src/**\n") || strings.Count(got, "\n*") != 0 {
+	if got := string(backendOf(d).IntentList(agentProcess())); !strings.HasPrefix(got, "* INT-001    IN_PROGRESS api work  scope: src/**\n") || strings.Count(got, "\n*") != 0 {
 		t.Fatalf("intent list:\n%s", got)
 	}
-	if name, status := d.IntentInfo("INT-004"); name != "finished work" || status != "COMPLETE" {
+	if name, status := backendOf(d).IntentInfo("INT-004"); name != "finished work" || status != "COMPLETE" {
 		t.Fatalf("IntentInfo(INT-004) = %q, %q", name, status)
 	}
-	if name, status := d.IntentInfo("INT-404"); name != "" || status != "" {
+	if name, status := backendOf(d).IntentInfo("INT-404"); name != "" || status != "" {
 		t.Fatalf("IntentInfo of an unknown intent = %q, %q", name, status)
 	}
 	empty := openDaemon(t, "active_intents: []\n")
-	if got := string(empty.IntentList(agent())); !strings.HasPrefix(got, "no intents are defined") {
+	if got := string(backendOf(empty).IntentList(agentProcess())); !strings.HasPrefix(got, "no intents are defined") {
 		t.Fatalf("intent list of an empty policy: %q", got)
 	}
 }
@@ -376,14 +352,14 @@ func TestStatusAndIntentList(t *testing.T) {
 // force; the context is that of the intent in force.
 func TestLessonsAndContext(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	if _, err := d.Context("", agent()); err == nil {
+	if _, err := backendOf(d).Context("", agentProcess()); err == nil {
 		t.Fatal("a context without an intent")
 	}
 	if err := d.Select("INT-001", human()); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := d.Lesson("run go vet before committing\n", agent()); err != nil {
+		if err := backendOf(d).Lesson("run go vet before committing\n", agentProcess()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -391,7 +367,7 @@ func TestLessonsAndContext(t *testing.T) {
 	if len(ls) != 1 || ledger.Str(ls[0].Gov().IntentID) != "INT-001" || ls[0].Gov().Reason != "run go vet before committing" {
 		t.Fatalf("lesson records: %d %+v", len(ls), ls)
 	}
-	ctx, err := d.Context("", agent())
+	ctx, err := backendOf(d).Context("", agentProcess())
 	if err != nil || !strings.HasPrefix(string(ctx), `<intent_context id="INT-001" name="api work"`) || !strings.Contains(string(ctx), "<pattern>src/**</pattern>") {
 		t.Fatalf("context (%v):\n%s", err, ctx)
 	}
@@ -400,17 +376,17 @@ func TestLessonsAndContext(t *testing.T) {
 // TestDeclareClass: only a declarable class is taken, until changed.
 func TestDeclareClass(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	if err := d.DeclareClass("FILE_DELETION", agent()); err == nil {
+	if err := backendOf(d).DeclareClass("FILE_DELETION", agentProcess()); err == nil {
 		t.Fatal("a class that is not declarable was taken")
 	}
-	if d.DeclaredClass() != "" {
-		t.Fatalf("declared %q before any declaration", d.DeclaredClass())
+	if d.gov.DeclaredClass() != "" {
+		t.Fatalf("declared %q before any declaration", d.gov.DeclaredClass())
 	}
-	if err := d.DeclareClass(string(ledger.ClassDocumentation), agent()); err != nil || d.DeclaredClass() != ledger.ClassDocumentation {
-		t.Fatalf("declaring documentation: %v, %q", err, d.DeclaredClass())
+	if err := backendOf(d).DeclareClass(string(ledger.ClassDocumentation), agentProcess()); err != nil || d.gov.DeclaredClass() != ledger.ClassDocumentation {
+		t.Fatalf("declaring documentation: %v, %q", err, d.gov.DeclaredClass())
 	}
-	if err := d.DeclareClass("", agent()); err != nil || d.DeclaredClass() != "" {
-		t.Fatalf("declaring none: %v, %q", err, d.DeclaredClass())
+	if err := backendOf(d).DeclareClass("", agentProcess()); err != nil || d.gov.DeclaredClass() != "" {
+		t.Fatalf("declaring none: %v, %q", err, d.gov.DeclaredClass())
 	}
 }
 
@@ -418,34 +394,34 @@ func TestDeclareClass(t *testing.T) {
 // human; approving it adds the paths to the intent's owned_scope.
 func TestScopeRequestApproved(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	if _, err := d.RequestScope([]string{"docs/api.md"}, "documenting the api", agent()); err == nil {
+	if _, err := backendOf(d).RequestScope([]string{"docs/api.md"}, "documenting the api", agentProcess()); err == nil {
 		t.Fatal("a scope request without an active intent")
 	}
 	if err := d.Select("INT-001", human()); err != nil {
 		t.Fatal(err)
 	}
-	id, err := d.RequestScope([]string{"docs/api.md"}, "documenting the api", agent())
+	id, err := backendOf(d).RequestScope([]string{"docs/api.md"}, "documenting the api", agentProcess())
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending, _ := d.Approvals()
+	pending := d.approvals.List()
 	if len(pending) != 1 || pending[0].ID != id || pending[0].Kind != approvals.KindScopeRequest || pending[0].Intent != "INT-001" {
 		t.Fatalf("pending: %+v", pending)
 	}
 	if st := d.Status(); st.Waiting != 1 {
 		t.Fatalf("status shows %d waiting", st.Waiting)
 	}
-	if _, err := d.DecideApproval(control.DecideRequest{ID: id + 1, Verdict: approvals.VerdictApproved}, human()); err == nil {
+	if _, err := backendOf(d).decideApproval(control.DecideRequest{ID: id + 1, Verdict: approvals.VerdictApproved}, human()); err == nil {
 		t.Fatal("deciding an id that is not pending")
 	}
-	decs, err := d.DecideApproval(control.DecideRequest{ID: id, Verdict: approvals.VerdictApproved}, human())
+	decs, err := backendOf(d).decideApproval(control.DecideRequest{ID: id, Verdict: approvals.VerdictApproved}, human())
 	if err != nil || len(decs) != 1 || decs[0].By != "alice (uid 0)" {
 		t.Fatalf("approving: %v %+v", err, decs)
 	}
 	if in := d.Snapshot().Intents.Get("INT-001"); in == nil || !in.InScope("docs/api.md") || !in.InScope("src/a.go") {
 		t.Fatalf("INT-001 after the approval: %+v", in)
 	}
-	if res, err := d.DryRun("docs/api.md", "", agent()); err != nil || !res.Allowed {
+	if res, err := d.DryRun("docs/api.md", "", agentProcess()); err != nil || !res.Allowed {
 		t.Fatalf("docs/api.md after the approval: %+v %v", res, err)
 	}
 	var codes []string
@@ -464,13 +440,13 @@ func TestHoldWaitsForAHuman(t *testing.T) {
 	hold := func() <-chan syscall.Errno {
 		out := make(chan syscall.Errno, 1)
 		go func() {
-			out <- d.Hold(context.Background(), fsnode.HoldRequest{Process: agent(), Request: policy.Request{Op: policy.OpUnlink, Path: "src/a.go",
+			out <- d.gov.Hold(context.Background(), fsnode.HoldRequest{Process: agentProcess(), Request: policy.Request{Op: policy.OpUnlink, Path: "src/a.go",
 				Intent: "INT-001", Caller: policy.Caller{Pid: uint32(os.Getpid()), Uid: 1000}}})
 		}()
 		return out
 	}
 	// A change no rule holds does not wait.
-	if e := d.Hold(context.Background(), fsnode.HoldRequest{Process: agent(), Request: policy.Request{Op: policy.OpOpenWrite, Path: "src/a.go", Intent: "INT-001"}}); e != 0 {
+	if e := d.gov.Hold(context.Background(), fsnode.HoldRequest{Process: agentProcess(), Request: policy.Request{Op: policy.OpOpenWrite, Path: "src/a.go", Intent: "INT-001"}}); e != 0 {
 		t.Fatalf("a write held: %v", e)
 	}
 	for _, tt := range []struct {
@@ -483,11 +459,11 @@ func TestHoldWaitsForAHuman(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatal("the delete never waited for approval")
 			}
-			if p, _ := d.Approvals(); len(p) == 1 {
+			if p := d.approvals.List(); len(p) == 1 {
 				id = p[0].ID
 			}
 		}
-		if _, err := d.DecideApproval(control.DecideRequest{ID: id, Verdict: tt.verdict}, human()); err != nil {
+		if _, err := backendOf(d).decideApproval(control.DecideRequest{ID: id, Verdict: tt.verdict}, human()); err != nil {
 			t.Fatal(err)
 		}
 		if e := <-got; e != tt.want {
@@ -503,14 +479,14 @@ func TestHoldWaitsForAHuman(t *testing.T) {
 // policy in force at once.
 func TestIntentOp(t *testing.T) {
 	d := openDaemon(t, testPolicy)
-	err := d.IntentOp(workflow.Request{Action: "new", New: &policyedit.NewIntent{ID: "INT-005", Name: "new work", Scope: []string{"lib/**"}}}, human())
+	err := d.wf.Do(workflow.Request{Action: "new", New: &policyedit.NewIntent{ID: "INT-005", Name: "new work", Scope: []string{"lib/**"}}}, human())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if in := d.Snapshot().Intents.Get("INT-005"); in == nil || !in.InScope("lib/x.go") {
 		t.Fatalf("INT-005 after new: %+v", in)
 	}
-	if err := d.IntentOp(workflow.Request{Action: "block", ID: "INT-001", Reason: "waiting on review"}, human()); err != nil {
+	if err := d.wf.Do(workflow.Request{Action: "block", ID: "INT-001", Reason: "waiting on review"}, human()); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Select("INT-001", human()); err == nil || !strings.Contains(err.Error(), "BLOCKED") {
@@ -659,3 +635,6 @@ active_intents:
 		t.Fatalf("workspace %q, intents %+v; want enforce and %+v", st.WorkspaceEnforcement, st.IntentEnforcement, want)
 	}
 }
+
+// backendOf is d as the control plane sees it.
+func backendOf(d *Daemon) controlBackend { return controlBackend{d} }

@@ -11,7 +11,7 @@ import (
 // ledger refused every change, for everyone. A person or an agent
 // switching intents does so a few times a minute; so each uid may select
 // a burst of selectBurst, then selectsPerSecond a second. Selects beyond
-// that are refused with EBUSY and counted as denials are (denialgate.go).
+// that are refused with EBUSY and counted as denials are (denialthrottle.go).
 
 const (
 	selectBurst      = 20

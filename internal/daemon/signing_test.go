@@ -112,7 +112,7 @@ func TestCheckpointsSignTheChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	d.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", Intent: "INT-001", PostHash: ledger.HashBytes([]byte("a"))})
+	d.gov.Record(ledger.Change{Event: ledger.EventWrite, Path: "src/a.go", Intent: "INT-001", PostHash: ledger.HashBytes([]byte("a"))})
 	if err := d.FlushLedger(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestCheckpointsSignTheChain(t *testing.T) {
 		t.Fatal("a checkpoint is due with no record since the last")
 	}
 	for range checkpointRecords {
-		d.Record(ledger.Change{Event: ledger.EventDenied, Path: "x", Validation: "FAIL", Code: "SCOPE_VIOLATION"})
+		d.gov.Record(ledger.Change{Event: ledger.EventDenied, Path: "x", Validation: "FAIL", Code: "SCOPE_VIOLATION"})
 	}
 	if err := d.FlushLedger(); err != nil {
 		t.Fatal(err)

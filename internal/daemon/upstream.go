@@ -7,14 +7,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentfs/intentfs/fsnode"
 	"github.com/intentfs/intentfs/internal/gitgate"
 	"github.com/intentfs/intentfs/internal/upstream"
+	"github.com/intentfs/intentfs/internal/upstreamplan"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
 
-var _ fsnode.UpstreamSource = (*Daemon)(nil)
+// upstreamSource answers the filesystem's questions about the declared
+// upstream (upstreamplan.Source) from the daemon's private mirror of
+// it, configured as the policy in force says.
+type upstreamSource struct {
+	mirror *upstream.Mirror
+	engine *policy.Engine
+}
+
+var _ upstreamplan.Source = (*upstreamSource)(nil)
 
 // upstreamWait bounds how long a change git makes outside the scope
 // waits for the daemon's fetch of the upstream in progress: git pull
@@ -23,17 +31,19 @@ var _ fsnode.UpstreamSource = (*Daemon)(nil)
 const upstreamWait = 20 * time.Second
 
 // TrustedGit reports whether p is the system's git binary.
-func (d *Daemon) TrustedGit(p *ledger.Process) bool { return p != nil && gitgate.TrustedGit(p.Exe) }
+func (u *upstreamSource) TrustedGit(p *ledger.Process) bool {
+	return p != nil && gitgate.TrustedGit(p.Exe)
+}
 
-// mirrorNow is the upstream mirror, configured as the policy in force
+// configured is the upstream mirror, configured as the policy in force
 // says (the policy file is reloaded when it changes).
-func (d *Daemon) mirrorNow() *upstream.Mirror {
-	var u *policy.Upstream
-	if snap := d.engine.Snapshot(); snap != nil && snap.Intents != nil {
-		u = snap.Intents.Upstream
+func (u *upstreamSource) configured() *upstream.Mirror {
+	var declared *policy.Upstream
+	if snap := u.engine.Snapshot(); snap != nil && snap.Intents != nil {
+		declared = snap.Intents.Upstream
 	}
-	d.mirror.Configure(u)
-	return d.mirror
+	u.mirror.Configure(declared)
+	return u.mirror
 }
 
 // upstreamReadTimeout bounds one reading of the mirror (a tree entry, a
@@ -49,46 +59,46 @@ func upstreamContext(ctx context.Context, d time.Duration) (context.Context, con
 }
 
 // UpstreamEntry says what the declared upstream's tip has at rel.
-func (d *Daemon) UpstreamEntry(ctx context.Context, rel string) (fsnode.UpstreamEntry, error) {
+func (u *upstreamSource) UpstreamEntry(ctx context.Context, rel string) (upstreamplan.Entry, error) {
 	ctx, cancel := upstreamContext(ctx, upstreamWait+upstreamReadTimeout)
 	defer cancel()
-	m := d.mirrorNow()
+	m := u.configured()
 	tip, err := m.Tip(ctx, upstreamWait)
 	if errors.Is(err, upstream.ErrNotConfigured) {
-		return fsnode.UpstreamEntry{}, fmt.Errorf("no upstream is declared (a human adds `upstream:` with the url and ref of the shared branch to %s)", policy.IntentsFile)
+		return upstreamplan.Entry{}, fmt.Errorf("no upstream is declared (a human adds `upstream:` with the url and ref of the shared branch to %s)", policy.IntentsFile)
 	}
 	if err != nil {
-		return fsnode.UpstreamEntry{}, fmt.Errorf("the declared upstream is not available: %w", err)
+		return upstreamplan.Entry{}, fmt.Errorf("the declared upstream is not available: %w", err)
 	}
 	e, err := m.Entry(ctx, tip, rel)
 	if err != nil {
-		return fsnode.UpstreamEntry{}, fmt.Errorf("reading the upstream's %s at %s: %w", tip.Ref, tip.Commit, err)
+		return upstreamplan.Entry{}, fmt.Errorf("reading the upstream's %s at %s: %w", tip.Ref, tip.Commit, err)
 	}
-	return fsnode.UpstreamEntry{Ref: tip.Ref, Commit: tip.Commit, Kind: e.Kind, Mode: e.Mode, SHA256: e.SHA256, Size: e.Size}, nil
+	return upstreamplan.Entry{Ref: tip.Ref, Commit: tip.Commit, Kind: e.Kind, Mode: e.Mode, SHA256: e.SHA256, Size: e.Size}, nil
 }
 
 // UpstreamHistory says which contents rel had in the upstream's history.
-func (d *Daemon) UpstreamHistory(ctx context.Context, commit, rel string) (fsnode.UpstreamHistory, error) {
+func (u *upstreamSource) UpstreamHistory(ctx context.Context, commit, rel string) (upstreamplan.History, error) {
 	ctx, cancel := upstreamContext(ctx, upstreamReadTimeout)
 	defer cancel()
-	h, err := d.mirror.Versions(ctx, upstream.Tip{Commit: commit}, rel)
+	h, err := u.mirror.Versions(ctx, upstream.Tip{Commit: commit}, rel)
 	if err != nil {
-		return fsnode.UpstreamHistory{}, fmt.Errorf("reading the upstream's history of %s: %w", rel, err)
+		return upstreamplan.History{}, fmt.Errorf("reading the upstream's history of %s: %w", rel, err)
 	}
-	return fsnode.UpstreamHistory{Blobs: h.Blobs, WasTree: h.WasTree}, nil
+	return upstreamplan.History{Blobs: h.Blobs, WasTree: h.WasTree}, nil
 }
 
 // fetchedInMount starts a refresh of the mirror when the agent's git has
 // fetched (FETCH_HEAD, a remote-tracking ref): a merge of what it fetched
 // is likely to follow.
-func (d *Daemon) fetchedInMount(req policy.Request) {
+func (u *upstreamSource) fetchedInMount(req policy.Request) {
 	for _, p := range []string{req.Path, req.Path2} {
 		gitDir, inner, ok := policy.GitDirOf(p)
 		if !ok || gitDir != ".git" {
 			continue // the mirror is the upstream of the repository at the root
 		}
 		if inner == "FETCH_HEAD" || inner == "FETCH_HEAD.lock" || strings.HasPrefix(inner, "refs/remotes/") {
-			d.mirrorNow().Kick()
+			u.configured().Kick()
 			return
 		}
 	}

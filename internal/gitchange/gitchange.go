@@ -24,6 +24,14 @@ type Watcher interface {
 	WatchGit(ctx context.Context, w Change) (deny *policy.Decision, after func())
 }
 
+// Touches reports whether either path of req is inside a git directory:
+// whether a Watcher is asked about it.
+func Touches(req policy.Request) bool {
+	_, _, a := policy.GitDirOf(req.Path)
+	_, _, b := policy.GitDirOf(req.Path2)
+	return a || b
+}
+
 // Change is one allowed change that touches a git directory.
 type Change struct {
 	Req    policy.Request

@@ -185,10 +185,16 @@ func (a *AgentFiles) update(name, section string) error {
 	if exists && statErr == nil {
 		mode, uid, gid = os.FileMode(st.Mode&0o777), int(st.Uid), int(st.Gid)
 	} else {
-		// A new file belongs to whoever owns the workspace.
+		// A new file belongs to whoever owns the workspace, and its
+		// group may write it where the group may write the workspace:
+		// a checkout shared with the agent through a group, so that
+		// the file intentfs made is not one the agent may not edit.
 		var dst syscall.Stat_t
 		if err := syscall.Stat(a.Source, &dst); err == nil {
 			uid, gid = int(dst.Uid), int(dst.Gid)
+			if dst.Mode&0o020 != 0 {
+				mode |= 0o020
+			}
 		}
 	}
 	tmp, err := safeio.WriteTemp(path, []byte(doc), mode)

@@ -1,9 +1,10 @@
-// Package workspace is the one home of a source's .orchestration/ layout:
-// where the policy, the ledger, the object store, the lock, the intent map
-// and the lessons file live. It also opens a source for writing (its
-// lock, ledger writer and workflow), wired the same way for a mount and
-// for a CLI command that changes an unmounted source, so the two cannot
-// drift apart.
+// Package workspace is a façade above the features a source holds: it
+// says where the policy, the ledger, the object store, the lock, the
+// intent map and the lessons file live, and opens a source for writing
+// (its lock, ledger writer and workflow), wired the same way for a mount
+// and for a CLI command that changes an unmounted source, so the two
+// cannot drift apart. It imports the feature packages (history, sidecar,
+// workflow, objects); none of them imports it.
 //
 // The file names the ledger and the object store own (ledger.FileName,
 // ledger.LockFile, objects.Dir) stay declared in those packages, which

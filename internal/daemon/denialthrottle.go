@@ -50,16 +50,16 @@ type denialCount struct {
 	first   time.Time
 }
 
-// denialGate decides which denials are recorded in full.
-type denialGate struct {
+// denialThrottle decides which denials are recorded in full.
+type denialThrottle struct {
 	mu     sync.Mutex
 	start  time.Time
 	kinds  map[denialKind]*denialCount
 	window time.Duration
 }
 
-func newDenialGate() *denialGate {
-	return &denialGate{kinds: map[denialKind]*denialCount{}, window: denialWindow}
+func newDenialThrottle() *denialThrottle {
+	return &denialThrottle{kinds: map[denialKind]*denialCount{}, window: denialWindow}
 }
 
 // kindOf returns the kind of a denial of op on p.
@@ -79,7 +79,7 @@ func kindOf(op, code, intent, p, reason string, proc *ledger.Process, sess *ledg
 
 // admit reports whether a denial is the first of its kind in the window
 // (record it in full) or counts it as a repeat.
-func (g *denialGate) admit(k denialKind, proc *ledger.Process, sess *ledger.Session, now time.Time) bool {
+func (g *denialThrottle) admit(k denialKind, proc *ledger.Process, sess *ledger.Session, now time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if c, ok := g.kinds[k]; ok {
@@ -101,7 +101,7 @@ func (g *denialGate) admit(k denialKind, proc *ledger.Process, sess *ledger.Sess
 
 // due returns the summaries of the window if it has ended (all of them if
 // force) and starts a new window.
-func (g *denialGate) due(now time.Time, force bool) []ledger.Change {
+func (g *denialThrottle) due(now time.Time, force bool) []ledger.Change {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !force && now.Sub(g.start) < g.window {

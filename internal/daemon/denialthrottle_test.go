@@ -25,7 +25,7 @@ func TestDenialGateCountsEveryDenial(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newDenialGate()
+			g := newDenialThrottle()
 			now := time.Unix(1000, 0)
 			g.start = now
 			full := 0

@@ -1,4 +1,4 @@
-package session
+package agent
 
 import (
 	"encoding/binary"
@@ -24,8 +24,8 @@ const maxRecent = 32
 // ErrClaimed is returned when an intent is held by another session.
 var ErrClaimed = errors.New("intent held by another session")
 
-// Registry holds the sessions of one mount.
-type Registry struct {
+// Sessions holds the sessions of one mount.
+type Sessions struct {
 	placer *placer
 	// onEnd is told when a session has ended (its root process exited, or
 	// it was ended), once, in a goroutine of its own.
@@ -38,15 +38,15 @@ type Registry struct {
 	recent []Info
 	closed bool
 
-	// stop ends the watchers when the registry closes.
+	// stop ends the watchers when the set of sessions closes.
 	stop   chan struct{}
 	stopFd int // an eventfd the watchers poll with their pidfds
 	wg     sync.WaitGroup
 }
 
-// NewRegistry returns an empty registry. onEnd is called once per session
+// NewSessions returns an empty set of sessions. onEnd is called once per session
 // when it ends.
-func NewRegistry(onEnd func(*Session)) (*Registry, error) {
+func NewSessions(onEnd func(*Session)) (*Sessions, error) {
 	p, err := newPlacer("/proc")
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func NewRegistry(onEnd func(*Session)) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the session watcher's eventfd: %w", err)
 	}
-	return &Registry{placer: p, onEnd: onEnd, live: map[string]*Session{}, byNS: map[uint64]*Session{},
+	return &Sessions{placer: p, onEnd: onEnd, live: map[string]*Session{}, byNS: map[uint64]*Session{},
 		claims: map[string]*Session{}, stop: make(chan struct{}), stopFd: efd}, nil
 }
 
@@ -63,7 +63,7 @@ func NewRegistry(onEnd func(*Session)) (*Registry, error) {
 // A process that cannot be placed (it is gone, or lives in a pid
 // namespace the daemon cannot see) yields an error wrapping ErrUnplaced;
 // so does a process of a session that has ended.
-func (r *Registry) Place(pid uint32) (*Session, error) {
+func (r *Sessions) Place(pid uint32) (*Session, error) {
 	if pid == 0 {
 		// FUSE reports 0 for a process outside the daemon's pid
 		// namespace; sessions are made inside it, so this is none.
@@ -87,7 +87,7 @@ func (r *Registry) Place(pid uint32) (*Session, error) {
 	return s, nil
 }
 
-func (r *Registry) sessionByNS(ino uint64) *Session {
+func (r *Sessions) sessionByNS(ino uint64) *Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.byNS[ino]
@@ -96,7 +96,7 @@ func (r *Registry) sessionByNS(ino uint64) *Session {
 // Start registers a session whose root process is spec.RootPid. The
 // process must be the init of a pid namespace of its own, one level below
 // the daemon's: that namespace is the session.
-func (r *Registry) Start(spec Spec) (*Session, error) {
+func (r *Sessions) Start(spec Spec) (*Session, error) {
 	if spec.RootPid <= 0 {
 		return nil, fmt.Errorf("a session needs its root process's pid")
 	}
@@ -144,7 +144,7 @@ func (r *Registry) Start(spec Spec) (*Session, error) {
 // rootNamespace opens the pid namespace of pid and checks that pid is its
 // init and that its parent is the daemon's namespace: a session is a
 // fresh namespace made for it, never the daemon's own or a container's.
-func (r *Registry) rootNamespace(pid int) (int, uint64, error) {
+func (r *Sessions) rootNamespace(pid int) (int, uint64, error) {
 	fd, err := unix.Open(fmt.Sprintf("%s/%d/ns/pid", r.placer.procRoot, pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, 0, fmt.Errorf("opening pid %d's pid namespace: %w", pid, err)
@@ -179,7 +179,7 @@ func (r *Registry) rootNamespace(pid int) (int, uint64, error) {
 
 // watch waits for the session's root process to exit, then ends the
 // session.
-func (r *Registry) watch(s *Session) {
+func (r *Sessions) watch(s *Session) {
 	defer r.wg.Done()
 	fds := []unix.PollFd{{Fd: int32(s.pidfd), Events: unix.POLLIN}, {Fd: int32(r.stopFd), Events: unix.POLLIN}}
 	for {
@@ -194,7 +194,7 @@ func (r *Registry) watch(s *Session) {
 
 // end marks s ended, releases its claim, lists it among the recent and
 // tells onEnd. It runs once per session.
-func (r *Registry) end(s *Session) {
+func (r *Sessions) end(s *Session) {
 	if s.abandoned.Load() {
 		unix.Close(s.nsFd)
 		unix.Close(s.pidfd)
@@ -227,14 +227,14 @@ func (r *Registry) end(s *Session) {
 }
 
 // Get returns the live session id, nil if there is none.
-func (r *Registry) Get(id string) *Session {
+func (r *Sessions) Get(id string) *Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.live[id]
 }
 
 // List returns the live sessions, then the recently ended ones.
-func (r *Registry) List() []Info {
+func (r *Sessions) List() []Info {
 	r.mu.Lock()
 	live := make([]*Session, 0, len(r.live))
 	for _, s := range r.live {
@@ -253,7 +253,7 @@ func (r *Registry) List() []Info {
 // Claim makes s the holder of intent (releasing what it held before),
 // unless another live session holds it and shared is false. "" releases
 // only. A check session claims nothing.
-func (r *Registry) Claim(s *Session, intent string, shared bool) error {
+func (r *Sessions) Claim(s *Session, intent string, shared bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s.spec.Check {
@@ -286,7 +286,7 @@ func (r *Registry) Claim(s *Session, intent string, shared bool) error {
 }
 
 // Holder returns the session that holds intent, nil for none.
-func (r *Registry) Holder(intent string) *Session {
+func (r *Sessions) Holder(intent string) *Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.claims[intent]
@@ -294,7 +294,7 @@ func (r *Registry) Holder(intent string) *Session {
 
 // Select sets s's intent through check, which may refuse it, and claims
 // it. It is serialised per session.
-func (r *Registry) Select(s *Session, intent string, shared bool, check func(prev string) error) (prev string, err error) {
+func (r *Sessions) Select(s *Session, intent string, shared bool, check func(prev string) error) (prev string, err error) {
 	s.selMu.Lock()
 	defer s.selMu.Unlock()
 	prev = s.Intent()
@@ -313,7 +313,7 @@ func (r *Registry) Select(s *Session, intent string, shared bool, check func(pre
 // EndAll kills every live session (its first process, and with it the
 // kernel ends the whole session) and waits up to timeout for each to be
 // ended. It returns how many there were.
-func (r *Registry) EndAll(timeout time.Duration) int {
+func (r *Sessions) EndAll(timeout time.Duration) int {
 	r.mu.Lock()
 	live := make([]*Session, 0, len(r.live))
 	for _, s := range r.live {
@@ -335,7 +335,7 @@ func (r *Registry) EndAll(timeout time.Duration) int {
 // Close ends every session's watcher (the sessions themselves are ended
 // by the unmount, which kills nothing: their processes then see the
 // mount gone) and releases the handles.
-func (r *Registry) Close() {
+func (r *Sessions) Close() {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -353,7 +353,7 @@ func (r *Registry) Close() {
 
 // Abandon forgets a session whose start failed after Start (its claim
 // was refused): it is not listed and onEnd is not told.
-func (r *Registry) Abandon(s *Session) {
+func (r *Sessions) Abandon(s *Session) {
 	// Before ended: the watcher, on seeing either, closes the handles.
 	s.abandoned.Store(true)
 	s.ended.Store(true)

@@ -1,4 +1,4 @@
-package fsnode
+package rawfs
 
 import (
 	"syscall"

@@ -1,4 +1,4 @@
-package fsnode
+package rawfs
 
 // Each method below counts one FUSE operation and forwards it.
 

@@ -1,4 +1,4 @@
-package session
+package agent
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 // the intent's holder, for good: nothing releases it again.
 func TestClaimByAnEndedSessionIsRefused(t *testing.T) {
 	ended := make(chan *Session, 1)
-	r, err := NewRegistry(func(s *Session) { ended <- s })
+	r, err := NewSessions(func(s *Session) { ended <- s })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package session keeps the agent sessions of one mount: processes that
+// Package agent keeps the agent sessions of one mount: processes that
 // `intentfs run` started in a pid namespace of their own, each with its
 // own active intent, its claim on that intent, and the versions of the
 // files it read.
@@ -10,7 +10,7 @@
 // namespace, only choose one below it for its children. The daemon holds
 // a handle on the namespace while the session lives, so its inode number
 // is not reused for another.
-package session
+package agent
 
 import (
 	"sync"

@@ -1,4 +1,4 @@
-package session
+package agent
 
 import (
 	"errors"
@@ -43,9 +43,9 @@ func childOf(t *testing.T, pid int) int {
 	return 0
 }
 
-func TestRegistryPlacesSessionProcesses(t *testing.T) {
+func TestSessionsPlacesSessionProcesses(t *testing.T) {
 	ended := make(chan *Session, 4)
-	r, err := NewRegistry(func(s *Session) { ended <- s })
+	r, err := NewSessions(func(s *Session) { ended <- s })
 	if err != nil {
 		t.Fatal(err)
 	}
