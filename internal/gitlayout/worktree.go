@@ -109,6 +109,13 @@ func (w *Worktree) open() error {
 			return fmt.Errorf("it is not laid out as a git repository: %s is not a %s", c.name, map[bool]string{true: "directory", false: "regular file"}[c.dir])
 		}
 	}
+	// The reftable backend keeps the shared refs and each worktree's in
+	// reftable/ directories of both, which git's path rule does not
+	// split: the view would show the wrong refs.
+	var st unix.Stat_t
+	if err := unix.Fstatat(w.CommonDirFd, "reftable", &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		return errors.New("the repository keeps its refs in reftable, which a worktree mount does not serve (use a clone of it)")
+	}
 	return nil
 }
 

@@ -133,6 +133,12 @@ func TestResolveWorktree(t *testing.T) {
 			}
 			return wt
 		}, []string{"not laid out as a git repository: objects"}},
+		{"a reftable repository", func(t *testing.T, base, wt, _ string) string {
+			if err := os.Mkdir(filepath.Join(base, "repo", ".git", "reftable"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return wt
+		}, []string{"keeps its refs in reftable"}},
 		{"a submodule's .git file", func(t *testing.T, base, _, _ string) string {
 			src := filepath.Join(base, "sub")
 			write(t, filepath.Join(base, "repo", ".git", "modules", "sub", "HEAD"), "ref: refs/heads/main\n")
