@@ -99,6 +99,13 @@ func TestWorktreeMountGovernsGitDir(t *testing.T) {
 	if got := gitAs(t, repo, "git log --format=%s -1 wt1"); strings.TrimSpace(got) != "agent work" {
 		t.Errorf("wt1's head is %q", got)
 	}
+	// The human, root, who owns neither the worktree nor the repository,
+	// uses git in the mount too: the kernel reads .git's ACL for a caller
+	// who is not its owner, before any lookup below it.
+	gitInMountAsRoot(t, e.mnt, "status", "--short")
+	if got := gitInMountAsRoot(t, e.mnt, "log", "--format=%s", "-1"); strings.TrimSpace(got) != "agent work" {
+		t.Errorf("git log as root in the mount shows %q", got)
+	}
 }
 
 // TestTwoAgentsTwoWorktrees: two worktrees of one repository, each
