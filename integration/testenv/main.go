@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -28,15 +29,53 @@ func CLIBinary() (string, error) { return testBinary.get() }
 // Main gives the test process the umask a daemon process needs (the
 // daemons of these tests run in it), runs defaultParallel tests at once
 // unless -parallel is given, says in one line whether the FUSE tests mount
-// for real or skip, and why, and removes the CLI binary when the run ends.
+// for real or skip, and why, runs the tests while no other integration
+// package runs (runAlone), and removes the CLI binary when the run ends.
 func Main(m *testing.M) {
 	daemon.SetProcessUmask()
 	flag.Parse()
 	defaultParallelism()
 	announce(fuseLine())
+	unlock, err := runAlone()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	unlock()
 	testBinary.remove()
 	os.Exit(code)
+}
+
+// lockName is the file, in the temporary directory, that the integration
+// packages of every checkout on the machine lock while they run.
+const lockName = "intentfs-integration.lock"
+
+// runAlone waits until no other integration package runs and keeps it so
+// until unlock. go test ./... runs several test binaries at once, and
+// what a package's serial tests count on holds only within the machine:
+// an agent session's mount namespace copies every FUSE mount there is,
+// another process's too, and covers each as it starts; status lists the
+// kernel's intentfs mounts, five at most. The wait comes before m.Run, so
+// it does not count against -timeout.
+func runAlone() (unlock func(), err error) {
+	path := filepath.Join(os.TempDir(), lockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("integration: opening the lock %s: %w (remove it if another user owns it)", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == unix.EWOULDBLOCK {
+		start := time.Now()
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("integration: locking %s: %w", path, err)
+		}
+		announce(fmt.Sprintf("integration: waited %s for another integration package to finish (%s)", time.Since(start).Round(time.Second), path))
+	} else if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("integration: locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // defaultParallel is how many tests run at once unless -parallel says
