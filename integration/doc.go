@@ -22,13 +22,17 @@
 // The tests need root and /dev/fuse; where these are missing they skip,
 // unless INTENTFS_REQUIRE_FUSE=1, in which case they fail.
 //
-// The tests run in parallel: each starts with t.Parallel() and keeps to
-// its own temporary directories, mounts and registry. The daemons run in
-// the test process, so a test that changes or measures what the process
-// shares (umask, descriptor limit, descriptor count, memory, the host's
-// mount table) or asserts a latency stays serial and says why in a
-// "// Serial:" line at its top; serial tests run before the parallel
-// ones of their package, alone. So does every test that starts an agent
-// session: a session's mount namespace copies every mount there is, and
-// keeps the other tests' mounts served after their unmount until it ends.
+// The tests run in parallel: each starts with testenv.Parallel(t) (which
+// calls t.Parallel) and keeps to its own temporary directories, mounts
+// and registry. The daemons run in the test process, so a test that
+// changes or measures what the process or the machine shares (umask,
+// descriptor limit, descriptor count, memory, the host's mount table) or
+// asserts a latency stays serial: it starts with testenv.Serial(t), and
+// says why in a "// Serial:" line at its top. So does every test that
+// starts an agent session: a session's mount namespace copies every mount
+// there is, and keeps the other tests' mounts served after their unmount
+// until it ends. go test runs a package's serial tests before its
+// parallel ones, and go test ./... runs several packages at once: a
+// serial test holds a lock that keeps every other package's integration
+// tests waiting until it ends, so it runs alone on the machine.
 package integration

@@ -21,6 +21,7 @@ import (
 // passes, blame credits the accepted lines to the human, and the record
 // says who accepted and why.
 func TestAcceptMakesVerifyGreen(t *testing.T) {
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	if out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, `printf 'a\nagent line\n' > src/a.txt`); err != nil {
 		t.Fatalf("agent write: %v\n%s", err, out)
@@ -96,6 +97,7 @@ func TestAcceptMakesVerifyGreen(t *testing.T) {
 // a process of an agent session, or by one working inside the mount, even
 // as root and past the CLI's own checks.
 func TestAcceptRefusedInsideASession(t *testing.T) {
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	testenv.WriteFile(t, filepath.Join(e.Src, "src/a.txt"), "changed behind the ledger\n")
 	req := accept.Request{Paths: []string{"src/a.txt"}, Reason: "the agent says so"}
@@ -139,6 +141,7 @@ func TestAcceptRefusedInsideASession(t *testing.T) {
 // .claude/settings.json in the source, outside the mount; it records that
 // write as accepted, so verify stays green.
 func TestHookInstallLeavesVerifyClean(t *testing.T) {
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	if out, err := e.CLI("verify", "--source", e.Src); err != nil {
 		t.Fatalf("verify before: %v\n%s", err, out)
@@ -158,6 +161,7 @@ func TestHookInstallLeavesVerifyClean(t *testing.T) {
 // TestAcceptOnAnUnmountedSource: with no daemon, intentfs accept writes
 // the ledger itself, under the source's lock, and the chain stays whole.
 func TestAcceptOnAnUnmountedSource(t *testing.T) {
+	testenv.Serial(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	testenv.WriteFile(t, filepath.Join(repo, "src/a.go"), "package a\n")
 	c.Must("mount", "./repo", ws, "--intent", "INT-002")

@@ -52,7 +52,7 @@ func runHook(t *testing.T, bin, dir, input string) (stdout, stderr string, code 
 }
 
 func TestClaudeHookAsTheAgentUser(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	// The agent's uid may write its scope's files in the source, as in a
 	// real setup (else the kernel refuses, and the hook says so).
 	e := testenv.MountPrepared(t, testenv.AgentPolicy, "INT-001", map[string]string{"src/old.go": "package old\n"}, func(src string) {
@@ -135,7 +135,7 @@ func TestClaudeHookAsTheAgentUser(t *testing.T) {
 }
 
 func TestHookInstallMergesSettings(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c := testenv.NewCLI(t)
 	settings := filepath.Join(c.Dir, ".claude", "settings.json")
 	testenv.WriteFile(t, settings, `{"model":"opus","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"./guard.sh"}]}]}}`)
@@ -224,7 +224,7 @@ func ledgerRecord(t *testing.T, repo, what string, match func(*ledger.Record) bo
 }
 
 func TestMCPServerAgainstARealMount(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.AgentPolicy)
 	if err := os.Chmod(repo, 0o755); err != nil {
 		t.Fatal(err)
@@ -294,7 +294,7 @@ func TestMCPServerAgainstARealMount(t *testing.T) {
 }
 
 func TestMountCreatesClaudeMDWhenNoAgentFileExists(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.AgentPolicy)
 	cliMount(t, c, repo, ws)
 	b, err := os.ReadFile(filepath.Join(repo, "CLAUDE.md"))
@@ -365,7 +365,7 @@ func inspectorCLI(t *testing.T, inspectorVersion string) string {
 // MCP Inspector's CLI, which builds each argument from the tool's input
 // schema.
 func TestMCPInspector(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.AgentPolicy, "INT-001", nil)
 	bin := testenv.AgentBinary(t)
 	for _, v := range inspectorVersions() {
@@ -429,7 +429,7 @@ func driveWithInspector(t *testing.T, e *testenv.Env, bin, inspector string) {
 }
 
 func TestCheckFileIsADryRun(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.AgentPolicy, "INT-001", nil)
 	before := testenv.CountEvents(e, ledger.EventDenied)
 	out := e.MustSh(`exec 3<>.intentfs/check; printf 'docs/a.md' >&3; cat <&3`)
@@ -476,7 +476,7 @@ func TestCheckFileIsADryRun(t *testing.T) {
 // the version it replaced kept, so verify stays clean; and the files
 // intentfs keeps locally are ignored by git.
 func TestAgentFileUpdatesKeepVerifyClean(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	testenv.WriteFile(t, filepath.Join(repo, "CLAUDE.md"), "# House rules\n\nTabs.\n")
 	testenv.WriteFile(t, filepath.Join(repo, "README.md"), "readme\n")
@@ -505,7 +505,7 @@ func TestAgentFileUpdatesKeepVerifyClean(t *testing.T) {
 // upstream without it then had to remove a file outside the scope, and
 // stopped); one the repository tracks is left alone.
 func TestCreatedAgentFileIsNotCommitted(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.AgentPolicy)
 	testenv.WriteFile(t, filepath.Join(repo, "README.md"), "# r\n")
 	if out, err := testenv.CommandIn(repo, "sh", "-c", "git init -q -b main . && git add README.md && git -c user.name=h -c user.email=h@x commit -qm base").CombinedOutput(); err != nil {

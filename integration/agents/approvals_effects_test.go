@@ -29,6 +29,7 @@ const destroyPolicy = `active_intents:
 // with larger_than measured on the content destroyed, not on the file.
 // Changes that destroy little or nothing pass.
 func TestApprovalRulesSeeWhatAChangeDestroys(t *testing.T) {
+	testenv.Serial(t)
 	big := strings.Repeat("B", 4096)
 	seed := map[string]string{"small": "s\n"}
 	for _, n := range []string{"rm", "trunc", "otrunc", "over", "shrink", "grow", "append"} {

@@ -94,7 +94,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd) error {
 // TestApprovalRmRf is the story of the README: an rm -rf held at its
 // 21st deletion, approved; another denied; a third timed out.
 func TestApprovalRmRf(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, approvalPolicy)
 	for _, d := range []string{"bulk1", "bulk2", "bulk3"} {
 		seedFiles(t, filepath.Join(repo, d), 100)
@@ -210,7 +210,7 @@ func firstLines(s string, n int) string {
 // TestApprovalKilledHolderLeavesNothing: kill -9 of a held process ends
 // its wait; the pending entry goes, and the ledger says why.
 func TestApprovalKilledHolderLeavesNothing(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, approvalPolicy)
 	seedFiles(t, filepath.Join(repo, "bulk"), 40)
 	c.Must("mount", "./repo", ws, "--intent", "INT-001")
@@ -242,7 +242,7 @@ func TestApprovalKilledHolderLeavesNothing(t *testing.T) {
 // CANCELLED, and nothing is left waiting: neither the hold nor a new one
 // for a request the kernel delivered after the kill.
 func TestApprovalKilledAgentEndsItsHold(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, approvalPolicy)
 	seedFiles(t, filepath.Join(repo, "bulk"), 40)
 	if err := filepath.Walk(repo, func(p string, _ os.FileInfo, err error) error {
@@ -293,7 +293,7 @@ func TestApprovalKilledAgentEndsItsHold(t *testing.T) {
 // the policy changes only in that intent's scope (and version) and the
 // new scope takes effect.
 func TestApprovalScopeRequest(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	const pol = "# keep this comment\nactive_intents:\n  - id: INT-001\n    name: api work   # trailing comment\n    status: IN_PROGRESS\n    owned_scope: [\"src/**\"]\n"
 	e := testenv.Mount(t, pol, "INT-001", map[string]string{"src/a.go": "package a\n"})
 	e.MustDeny("echo x > docs.md")
@@ -342,7 +342,7 @@ func TestApprovalScopeRequest(t *testing.T) {
 // waiting; past that, its changes are refused at once, not held, and
 // the mount serves everyone else.
 func TestApprovalFloodFailsClosed(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	const pol = "approvals:\n  - name: every-chmod\n    ops: [chmod]\n    timeout: 1m\nactive_intents:\n  - id: INT-001\n    name: all of it\n    status: IN_PROGRESS\n    owned_scope: [\"**\"]\n"
 	seed := map[string]string{}
 	n := approvals.DefaultMaxPendingPerUID + 4
@@ -400,7 +400,7 @@ func TestApprovalFloodFailsClosed(t *testing.T) {
 // TestWatchJSONUnderLoad: a watcher reading JSON lines sees every change
 // of an untar of thousands of files, and is told of nothing dropped.
 func TestWatchJSONUnderLoad(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-002", nil)
 	const files = 3000
 	stage := t.TempDir()
@@ -444,7 +444,7 @@ func TestWatchJSONUnderLoad(t *testing.T) {
 // the guide's request arrives in two write(2)s; it is taken whole, and a
 // request left without its why: line fails at close and is recorded.
 func TestScopeRequestFromBash(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("needs bash")
 	}

@@ -32,6 +32,7 @@ const capSysPtrace = 19
 // agent would be refused as UNPLACED_PROCESS.
 func TestContainerEntrypointWithoutPtrace(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("needs setpriv (util-linux)")
@@ -147,6 +148,7 @@ exit 7`
 // ledger, which then has the session's end and verifies.
 func TestContainerStopGraceEndsAnAgentThatIgnoresSIGTERM(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	bin, err := testenv.CLIBinary()
 	if err != nil {

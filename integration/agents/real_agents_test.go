@@ -169,6 +169,7 @@ func wantResult(t *testing.T, results []agentsim.ToolResult, i int, tool string,
 // permission decision; an in-scope write lands and is recorded; a shell
 // command that runs into the mount's refusal is explained afterwards.
 func TestRealClaudeCodeHooks(t *testing.T) {
+	testenv.Serial(t)
 	c, repo, ws := agentRepo(t, testenv.AgentPolicy, map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})
 	claude := realClient(t, "claude")
 	cliMount(t, c, repo, ws, "--intent", "INT-001")
@@ -265,6 +266,7 @@ func TestRealClaudeCodeHooks(t *testing.T) {
 // model calling its tools as a model does: the answers it gets are the
 // server's, and what the tools do reaches the mount.
 func TestRealClaudeCodeUsesTheMCPServer(t *testing.T) {
+	testenv.Serial(t)
 	bin := testenv.AgentBinary(t)
 	mcpJSON, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"intentfs": map[string]any{"command": bin, "args": []string{"mcp"}}}})
 	if err != nil {
@@ -412,6 +414,7 @@ func installCodexHooks(t *testing.T, bin, ws string) {
 // apply_patch out of scope is refused before it runs, and the model is
 // told why.
 func TestRealCodexHooks(t *testing.T) {
+	testenv.Serial(t)
 	c, repo, ws := agentRepo(t, testenv.AgentPolicy, map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})
 	codex := realClient(t, "codex")
 	cliMount(t, c, repo, ws, "--intent", "INT-001")
@@ -493,6 +496,7 @@ func sessionSetup(t *testing.T, seed map[string]string) (e *testenv.Env, tools, 
 // model is told what to do in words that work there (the session cannot
 // switch intents: it asks for the scope through .intentfs/request).
 func TestRealClaudeCodeInASession(t *testing.T) {
+	testenv.Serial(t)
 	e, tools, home := sessionSetup(t, map[string]string{"README.md": "# readme\n", "src/old.go": "package old\n"})
 	claude := realClientIn(t, "claude", tools)
 	bin := filepath.Join(tools, "intentfs")
@@ -532,6 +536,7 @@ func TestRealClaudeCodeInASession(t *testing.T) {
 // scope is refused before it runs, with advice that works in the
 // session; apply_patch in scope lands, recorded under the session.
 func TestRealCodexInASession(t *testing.T) {
+	testenv.Serial(t)
 	e, tools, home := sessionSetup(t, map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})
 	codex := realClientIn(t, "codex", tools)
 	bin := filepath.Join(tools, "intentfs")
@@ -570,6 +575,7 @@ func TestRealCodexInASession(t *testing.T) {
 // cached Claude Code, runs it against the scripted model in the demo's
 // mount, and shows the refusal as the model received it.
 func TestDemoWithARealClaudeCode(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	realClient(t, "claude") // fills the cache the demo looks in
 	c := testenv.NewCLI(t)

@@ -14,7 +14,7 @@ import (
 // each step under the intent of the change it undoes, whether the daemon
 // of a mount carries it out or the CLI does on an unmounted source.
 func TestRevertIsRecordedUnderTheRevertedIntent(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	for _, tc := range []struct {
 		name    string
 		offline bool

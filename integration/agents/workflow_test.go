@@ -16,7 +16,7 @@ import (
 // discovers the intents, selects one (which starts it), reads the context,
 // works, is denied, reads why, and records a lesson.
 func TestShellOnlyHandshake(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.WorkflowPolicy, "", map[string]string{"specs/greeting.md": "# Greeting spec\nSay hello.\n", "README.md": "r\n"})
 	if out := e.MustSh("cat .intentfs/README.md"); !strings.Contains(out, "echo INT-001 > .intentfs/active") {
 		t.Fatalf("guide: %s", out)
@@ -75,7 +75,7 @@ func TestShellOnlyHandshake(t *testing.T) {
 }
 
 func TestIntentMapFollowsRenameAndDelete(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-001", nil)
 	e.MustSh("mkdir -p src && echo a > src/a.go && echo b > src/b.go && mv src/b.go src/c.go && rm src/a.go && echo more >> src/c.go")
 	path := filepath.Join(e.Src, ".orchestration/intent_map.md")
@@ -94,6 +94,7 @@ func TestIntentMapFollowsRenameAndDelete(t *testing.T) {
 // mounted source (through the daemon) and an unmounted one.
 func TestLifecycleFromTheCLI(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.WorkflowPolicy)
 
 	// Unmounted: the CLI writes the policy and the ledger itself.
@@ -171,6 +172,7 @@ func TestLifecycleFromTheCLI(t *testing.T) {
 // check is a lesson in the file --lessons-file names, as a mount's would be.
 func TestCompleteUnmountedHonoursTheLessonsFile(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	c, repo, _ := testenv.NewPolicyRepo(t, strings.Replace(testenv.WorkflowPolicy, "status: PENDING", "status: IN_PROGRESS", 1))
 	out, code := c.Run("intent", "complete", "INT-001", "--source", repo, "--lessons-file", "AGENT.md", "--user", "1000")
 	if code != 1 || !strings.Contains(out, "FAIL  the greeting exists") {

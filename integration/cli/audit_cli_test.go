@@ -14,7 +14,7 @@ import (
 // what did the intent change, line by line, which process did it, is the
 // log intact, and can it all be taken back?
 func TestAuditFromTheCLI(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	testenv.WriteFile(t, filepath.Join(repo, "src/app.go"), "package app\n\nfunc A() int { return 1 }\n")
 	before := testenv.TreeBytes(t, repo)

@@ -17,7 +17,7 @@ import (
 )
 
 func TestRevertIntentRestoresTheTreeByteForByte(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	seed := map[string]string{}
 	for i := range 20 {
 		seed[fmt.Sprintf("src/pkg%d/file%d.go", i%4, i)] = fmt.Sprintf("package pkg\n\n// file %d\nfunc F%d() int { return %d }\n", i, i, i)
@@ -101,7 +101,7 @@ const twoIntents = `active_intents:
 `
 
 func TestBlameAcrossTwoIntents(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, twoIntents, "INT-001", map[string]string{"notes.txt": "from the human\n"})
 	e.MustSh("printf 'one\\ntwo\\nthree\\n' >> notes.txt")
 	e.WaitRecord("first write", testenv.Event(ledger.EventWrite, "notes.txt"))
@@ -150,7 +150,7 @@ func TestBlameAcrossTwoIntents(t *testing.T) {
 // extracts into the mount, remounts, and checks that the ledger is whole,
 // its chain continues, and verify names what the crash left unrecorded.
 func TestCrashDuringTarThenRemountVerify(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	// An archive to extract: 300 small files.
 	tmp := t.TempDir()

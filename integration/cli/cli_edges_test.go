@@ -18,7 +18,7 @@ import (
 // of a revert plan, and reverting an intent twice does nothing the second
 // time, mounted or not.
 func TestLogDiffAndRevertAsANewUserMeetsThem(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	if out := c.Must("log", "--source", repo); !strings.Contains(out, "the ledger has no records yet") {
 		t.Fatalf("log of an empty ledger:\n%s", out)
@@ -113,7 +113,7 @@ func TestLogDiffAndRevertAsANewUserMeetsThem(t *testing.T) {
 // TestInitRefusesAMissingParent: a typo in init's DIR must not silently
 // create a tree; --parents does it on purpose.
 func TestInitRefusesAMissingParent(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c := testenv.NewCLI(t)
 	deep := filepath.Join(c.Dir, "no", "such", "dir")
 	out, code := c.Run("init", deep)

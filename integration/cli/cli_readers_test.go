@@ -20,6 +20,7 @@ import (
 // (verify, log, diff, blame) finishes at once, refuses, and says why;
 // none follows the link or blocks.
 func TestCLIReadersRefuseAgentShapedLedgers(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t) // root: the readers run as the human, often root
 	outside := t.TempDir()
 	testenv.WriteFile(t, filepath.Join(outside, "agent_trace.jsonl"), "{}\n")
@@ -89,6 +90,7 @@ func TestCLIReadersRefuseAgentShapedLedgers(t *testing.T) {
 // (run by the human, often root) refuses and says why; nothing is
 // written outside.
 func TestInitRefusesSymlinkedOrchestration(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	repo, outside := filepath.Join(c.Dir, "repo"), filepath.Join(c.Dir, "outside")
@@ -121,6 +123,7 @@ func TestInitRefusesSymlinkedOrchestration(t *testing.T) {
 // whose name holds an escape. `intentfs diff` and `blame` show them
 // escaped; no control byte reaches the reviewer's terminal.
 func TestDiffAndBlameEscapeAgentContent(t *testing.T) {
+	testenv.Serial(t)
 	e := testenv.MountPrepared(t, testenv.ScopePolicy, "INT-002", map[string]string{"src/.keep": ""}, func(src string) { testenv.ChownTree(t, src) })
 	e.ReachableByAgent()
 	const evil = `printf 'ok\n' > src/evil.txt && printf 'x\033]52;c;ZXZpbA==\007\033[2K\rforged\n' >> src/evil.txt && printf 'a\n' > "$(printf 'src/n\033[2Jame.txt')" && printf 'b\n' >> "$(printf 'src/n\033[2Jame.txt')"`

@@ -42,7 +42,7 @@ func newStoryRepo(t *testing.T) (c *testenv.CLI, repo, ws string) {
 // TestUserStory is the README's story, run with the real binary: init,
 // edit, mount in the background, select, work, status, log, unmount.
 func TestUserStory(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := newStoryRepo(t)
 	if out, code := c.Run("init", "./repo"); code != 0 || !strings.Contains(out, "kept  repo/"+policy.IntentsFile+" (already there; not overwritten)") {
 		t.Fatalf("second init: exit %d %q", code, out)
@@ -127,7 +127,7 @@ func TestUserStory(t *testing.T) {
 }
 
 func TestMountRefusesInvalidPolicy(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	testenv.WriteFile(t, filepath.Join(c.Dir, "repo", policy.IntentsFile), "active_intents:\n  - id: bad\n    name: x\n")
@@ -142,7 +142,7 @@ func TestMountRefusesInvalidPolicy(t *testing.T) {
 }
 
 func TestForegroundMountUnmountsOnSIGTERM(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	cmd := exec.Command(c.Bin, "mount", "--foreground", "--intent", "INT-002", repo, ws)
 	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+c.Runtime)
@@ -177,7 +177,7 @@ func TestForegroundMountUnmountsOnSIGTERM(t *testing.T) {
 }
 
 func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c := testenv.NewCLI(t)
 	top := c.Must("--help")
 	for _, name := range []string{"init", "mount", "select", "status", "log", "unmount", "intent", "context", "agent-guide", "verify", "diff", "revert", "blame", "gc", "demo", "version"} {
@@ -203,7 +203,7 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 // TestKeepMaxBytesZeroKeepsNoPreImages: --keep-max-bytes 0 trades undo for
 // speed. Changes are still hashed and recorded, but no version is kept.
 func TestKeepMaxBytesZeroKeepsNoPreImages(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := newStoryRepo(t)
 	testenv.WriteFile(t, filepath.Join(repo, "src/a.txt"), "alpha\n")
 
@@ -234,7 +234,7 @@ func TestKeepMaxBytesZeroKeepsNoPreImages(t *testing.T) {
 // block profile and a mutex profile where the environment says, readable
 // by its owner only.
 func TestProfilesFromTheEnvironment(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	bin := testenv.IntentfsBinary(t)
 	dir := t.TempDir()
 	cpu, block, mutex := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "block.prof"), filepath.Join(dir, "mutex.prof")

@@ -11,6 +11,7 @@ import (
 // --mount like every other command of a mount, from any directory; and
 // its refusal to run the checks as root names intent complete.
 func TestCompleteTakesMount(t *testing.T) {
+	testenv.Serial(t)
 	const pol = `active_intents:
   - id: INT-001
     name: "source work"

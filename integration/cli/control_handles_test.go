@@ -59,6 +59,7 @@ print("after", again)
 // daemon without bound: past its share the agent's opens are refused
 // (EMFILE), and a closed handle gives its share back.
 func TestControlSnapshotsAreBounded(t *testing.T) {
+	testenv.Serial(t)
 	e := testenv.MountPrepared(t, testenv.ScopePolicy, "INT-001", nil, func(src string) { testenv.ChownTree(t, src) })
 	e.ReachableByAgent()
 	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "/usr/bin/python3 "+testenv.WorldReadable(t, "hoard.py", denialsHoarder))

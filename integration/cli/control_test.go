@@ -16,7 +16,7 @@ import (
 )
 
 func TestControlDirIsHiddenButOpenable(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "", testenv.SeedTree())
 	for _, script := range []string{"ls -a", "find . -maxdepth 1", "tar -cf - . | tar -tf -"} {
 		if out := e.MustSh(script); hasEntry(out, ".intentfs") {
@@ -43,7 +43,7 @@ func TestControlDirIsHiddenButOpenable(t *testing.T) {
 }
 
 func TestSelectThroughControlFile(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "", testenv.SeedTree())
 	e.MustDeny("echo x > src/a.go")
 	e.MustSh("echo INT-001 > .intentfs/active")
@@ -67,7 +67,7 @@ func TestSelectThroughControlFile(t *testing.T) {
 }
 
 func TestGarbageInControlFileIsEINVAL(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-001", testenv.SeedTree())
 	tests := []struct {
 		name string
@@ -140,7 +140,7 @@ func hasEntry(listing, entry string) bool {
 // content, now: `test -s` and a listing tell empty from full, and the size
 // follows a change of the selection.
 func TestControlFilesReportTheirSize(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "", testenv.SeedTree())
 	e.MustSh("test -s .intentfs/README.md && test -s .intentfs/status && test -s .intentfs/intents && test -s .intentfs/active")
 	if out, err := e.Sh("test -s .intentfs/lesson"); err == nil {

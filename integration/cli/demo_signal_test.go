@@ -66,6 +66,7 @@ func assertDemoCleanedUp(t *testing.T, tmp, out string) {
 // demo's stdout early; the demo takes the failed write as its end and
 // unmounts, instead of dying of SIGPIPE with its workspace mounted.
 func TestDemoUnmountsWhenItsReaderGoes(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	tmp := shortTempDir(t)
@@ -81,6 +82,7 @@ func TestDemoUnmountsWhenItsReaderGoes(t *testing.T) {
 // TestDemoUnmountsOnSignal: a demo stopped by SIGTERM or SIGINT while
 // mounted (here blocked writing to a full pipe) unmounts before it exits.
 func TestDemoUnmountsOnSignal(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {

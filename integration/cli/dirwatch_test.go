@@ -16,6 +16,7 @@ import (
 // refuses the agent through the mount within the watch's latency.
 func TestSourcePermissionChangesReachTheMount(t *testing.T) {
 	// Serial: asserts how soon a change in the source shows through the mount, which a loaded machine stretches.
+	testenv.Serial(t)
 	e := testenv.MountPrepared(t, testenv.ScopePolicy, "INT-002", map[string]string{
 		"modedir/a.txt": "a\n", "modedir/sub/b.txt": "b\n",
 		"owndir/a.txt": "a\n", "acldir/a.txt": "a\n", "file.txt": "secret\n"},

@@ -47,7 +47,7 @@ func worldDir(t *testing.T, owner int) string {
 // TestMountAsAUserWhoCannotMountPrintsTheCause: as uid 1000, mounting
 // fails in fusermount3; the user is told why, not shown a Go panic.
 func TestMountAsAUserWhoCannotMountPrintsTheCause(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	c.Dir = worldDir(t, otherUID)
@@ -83,7 +83,7 @@ func TestMountAsAUserWhoCannotMountPrintsTheCause(t *testing.T) {
 // mount (here: an unusable registry) returns the cause, unmounts and
 // releases the source's lock, instead of panicking in its cleanup.
 func TestStartFailingAfterTheMountUndoesIt(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	testenv.RequireFUSE(t)
 	src, mnt := t.TempDir(), t.TempDir()
 	testenv.WriteFile(t, filepath.Join(src, policy.IntentsFile), testenv.ScopePolicy)
@@ -113,7 +113,7 @@ func TestStartFailingAfterTheMountUndoesIt(t *testing.T) {
 // one would stack over it and orphan it; it is refused, and the first
 // stays reachable.
 func TestSecondMountOnALiveMountpointIsRefused(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	repo2 := filepath.Join(c.Dir, "repo2")
 	testenv.WriteFile(t, filepath.Join(repo2, policy.IntentsFile), testenv.ScopePolicy)
@@ -137,7 +137,7 @@ func TestSecondMountOnALiveMountpointIsRefused(t *testing.T) {
 // TestMountOverANonEmptyDirectoryNeedsNonempty: the mount would hide the
 // directory's files; it is refused unless --nonempty.
 func TestMountOverANonEmptyDirectoryNeedsNonempty(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	testenv.WriteFile(t, filepath.Join(ws, "mine.txt"), "mine\n")
 	out, code := c.Run("mount", repo, ws)
@@ -162,7 +162,7 @@ var logLine = regexp.MustCompile(`(?m)^log: (\S+)$`)
 // TestCleanUnmountRemovesTheLog: the log of a mount that ends cleanly is
 // removed, so logs do not pile up in the runtime directory.
 func TestCleanUnmountRemovesTheLog(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	m := logLine.FindStringSubmatch(c.MountCLI(repo, ws))
 	if m == nil {
@@ -179,7 +179,7 @@ func TestCleanUnmountRemovesTheLog(t *testing.T) {
 // and a registry entry whose socket refuses connections; unmount falls
 // back to the kernel, cleans the registry and keeps the log.
 func TestUnmountAfterTheDaemonWasKilled(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	logPath := logLine.FindStringSubmatch(c.MountCLI(repo, ws))[1]
 	pid := c.Status(ws).Pid
@@ -219,7 +219,7 @@ func TestUnmountAfterTheDaemonWasKilled(t *testing.T) {
 // keeps it busy; unmount names it and offers --lazy, which detaches the
 // mount at once and lets the daemon finish when the process leaves.
 func TestUnmountOfABusyMountNamesTheHolders(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	testenv.WriteFile(t, filepath.Join(repo, "src/a.txt"), "a\n")
 	c.MountCLI(repo, ws)
@@ -261,6 +261,7 @@ func TestUnmountOfABusyMountNamesTheHolders(t *testing.T) {
 // the user may not control it; neither claims no mount is running.
 func TestNonRootStatusSaysWhatIsTrue(t *testing.T) {
 	// Serial: status without --mount lists the kernel's intentfs mounts, five at most, and parallel tests' mounts crowd this one out.
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	base := worldDir(t, 0)
@@ -300,6 +301,7 @@ func TestNonRootStatusSaysWhatIsTrue(t *testing.T) {
 // nor beside it in the locked source. The error names the command that
 // works: the same one with sudo and --mount, not "unmount it first".
 func TestNonRootAcceptOfRootsMountSaysSudo(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	base := worldDir(t, 0)

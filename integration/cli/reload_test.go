@@ -14,6 +14,7 @@ import (
 
 func TestPolicyEditTakesEffectWithinASecond(t *testing.T) {
 	// Serial: asserts a one-second latency, which a loaded machine would break.
+	testenv.Serial(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-001", testenv.SeedTree())
 	// A new file in a directory the scope owns nothing of: a new name
 	// beside docs/api.md would be a provisional file (see
@@ -57,7 +58,7 @@ func TestPolicyEditTakesEffectWithinASecond(t *testing.T) {
 }
 
 func TestIntentIgnoreExempts(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "", map[string]string{".intentignore": "build/\n*.log\n", "README.md": "x\n"})
 	e.MustSh("mkdir -p build/obj && echo o > build/obj/a.o && echo l > run.log")
 	e.MustDeny("echo x > README.md")

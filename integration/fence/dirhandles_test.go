@@ -16,7 +16,7 @@ import (
 // kernel sends one OPENDIR (declined) and no RELEASEDIR, and every tool
 // still sees the right entries.
 func TestDirectoriesOpenWithoutRoundTrips(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	seed := map[string]string{}
 	for i := range 300 { // more than one READDIRPLUS reply holds
 		seed[filepath.Join("many", "file-with-a-long-name-"+testenv.Itoa(i)+".txt")] = "x\n"

@@ -52,7 +52,7 @@ func mountExempt(t *testing.T, policyYAML string) *testenv.Env {
 // verify finds nothing deleted behind the ledger's back, and revert
 // brings every file back.
 func TestMoveOutOfGovernedTreeIsARemoval(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountExempt(t, exemptPolicy)
 	// A write through the mount: the ledger knows a.txt from here on.
 	if out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "echo more >> src/bulk/a.txt"); err != nil {
@@ -106,7 +106,7 @@ func TestMoveOutOfGovernedTreeIsARemoval(t *testing.T) {
 // count rule holds a tree of more files than it allows (and the tree
 // stays), and lets a single file go.
 func TestMoveOutIsHeldByDeleteRules(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountExempt(t, exemptPolicy+`approvals:
   - name: mass-delete
     ops: [delete]
@@ -132,7 +132,7 @@ func TestMoveOutIsHeldByDeleteRules(t *testing.T) {
 // TestMoveOutIsHeldByLargeDeleteRule: larger_than sees the bytes a move
 // out of the governed tree destroys.
 func TestMoveOutIsHeldByLargeDeleteRule(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountExempt(t, exemptPolicy+`approvals:
   - name: big-delete
     ops: [delete]
@@ -160,7 +160,7 @@ func TestMoveOutIsHeldByLargeDeleteRule(t *testing.T) {
 // a directory moved in is recorded file by file; a destination outside
 // the scope is refused, and so is moving an out-of-scope file out.
 func TestMoveIntoGovernedTreeIsAWrite(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountExempt(t, exemptPolicy)
 	if out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "mkdir -p build && mv src/c.txt build/ && echo EVIL > build/c.txt && mv build/c.txt src/"); err != nil {
 		t.Fatalf("swap through build/: %v\n%s", err, out)
@@ -216,7 +216,7 @@ func TestMoveIntoGovernedTreeIsAWrite(t *testing.T) {
 // removal, and nothing after under the exempt name; moved back in, its
 // later writes are recorded again.
 func TestMoveOutWithOpenWriter(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountExempt(t, exemptPolicy)
 	script := `mkdir -p build src/h && echo x > src/h/f && exec 3>>src/h/f && echo one >&3 && mv src/h build/h && echo two >&3 && exec 3>&- &&
 echo y > src/g && exec 4>>src/g && mv src/g build/g && echo mid >&4 && mv build/g src/g && echo after >&4 && exec 4>&- && sleep 0.2 && rm -rf build/h`
@@ -249,7 +249,7 @@ echo y > src/g && exec 4>>src/g && mv src/g build/g && echo mid >&4 && mv build/
 // governed and an exempt file would move content out of and into the
 // governed tree at once; it is refused, and both stay as they were.
 func TestExchangeAcrossGovernedEdgeRefused(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	seed := exemptSeed()
 	seed["build/x.txt"] = "exempt\n"
 	e := testenv.MountPrepared(t, exemptPolicy, "INT-001", seed, func(src string) { testenv.ChownTree(t, src) })
@@ -294,7 +294,7 @@ func describeRecords(recs []*ledger.Record) string {
 // when the object store cannot keep those bytes (its bound is reached),
 // the move is refused like the unlink would be, never made without undo.
 func TestMoveOutRefusedWhenItsBytesCannotBeKept(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	src := tmpfsSource(t, "64m") // a bound of about 6.4 MiB
 	seed := map[string]string{".orchestration/.intentignore": "build/\n"}
 	for i := range 4 {

@@ -24,7 +24,7 @@ const everythingPolicy = `active_intents:
 // opens it as the caller. Through the mount a caller must get exactly
 // what it gets on the source.
 func TestFenceCallerCredentialsACL(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	src := ext4Source(t)
 	e := testenv.MountAt(t, src, everythingPolicy, "INT-001", map[string]string{"acl.txt": "guarded\n", "open.txt": "open\n"}, func(src string) {
 		for _, f := range []string{"acl.txt", "open.txt"} {
@@ -66,7 +66,7 @@ func TestFenceCallerCredentialsACL(t *testing.T) {
 // kernel checks the inode it resolved; a daemon that reopened by name, as
 // root, would reach the root-only file. No open may ever reach it.
 func TestFenceCallerCredentialsRenameRace(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	src := ext4Source(t)
 	e := testenv.MountAt(t, src, everythingPolicy, "INT-001", map[string]string{"shared/mine": "mine\n", "shared/secret": "TOPSECRET\n"}, func(src string) {
 		must := func(err error) {

@@ -48,6 +48,7 @@ func lowerFileLimit(t *testing.T, n uint64) {
 // of the descriptor limit); past the bound a call opens one and closes it.
 func TestFenceDirectoryDescriptorsAreBounded(t *testing.T) {
 	// Serial: lowers this process's descriptor limit and counts its descriptors, which parallel tests' daemons share.
+	testenv.Serial(t)
 	e := mountFence(t, testenv.ScopePolicy, "INT-001", map[string]string{".intentignore": "node_modules/\n", "node_modules/.keep": "", "src/kept.txt": "kept\n"},
 		func(src string) { testenv.ChownTree(t, src) })
 	// Registered after the mount, so it is undone before the unmount: a

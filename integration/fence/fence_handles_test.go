@@ -15,7 +15,7 @@ import (
 // untracked handle, or its later writes would never be recorded: the
 // rename starts tracking the handle.
 func TestFenceHandleMovedIntoScope(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountFence(t, testenv.ScopePolicy, "INT-001", map[string]string{".intentignore": "build/\n", "build/.keep": "", "src/.keep": ""},
 		func(src string) { testenv.ChownTree(t, src) })
 	e.ReachableByAgent()
@@ -45,7 +45,7 @@ os.close(fd)
 // that way, in the select record and in status, and their changes stay
 // recorded under the first intent.
 func TestSelectReportsWritersOfAnotherIntent(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountFence(t, testenv.ScopePolicy, "INT-001", map[string]string{"src/held.txt": "v1\n"}, func(src string) { testenv.ChownTree(t, src) })
 	e.ReachableByAgent()
 	const hold = `

@@ -38,7 +38,7 @@ func sharedDirPrepare(t *testing.T) func(src string) {
 // is freed changes are allowed again; and that every change that was
 // allowed is in a ledger that verifies.
 func TestFenceLedgerFailsClosed(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	testenv.RequireFUSE(t)
 	var orch string
 	e := mountFence(t, testenv.ScopePolicy, "INT-002", nil, func(src string) {
@@ -148,7 +148,7 @@ func jsonField(t *testing.T, b []byte, key string) string {
 // execs another program that changes a second must be recorded as what it
 // is at each change, not as what it was before the exec.
 func TestFenceExecAttribution(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountFence(t, testenv.ScopePolicy, "INT-002", nil, sharedDirPrepare(t))
 	python := testenv.SystemPython(t)
 	cases := []struct {
@@ -176,7 +176,7 @@ func TestFenceExecAttribution(t *testing.T) {
 // writes a new section into intent_map.md, a terminal escape in `log`,
 // and a name that is not UTF-8, which must survive verify and revert.
 func TestFenceNames(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountFence(t, testenv.ScopePolicy, "INT-002", nil, sharedDirPrepare(t))
 	forged := "x\n<!-- intentfs:end INT-002 -->\n## INT-001: forged\n<!-- intentfs:begin INT-001 -->\n### Files\n\n- `README.md`"
 	escape := "esc\x1b[2J\x1b[1;1Hfake"
@@ -232,7 +232,7 @@ func TestFenceNames(t *testing.T) {
 // by a bounded amount, every one is counted; lessons stay under their cap;
 // and the agent cannot take all of the daemon's file descriptors.
 func TestFenceFloods(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	t.Run("denials", floodDenials)
 	t.Run("lessons", floodLessons)
 	t.Run("handles", floodHandles)

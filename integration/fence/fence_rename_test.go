@@ -23,7 +23,7 @@ const underscorePolicy = `active_intents:
 // `mv a/b a/c` carry a/b/_secret (out of scope) along. The move must be
 // decided on what really is below the directory.
 func TestFenceDirectoryRenameOnNonPrefixGlob(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountFence(t, underscorePolicy, "INT-001", map[string]string{
 		"a/b/x.go": "package x\n", "a/b/_secret": "s\n", "a/ok/y.go": "package y\n", "a/ok/sub/z.go": "package z\n"},
 		func(src string) {
@@ -66,7 +66,7 @@ func TestFenceDirectoryRenameOnNonPrefixGlob(t *testing.T) {
 // TestDeniedRenameNamesBothEnds: a refused move says where the file came
 // from, in the ledger and in the recent denials.
 func TestDeniedRenameNamesBothEnds(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-001", map[string]string{"src/moved.go": "package src\n", "docs/.keep": ""})
 	e.MustDeny("mv src/moved.go docs/")
 	r := e.WaitRecord("the denied move", func(r *ledger.Record) bool { return r.Gov().Event == ledger.EventDenied })
@@ -95,7 +95,7 @@ const raceMovePolicy = `active_intents:
 // directory through the mount while the listing runs (under another
 // intent the agent selects meanwhile) must not move along unchecked.
 func TestFenceDirectoryMoveRace(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountFence(t, raceMovePolicy, "INT-001", map[string]string{"src/.keep": "", "lib/.keep": ""}, func(src string) { testenv.ChownTree(t, src) })
 	e.ReachableByAgent()
 	const race = `
@@ -138,7 +138,7 @@ print(result)
 // .intentignore'd directory) to a governed file would let writes through
 // the exempt name change it with no intent and no record.
 func TestFenceHardLinkIntoExempt(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountFence(t, testenv.ScopePolicy, "INT-001", map[string]string{".intentignore": "node_modules/\n", "src/a.txt": "governed\n", "node_modules/.keep": ""},
 		func(src string) { testenv.ChownTree(t, src) })
 	e.ReachableByAgent()

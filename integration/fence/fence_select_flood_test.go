@@ -20,6 +20,7 @@ import (
 // EBUSY and are counted as denials are, not recorded one by one.
 func TestFenceSelectFloodIsBounded(t *testing.T) {
 	// Serial: the rate limit lets more selects through the longer the flood runs, which a loaded machine stretches past the ledger bound.
+	testenv.Serial(t)
 	e := mountFence(t, testenv.ScopePolicy, "INT-001", map[string]string{"src/.keep": ""}, func(src string) { testenv.ChownTree(t, src) })
 	e.ReachableByAgent()
 	ledgerSize := func() int64 {

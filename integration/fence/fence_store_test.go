@@ -39,7 +39,7 @@ func bigFile() string { return strings.Repeat("0123456789abcdef", 2<<20/16) }
 // PREIMAGE_UNAVAILABLE rather than allowed without undo, and the ledger
 // verifies.
 func TestFenceStoreBounded(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	for _, fs := range []string{"ext4", "tmpfs"} {
 		t.Run(fs, func(t *testing.T) {
 			t.Parallel()
@@ -98,7 +98,7 @@ func TestFenceStoreBounded(t *testing.T) {
 // filesystem used up (statfs f_bavail 0), the root daemon must not copy a
 // pre-image into the blocks reserved for root: the change is refused.
 func TestFenceStoreSparesReservedBlocks(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountFence(t, testenv.ScopePolicy, "INT-001", map[string]string{"src/big.bin": bigFile(), ".intentignore": "build/\n", "build/.keep": ""},
 		func(src string) { testenv.ChownTree(t, src) })
 	e.ReachableByAgent()

@@ -89,7 +89,7 @@ const fsIocFsgetxattr = 0x801c581f
 // TestFenceIoctl: ioctls forwarded to the daemon ran as root on the
 // daemon's descriptor, bypassing policy, modes and the caller's fd table.
 func TestFenceIoctl(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	if _, err := exec.LookPath("chattr"); err != nil {
 		if os.Getenv("INTENTFS_REQUIRE_FUSE") == "1" {
 			t.Fatal("chattr and lsattr (e2fsprogs) are required (.ci/run installs them)")
@@ -185,7 +185,7 @@ func TestFenceIoctl(t *testing.T) {
 // TestFenceObjectStore: kept versions must not let the agent read what
 // the source's modes hide from it.
 func TestFenceObjectStore(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	var planted string
 	e := mountFence(t, testenv.ScopePolicy, "INT-002", map[string]string{"shared/drop.txt": "TOP-SECRET-PREIMAGE\n", "old.txt": "OLD-STORE-SECRET\n"},
 		func(src string) {
@@ -265,7 +265,7 @@ func TestFenceObjectStore(t *testing.T) {
 // TestFenceGovernanceFiles: the files that change what intentfs or git
 // does are governance, not work, even under a scope of "**".
 func TestFenceGovernanceFiles(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountFence(t, testenv.ScopePolicy, "INT-002", map[string]string{".intentignore": "build/\n", "main.go": "package main\n", "sub/readme": "x\n"},
 		func(src string) {
 			for _, dir := range []string{src, filepath.Join(src, "sub")} {
@@ -406,6 +406,7 @@ func rssKiB(t *testing.T) int {
 // exhaust the daemon; the last valid policy stays in force.
 func TestFenceLoadFiles(t *testing.T) {
 	// Serial: measures this process's RSS, which parallel tests' daemons share.
+	testenv.Serial(t)
 	secret := filepath.Join(t.TempDir(), "root-only")
 	if err := os.WriteFile(secret, []byte("ROOT-ONLY-LINE [secret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -523,7 +524,7 @@ func statusWithin(e *testenv.Env, d time.Duration) (string, bool) {
 // TestFenceControlDir: .intentfs/ is the agent's interface to intentfs
 // for the whole mount: nobody can remove or rename it or its files.
 func TestFenceControlDir(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountFence(t, testenv.ScopePolicy, "INT-002", map[string]string{"a.txt": "a\n"}, nil)
 	const want = "README.md active check context denials intents lesson mutation_class pending request status"
 	list := func() string {

@@ -21,6 +21,7 @@ import (
 // (FILE_PERMISSIONS, with the owner and mode), and keeps policy
 // refusals as they were.
 func TestCheckTellsFilePermissionsFromPolicy(t *testing.T) {
+	testenv.Serial(t)
 	e := testenv.MountPrepared(t, testenv.AgentPolicy, "INT-001", map[string]string{
 		"src/root.go": "package x\n", "src/mine.go": "package x\n", "docs/mine.md": "d\n",
 	}, func(src string) {

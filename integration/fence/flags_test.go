@@ -57,6 +57,7 @@ for name, mode in (("punch_hole", 0x01 | 0x02), ("zero_range", 0x10), ("collapse
 // content-changing modes are writes, recorded with the content they
 // leave. The source holds only what the ledger says.
 func TestFlagsWithSideEffects(t *testing.T) {
+	testenv.Serial(t)
 	page := strings.Repeat("A", 4096) + strings.Repeat("B", 4096)
 	seed := map[string]string{"work/w.txt": "whiteout me\n", "work/c.txt": "copy\n", "work/d.txt": "dest\n"}
 	for _, m := range []string{"punch_hole", "zero_range", "collapse_range", "insert_range"} {
@@ -155,6 +156,7 @@ outcome("setxattr nofollow", lambda: os.setxattr("src/link", "user.x", b"1", fol
 // on that inode's path. Through a symlink in scope, the out-of-scope file
 // it points at is not changed.
 func TestAtFlagsDecideTheInodeTheyReach(t *testing.T) {
+	testenv.Serial(t)
 	e := testenv.MountPrepared(t, testenv.ScopePolicy, "INT-001", map[string]string{"lib/secret.txt": "secret\n", "src/.keep": ""}, func(src string) {
 		if err := os.Symlink("../lib/secret.txt", filepath.Join(src, "src/link")); err != nil {
 			t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 // the human's `intentfs intent block` — the way to stop the agent —
 // completes within seconds.
 func TestAgentCannotLockOutTheHuman(t *testing.T) {
+	testenv.Serial(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.WorkflowPolicy)
 	c.Must("mount", repo, ws)
 	t.Cleanup(func() { c.Run("unmount", ws); testenv.SyscallUnmount(ws) })

@@ -13,7 +13,7 @@ import (
 // opened FOPEN_NOFLUSH), so a lock that outlived its holder would show
 // here.
 func TestLocksHoldAcrossProcesses(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-002", map[string]string{"lockfile": "x\n"})
 	cases := []struct {
 		name, script string

@@ -33,6 +33,7 @@ func ownerOf(t *testing.T, path string) string {
 // the file it replaces, or takes the owner and group of its directory:
 // root must not lock the checkout's owner out of their own files.
 func TestDaemonWritesKeepOwners(t *testing.T) {
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	if err := os.Chmod(filepath.Join(e.Src, "src/a.txt"), 0o640); err != nil {
 		t.Fatal(err)

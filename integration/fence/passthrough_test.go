@@ -13,7 +13,7 @@ import (
 // active, the data of an open file never travels through the daemon, so
 // the daemon sees no READ or WRITE requests at all.
 func TestReadsAndWritesBypassTheDaemon(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-002", nil)
 	if !e.D.Status().Passthrough {
 		t.Skip("the kernel offers no FUSE passthrough here (Linux 6.9+ and a root daemon are needed)")

@@ -16,6 +16,7 @@ import (
 // filesystem semantics.
 func TestPosix(t *testing.T) {
 	// Serial: posixtest.FdLeak counts this process's descriptors (the other cases run in parallel below).
+	testenv.Serial(t)
 	names := make([]string, 0, len(posixtest.All))
 	for name := range posixtest.All {
 		names = append(names, name)

@@ -93,6 +93,7 @@ int main(int argc, char **argv) {
 // the daemon keeps for undo, so every object in the store matches its
 // name and every deleted file's kept pre-image is its original content.
 func TestPreImageRaceCannotCorruptUndo(t *testing.T) {
+	testenv.Serial(t)
 	cc, err := exec.LookPath("cc")
 	if err != nil {
 		t.Skip("cc is needed to build the race program")

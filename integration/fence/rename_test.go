@@ -13,7 +13,7 @@ import (
 )
 
 func TestRenameFlags(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-001", map[string]string{"src/a": "A\n", "src/b": "B\n", "README.md": "R\n"})
 	p := func(rel string) string { return filepath.Join(e.Mnt, rel) }
 	tests := []struct {

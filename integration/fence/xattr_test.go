@@ -14,7 +14,7 @@ import (
 )
 
 func TestXattrFallocateCopyFileRange(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-001", map[string]string{"src/a.txt": "hello\n", "main.go": "package main\n"})
 	in := filepath.Join(e.Mnt, "src/a.txt")
 	out := filepath.Join(e.Mnt, "main.go")

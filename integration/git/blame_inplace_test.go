@@ -58,7 +58,7 @@ func wantBlame(t *testing.T, c *testenv.CLI, src, rel, after string, want ...str
 // open("w")) changes only the lines it changed; the lines it rewrote
 // unchanged stay the human's.
 func TestBlameKeepsTheHumansLinesThroughInPlaceSaves(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, _, _ := gateRepo(t)
 	src, mnt := e.Src, e.Mnt
 	// Python's open("w") and a write of the whole content.

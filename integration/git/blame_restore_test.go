@@ -12,7 +12,7 @@ import (
 // restored version keeps the owners its lines had, so the human's lines
 // stay the human's and the agent's line the agent's.
 func TestBlameKeepsAuthorshipThroughGitRestores(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, origin, _ := gateRepo(t)
 	src, mnt := e.Src, e.Mnt
 	agent := []string{"package api:-", ":-", "func util() {}:-", "// agent:INT-001"}

@@ -15,6 +15,7 @@ import (
 // initial commit, made before any mount, fails it. check says which
 // range to give instead, and that range passes.
 func TestCheckWithoutUpstreamNamesTheRangeToGive(t *testing.T) {
+	testenv.Serial(t)
 	c := testenv.NewCLI(t)
 	repo := filepath.Join(c.Dir, "repo")
 	testenv.WriteFile(t, filepath.Join(repo, policy.IntentsFile), testenv.AgentPolicy)

@@ -31,7 +31,7 @@ func ciClone(t *testing.T, c *testenv.CLI, origin, branch string) string {
 // intentfs from $INTENTFS, the base branch named.
 func runCIScript(t *testing.T, c *testenv.CLI, dir, baseBranch string) (string, int) {
 	t.Helper()
-	script, err := filepath.Abs(filepath.Join("..", "docs", "ci", "intentfs-check.sh"))
+	script, err := testenv.ModuleFile("docs", "ci", "intentfs-check.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +66,7 @@ func runCIScript(t *testing.T, c *testenv.CLI, dir, baseBranch string) (string, 
 // recipe (docs/ci/intentfs-check.sh) passes the honest PR and fails the
 // attack, run as CI runs it.
 func TestCheckRulesFromTheBase(t *testing.T) {
+	testenv.Serial(t)
 	c, e, origin, base := gateRepo(t)
 	root := filepath.Dir(origin)
 

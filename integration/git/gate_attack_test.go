@@ -44,7 +44,7 @@ func craftElsewhere(t *testing.T, e *testenv.Env, origin, name, script string) (
 // stock git commands). Fix: check merges in `intentfs check` as CheckNew
 // does (the changes a merge makes that come from none of its parents).
 func TestGateAttackEvilMergeFetchedIsNeverChecked(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, origin, base := gateRepo(t)
 	evil, m := craftElsewhere(t, e, origin, "evil",
 		"e=$(git commit-tree -p HEAD -m empty HEAD^{tree}) && echo pwned > README.md && git add README.md && git commit-tree -p HEAD -p $e -m 'merge' $(git write-tree)")
@@ -90,7 +90,7 @@ func TestGateAttackEvilMergeFetchedIsNeverChecked(t *testing.T) {
 // or the mount's recorded start tip), and fail rather than say OK on an
 // empty default range.
 func TestGateAttackDefaultRangeFromAgentRemoteRef(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, origin, _ := gateRepo(t)
 	evil, x := craftElsewhere(t, e, origin, "evil2",
 		"echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
@@ -152,7 +152,7 @@ func mainHolds(t *testing.T, src, commit string) bool {
 // what was judged, so the kept handle writes to a file that is no longer
 // the ref.
 func TestGateAttackRefWrittenThroughFdKeptOpenAcrossRename(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.Mnt)
 	script := `perl -e 'use Fcntl; my ($old, $new) = @ARGV;
@@ -208,7 +208,7 @@ sysseek($fh, 0, 0); syswrite($fh, "$new\n") or die "second write: $!"; close($fh
 // matter then), or make objects/info/commit-graph* read-only through the
 // mount like alternates.
 func TestGateAttackCommitGraphHidesTree(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, _, base := gateRepo(t)
 	x := craftInMount(t, e.Mnt)
 	tbad := testenv.GitAs(t, e.Mnt, "git cat-file -p "+x+" | sed -n 's/^tree //p'")
@@ -268,7 +268,7 @@ open(my $o, ">:raw", "$g.new") or die $!; print $o $d; close $o or die $!; renam
 // (`git show-ref` on the new file) rather than parsing; and judge the
 // unlink of a loose branch (the packed value it reveals).
 func TestGateAttackPackedRefsDuplicateEntry(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	_, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.Mnt)
 	out, err := testenv.GitTry(e.Mnt, "printf '# pack-refs with: peeled fully-peeled sorted \\n%s refs/heads/main\\n%s refs/heads/zzz\\n%s refs/heads/main\\n' "+
@@ -306,7 +306,7 @@ func TestGateAttackPackedRefsDuplicateEntry(t *testing.T) {
 // ledger lacks account for anything; make refs/notes/intentfs writable
 // only by the daemon in the mount.
 func TestGateAttackForgedLocalNoteAccountsForLocalCheck(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, origin, base := gateRepo(t)
 	evil, x := craftElsewhere(t, e, origin, "evil3", "echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
 	out, err := testenv.GitTry(e.Mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && "+
@@ -348,7 +348,7 @@ func TestGateAttackForgedLocalNoteAccountsForLocalCheck(t *testing.T) {
 // is refused; treat the source side of a rename of a ref directory like
 // the destination.
 func TestGateAttackRefsHeadsReplacedBySymlink(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	_, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.Mnt)
 	out, err := testenv.GitTry(e.Mnt, "mkdir src/.r && cp .git/refs/heads/* src/.r/ && echo "+crafted+" > src/.r/main && "+
@@ -384,7 +384,7 @@ func TestGateAttackRefsHeadsReplacedBySymlink(t *testing.T) {
 // on an ambiguous name, or refuse refs outside refs/heads, refs/tags,
 // refs/remotes, refs/notes and refs/stash through the mount.
 func TestGateAttackShadowRefRedirectsCheck(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, _, base := gateRepo(t)
 	testenv.GitAs(t, e.Mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
 	g := testenv.GitAs(t, e.Mnt, "git rev-parse HEAD")
@@ -423,7 +423,7 @@ func TestGateAttackShadowRefRedirectsCheck(t *testing.T) {
 // the in-scope write's record still names the agent's intent and process,
 // so the change is attributable even when blame is not.
 func TestGateAttackAgentCodeLaunderedAsRestore(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	_, e, origin, _ := gateRepo(t)
 	evil, _ := craftElsewhere(t, e, origin, "evil5",
 		"printf 'package api\\n\\nfunc Backdoor() {}\\n' > src/evil.go && echo pwned > README.md && git add src/evil.go README.md && git commit -qm x")

@@ -31,7 +31,7 @@ import (
 // (classifyRef of in2 != notRef), as a symlink or write in place is
 // (and refuse a rename onto a ref of a file with more than one link).
 func TestGateAttack2HardLinkOfBranchWrittenInPlace(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	_, e, _, base := gateRepo(t)
 	crafted := craftInMount(t, e.Mnt)
 	out, err := testenv.GitTry(e.Mnt, "ln .git/refs/heads/main .git/refs/tags/m && echo "+crafted+" > .git/refs/tags/m && git rev-parse main")
@@ -69,7 +69,7 @@ func TestGateAttack2HardLinkOfBranchWrittenInPlace(t *testing.T) {
 // advise a name under refs/heads that is itself a commit id (or refuse
 // such ref names through the mount).
 func TestGateAttack2FullHashBaseShadowedByBranch(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, origin, base := gateRepo(t)
 	evil, x := craftElsewhere(t, e, origin, "evil21", "echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
 	out, err := testenv.GitTry(e.Mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && git update-ref refs/heads/"+base+" HEAD")
@@ -122,7 +122,7 @@ func TestGateAttack2FullHashBaseShadowedByBranch(t *testing.T) {
 // a repack does not turn them into the mount's work; and treat an
 // unreadable pack that git itself would not load (no .pack) as nothing.
 func TestGateAttack2GcMakesUpstreamCommitsTheAgents(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	_, e, origin, _ := gateRepo(t)
 	// The gate starts noting the repository's history.
 	testenv.GitAs(t, e.Mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api' && git push -q origin main")
@@ -164,7 +164,7 @@ func TestGateAttack2GcMakesUpstreamCommitsTheAgents(t *testing.T) {
 // fetch back bring the same objects in as received), as with any commit
 // fetched from elsewhere. The test holds intentfs check to catching it.
 func TestGateAttack2UnpackObjectsLaundersInMountCommit(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, _, base := gateRepo(t)
 	x := testenv.GitAs(t, e.Mnt, `mkdir src/.o && export GIT_OBJECT_DIRECTORY=$PWD/src/.o GIT_ALTERNATE_OBJECT_DIRECTORIES=$PWD/.git/objects GIT_INDEX_FILE=$PWD/src/.ix && `+
 		`git read-tree HEAD && blob=$(echo pwned | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$blob,README.md && `+
@@ -202,7 +202,7 @@ func TestGateAttack2UnpackObjectsLaundersInMountCommit(t *testing.T) {
 // read the notes at all (they cannot add anything); otherwise treat an
 // unreadable notes tree as no notes plus a notice, as unreadable blobs are.
 func TestGateAttack2BrokenNotesRefFailsEveryCheck(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, _, base := gateRepo(t)
 	testenv.GitAs(t, e.Mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
 	if chk, code := c.Run("check", "--source", e.Src, base+"..refs/heads/main"); code != 0 {
@@ -237,7 +237,7 @@ func TestGateAttack2BrokenNotesRefFailsEveryCheck(t *testing.T) {
 // record the target's hash (sha256 of the readlink bytes) in a symlink's
 // record and compare it with the committed blob, as for files.
 func TestGateAttack2SymlinkTargetNeverWritten(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, _, base := gateRepo(t)
 	testenv.GitAs(t, e.Mnt, "ln -s util.go src/l && git add src/l && git commit -qm l")
 	out, err := testenv.GitTry(e.Mnt, "blob=$(printf '../../../../etc/passwd' | git hash-object -w --stdin) && git update-index --cacheinfo 120000,$blob,src/l && git commit -qm retarget && git show HEAD:src/l")
@@ -271,7 +271,7 @@ func TestGateAttack2SymlinkTargetNeverWritten(t *testing.T) {
 // and @{push}) in check's revisions, or resolve each to its commit with
 // reflogs disabled and say so.
 func TestGateAttack2ForgedReflogSteersCheckOfBranchAtZero(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, _, base := gateRepo(t)
 	testenv.GitAs(t, e.Mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")
 	g := testenv.GitAs(t, e.Mnt, "git rev-parse HEAD")
@@ -319,7 +319,7 @@ func TestGateAttack2ForgedReflogSteersCheckOfBranchAtZero(t *testing.T) {
 // the advice should name the ref that git push would publish
 // (refs/heads/<name> only when <name> does not start with refs/).
 func TestGateAttack2FullRefNameRefusedAndAdviceNamesAgentsBranch(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, origin, base := gateRepo(t)
 	evil, x := craftElsewhere(t, e, origin, "evil24", "echo pwned > README.md && git commit -qam docs && git rev-parse HEAD")
 	out, err := testenv.GitTry(e.Mnt, "git fetch -q "+evil+" main && git reset -q --soft FETCH_HEAD && git update-ref refs/heads/refs/heads/main "+base)
@@ -351,7 +351,7 @@ func TestGateAttack2FullRefNameRefusedAndAdviceNamesAgentsBranch(t *testing.T) {
 // asking the remote; a commit crafted in the mount and "fetched" that way
 // must stay the mount's, and moving main to it is still judged.
 func TestGateAttack2FetchOfOwnCommitIsNotUpstream(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	_, e, _, base := gateRepo(t)
 	x := craftInMount(t, e.Mnt)
 	out, err := testenv.GitTry(e.Mnt, "git fetch -q origin "+x+":refs/remotes/origin/x; git rev-parse -q --verify refs/remotes/origin/x; git update-ref refs/heads/main "+x)

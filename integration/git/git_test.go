@@ -18,7 +18,7 @@ const gitPolicy = `active_intents:
 `
 
 func TestGitInitAddCommitInTheMount(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, gitPolicy, "INT-010", nil)
 	git := "git -c user.name=agent -c user.email=agent@example.com -c init.defaultBranch=main "
 	e.MustSh(git + "init -q . && mkdir -p src && echo 'package main' > src/main.go && " + git + "add -A && " + git + "commit -qm first")
@@ -53,7 +53,7 @@ func TestGitInitAddCommitInTheMount(t *testing.T) {
 }
 
 func TestGitCommitInExistingRepoNeedsNoGitScope(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-001", nil)
 	if out, err := exec.Command("git", "init", "-q", e.Src).CombinedOutput(); err != nil {
 		t.Fatalf("git init in source: %v %s", err, out)

@@ -62,6 +62,7 @@ func gateRepoWith(t *testing.T, pol string) (c *testenv.CLI, e *testenv.Env, ori
 // a note that amend keeps.
 func TestCommitGate(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	c, e, _, base := gateRepo(t)
 	src, mnt := e.Src, e.Mnt
 	head := func() string { return testenv.GitAs(t, src, "git rev-parse HEAD") }
@@ -170,7 +171,7 @@ func TestCommitGate(t *testing.T) {
 // TestGitRestoresAreNotAuthorship: switching to another branch and back,
 // and merging upstream work, is not refused and not blamed on the agent.
 func TestGitRestoresAreNotAuthorship(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, origin, _ := gateRepo(t)
 	src, mnt := e.Src, e.Mnt
 	testenv.GitAs(t, mnt, "printf 'package api\\n\\nfunc Get() {}\\n' > src/api.go && git add src/api.go && git commit -qm 'the api'")

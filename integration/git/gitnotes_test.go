@@ -27,7 +27,7 @@ func mountSource(t *testing.T, src, intent string) string {
 // ledger of its own shows both histories in log and blame, checks clean
 // and verifies both origins' chains.
 func TestCheckAndNotesAcrossThreeClones(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	root := t.TempDir()
@@ -166,7 +166,7 @@ func lastLine(s string) string {
 // that commit its own commit record, and blames none of the upstream work
 // on the agent.
 func TestNotesOfCommitsMadeInTheMount(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, origin, _ := gateRepo(t)
 	src, mnt := e.Src, e.Mnt
 	noteOf := func(commit string) string {

@@ -15,6 +15,7 @@ import (
 // policy but not the local setup; init sets that up, keeps the policy
 // and exits 0, saying what it did.
 func TestInitOnACloneWithACommittedPolicy(t *testing.T) {
+	testenv.Serial(t)
 	c := testenv.NewCLI(t)
 	origin := filepath.Join(c.Dir, "origin")
 	testenv.WriteFile(t, filepath.Join(origin, policy.IntentsFile), testenv.AgentPolicy)

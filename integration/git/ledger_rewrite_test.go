@@ -21,7 +21,7 @@ import (
 // from each other, the last one must be the file's final content, and
 // intentfs verify must pass.
 func TestLedgerRewriteRacesRelease(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.MountPrepared(t, testenv.ScopePolicy, "INT-001", map[string]string{"src/same.go": "old\n", "src/count.go": "old\n"}, func(src string) { testenv.ChownTree(t, src) })
 	script := `for i in $(seq 1 100); do echo same > src/same.go; done; for i in $(seq 1 100); do echo $i > src/count.go; done`
 	if out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, script); err != nil {
@@ -87,7 +87,7 @@ func TestLedgerRewriteRacesRelease(t *testing.T) {
 // the last record must be the final content and nothing may be changed
 // behind the ledger's back.
 func TestLedgerConcurrentWriters(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.MountPrepared(t, testenv.ScopePolicy, "INT-001", map[string]string{"src/f.go": "old\n"}, func(src string) { testenv.ChownTree(t, src) })
 	script := `for w in a b; do ( for i in $(seq 1 100); do echo $w$i > src/f.go; done ) & done; wait`
 	if out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, script); err != nil {
@@ -131,7 +131,7 @@ func TestLedgerConcurrentWriters(t *testing.T) {
 // handle's first write is recorded before the truncate, and the records
 // of the file follow on from each other to its final content.
 func TestLedgerTruncateWhileOpen(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.MountPrepared(t, testenv.ScopePolicy, "INT-001", map[string]string{"src/t.go": "old\n", "src/z.go": "old\n"}, func(src string) { testenv.ChownTree(t, src) })
 	script := `exec 3>src/t.go; echo one >&3; truncate -s 2 src/t.go; echo two >&3; exec 3>&-; : > src/z.go`
 	if out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, script); err != nil {

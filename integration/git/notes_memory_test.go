@@ -28,7 +28,7 @@ const maxNotesReaderRSS = 100 << 20
 // the note is over the per-note cap, skipped, and named with the cap and
 // how to raise it.
 func TestFenceHostileNoteMemory(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c := testenv.NewCLI(t)
 	repo := filepath.Join(c.Dir, "repo")
 	if err := os.MkdirAll(filepath.Join(repo, ".orchestration"), 0o755); err != nil {

@@ -14,6 +14,7 @@ import (
 // with notes.include: [cmdline, source] it carries them. Either way a
 // fresh clone checks clean and verifies the notes' chain.
 func TestNotesLeaveSecretsAtHome(t *testing.T) {
+	testenv.Serial(t)
 	tests := []struct {
 		name     string
 		extra    string

@@ -68,6 +68,7 @@ func noteRecords(t *testing.T, repo string) []json.RawMessage {
 // does not count (and check names the unsigned chain); without one it
 // counts, and check says that signatures were not checked.
 func TestSignedRecordsCountOnlyFromAllowedSigners(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	root := t.TempDir()
@@ -275,7 +276,7 @@ func TestSignedRecordsCountOnlyFromAllowedSigners(t *testing.T) {
 // runCIScriptWith is runCIScript with more environment.
 func runCIScriptWith(t *testing.T, c *testenv.CLI, dir, baseBranch string, env ...string) (string, int) {
 	t.Helper()
-	script, err := filepath.Abs(filepath.Join("..", "docs", "ci", "intentfs-check.sh"))
+	script, err := testenv.ModuleFile("docs", "ci", "intentfs-check.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,6 +303,7 @@ func runCIScriptWith(t *testing.T, c *testenv.CLI, dir, baseBranch string, env .
 // mount cannot read the key (root's, 0600, outside the workspace), and
 // a session that could (as root) is refused.
 func TestSessionCannotReadTheSigningKey(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	src := testenv.SourceOutsideTmp(t)

@@ -52,6 +52,7 @@ func mountObserved(t *testing.T) *testenv.Env {
 // out-of-scope write by the agent is made and recorded with the refusal
 // it would have had; status counts it and log --would-deny lists it.
 func TestObserveModeAllowsAndRecordsWouldDeny(t *testing.T) {
+	testenv.Serial(t)
 	e := mountObserved(t)
 	if out, err := e.AsAgent1000("echo new > docs/new.md && echo more >> docs/old.md"); err != nil {
 		t.Fatalf("an out-of-scope write in observe mode was refused: %v\n%s", err, out)
@@ -120,6 +121,7 @@ func TestObserveModeAllowsAndRecordsWouldDeny(t *testing.T) {
 // git's hooks stay refused in observe mode, and an intent that sets
 // enforcement: enforce under an observing workspace still refuses.
 func TestObserveModeKeepsGovernanceEnforced(t *testing.T) {
+	testenv.Serial(t)
 	e := mountObserved(t)
 	policyBefore, _ := e.SrcContent(policy.IntentsFile)
 	for _, script := range []string{
@@ -156,6 +158,7 @@ func TestObserveModeKeepsGovernanceEnforced(t *testing.T) {
 // rule would hold completes at once in observe mode, and the ledger says
 // which rule would have held it.
 func TestObserveModeReportsApprovalsWithoutHolding(t *testing.T) {
+	testenv.Serial(t)
 	e := mountObserved(t)
 	if out, err := e.AsAgent1000("timeout 20 rm src/keep/k.txt"); err != nil {
 		t.Fatalf("rm under an observed approval rule: %v\n%s", err, out)
@@ -182,6 +185,7 @@ func TestObserveModeReportsApprovalsWithoutHolding(t *testing.T) {
 // suggest proposes globs that cover what it wrote outside the scope, and
 // --write makes the same writes allowed once the workspace enforces.
 func TestPolicySuggestCoversASessionsWrites(t *testing.T) {
+	testenv.Serial(t)
 	e := mountObserved(t)
 	session := "mkdir -p docs/guide tools && echo 1 > docs/guide/a.md && echo 2 > docs/guide/b.md && echo 3 > tools/gen.sh"
 	if out, err := e.AsAgent1000(session); err != nil {

@@ -52,6 +52,7 @@ while True:
 // records, and status counts the records as failed, naming the
 // listener's owner.
 func TestOTLPExportRefusesAListenerSquattingTheCollectorPort(t *testing.T) {
+	testenv.Serial(t)
 	python := testenv.SystemPython(t)
 	for _, tc := range []struct {
 		name string

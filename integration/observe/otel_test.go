@@ -89,6 +89,7 @@ func logRecordWith(out string, want ...string) string {
 // OCSF File System Activity log record naming the path and the intent;
 // a refused write arrives as a blocked one; command lines stay home.
 func TestOTLPExportReachesTheCollector(t *testing.T) {
+	testenv.Serial(t)
 	col := startCollector(t)
 	for _, tc := range []struct {
 		name, file, protocol, endpoint string
@@ -169,6 +170,7 @@ func TestOTLPExportReachesTheCollector(t *testing.T) {
 // endpoint, the agent's writes succeed as fast as ever, the ledger stays
 // intact, and status counts the records that could not be exported.
 func TestOTLPExportWithTheCollectorDown(t *testing.T) {
+	testenv.Serial(t)
 	endpoint := "http://" + freeAddr(t)
 	c, repo, ws := exportMount(t, nil, "--otlp-endpoint", endpoint)
 	began := time.Now()

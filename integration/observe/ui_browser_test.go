@@ -82,7 +82,7 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 // finish (the file gone, the deletion recorded); a second rm, Deny, fails
 // and the file stays.
 func TestUIBrowserApproveDeny(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	ctx := browser(t)
 	e := mountForUI(t, "approved.txt", "denied.txt")
 	u := startUI(t, e)

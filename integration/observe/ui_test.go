@@ -178,6 +178,7 @@ func exited(t *testing.T, cmd *exec.Cmd) error {
 // before HTTP, and the rm stays held. The human, signed in, approves it.
 func TestUIAgentCannotApprove(t *testing.T) {
 	// Serial: it starts an agent session, whose mount namespace copies every mount of the other tests (serving them past their unmount until the session ends).
+	testenv.Serial(t)
 	e := mountForUI(t, "victim.txt")
 	u := startUI(t, e)
 	human, csrf := u.human(t)
@@ -255,7 +256,7 @@ func TestUIAgentCannotApprove(t *testing.T) {
 // TestUIRefusesOpenSocketDir: --socket insists on a private
 // directory.
 func TestUIRefusesOpenSocketDir(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountForUI(t)
 	dir := filepath.Join(t.TempDir(), "open")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -286,7 +287,7 @@ func (u *uiRun) get(t *testing.T, c *http.Client, path string, q url.Values) str
 // changes the policy would have refused, and shows an intent's diff, a
 // file's blame and verify's verdict, with the agent's text escaped.
 func TestUIShowsObserveDiffBlameVerify(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountObserved(t)
 	if out, err := e.AsAgent1000(`echo new > docs/new.md && printf 'package a\n// changed <script>x</script>\n' > src/a.go`); err != nil {
 		t.Fatalf("the agent's writes: %v\n%s", err, out)
@@ -326,7 +327,7 @@ func TestUIShowsObserveDiffBlameVerify(t *testing.T) {
 // in a private directory: the human signs in through it; uid 1000 cannot
 // even connect.
 func TestUISocket(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := mountForUI(t)
 	dir := filepath.Join(t.TempDir(), "ui")
 	if err := os.Mkdir(dir, 0o700); err != nil {

@@ -30,6 +30,7 @@ func (d doctorJSON) status(check string) (string, string, string) {
 // write, then a mount attempted by another user over the lock the root
 // mount left: doctor names each problem and its fix, and exits 1.
 func TestDoctor(t *testing.T) {
+	testenv.Serial(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.AgentPolicy)
 	testenv.WriteFile(t, filepath.Join(repo, "src", "a.go"), "package a\n")
 	c.MountCLI(repo, ws)

@@ -17,7 +17,7 @@ import (
 // outside INT-001's scope; each must fail with EACCES, be recorded as a
 // denial, and leave the source as it was.
 func TestDeniedChangesLeaveSourceUnchanged(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-001", testenv.SeedTree())
 	tarball := filepath.Join(t.TempDir(), "it.tar") // a path of this test's own: others run at the same time
 	tests := []struct {
@@ -108,7 +108,7 @@ func snapshotTree(t *testing.T, root string) map[string]string {
 }
 
 func TestDeniedWithoutUsableIntent(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	tests := []struct {
 		name   string
 		intent string
@@ -143,7 +143,7 @@ func TestDeniedWithoutUsableIntent(t *testing.T) {
 // TestAllowedChangesAreRecorded drives tools inside the scope and checks
 // each ledger record against the real content of the source.
 func TestAllowedChangesAreRecorded(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-001", testenv.SeedTree())
 	oldExisting := e.Sha("src/existing.go")
 

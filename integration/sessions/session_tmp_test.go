@@ -14,6 +14,7 @@ import (
 // --bind-tmp DIR makes DIR the session's /tmp, kept after it ends; and a
 // DIR that would show the source is refused.
 func TestSessionTmp(t *testing.T) {
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "")
 	host := testenv.AgentDir(t, true)
 	testenv.WriteFile(t, filepath.Join(host, "host.txt"), "from the host\n")

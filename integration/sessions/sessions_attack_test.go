@@ -62,6 +62,7 @@ func openPty(t *testing.T) (master, slave *os.File) {
 // terminal (a terminal of its own, or no controlling terminal).
 func TestSessionCannotTypeIntoTheCallersTerminal(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	const inject = `import fcntl, os, sys, termios
 fd = os.open("/dev/tty", os.O_RDWR)  # the controlling terminal, whatever fds 0-2 are
 for c in sys.argv[1].encode():
@@ -114,6 +115,7 @@ for c in sys.argv[1].encode():
 // agent past every cover, through /proc/self/fd/N.
 func TestSessionDoesNotInheritTheCallersDescriptors(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	dir, err := os.Open(e.Src)
 	if err != nil {
@@ -148,6 +150,7 @@ func TestSessionDoesNotInheritTheCallersDescriptors(t *testing.T) {
 // change never made) for every process using the mount.
 func TestCompleteChecksDoNotHoldTheMountsDevice(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	const pol = `active_intents:
   - id: INT-001
     name: "source work"
@@ -182,6 +185,7 @@ func TestCompleteChecksDoNotHoldTheMountsDevice(t *testing.T) {
 // outside the session, with the mount's intent (INT-005, everything).
 func TestSessionCannotActThroughTheUsersProcessesOutside(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	dir, err := os.MkdirTemp("", "intentfs-fifo-")
 	if err != nil {
@@ -232,6 +236,7 @@ func TestSessionCannotActThroughTheUsersProcessesOutside(t *testing.T) {
 // session uncovered, and the agent writes the source through it.
 func TestSessionSourceMountedLaterStaysHidden(t *testing.T) {
 	// Serial: mounts a source on the host, where every session's seal scans the mount table.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	shared, err := os.MkdirTemp("", "intentfs-shared-")
 	if err != nil {
@@ -281,6 +286,7 @@ func TestSessionSourceMountedLaterStaysHidden(t *testing.T) {
 // with "PASS"). Everything printed is escaped.
 func TestCompletePrintsCheckOutputEscaped(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	const pol = `active_intents:
   - id: INT-001
     name: "source work"
@@ -310,6 +316,7 @@ func TestCompletePrintsCheckOutputEscaped(t *testing.T) {
 // the one the checks must run as, unless --user says otherwise.
 func TestCompleteChecksRunAsTheAgentNotTheHuman(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	holder := e.Session("--intent", "INT-001", "--name", "worker", "--", "sleep", "60")
 	if err := holder.Start(); err != nil {
@@ -337,6 +344,7 @@ func TestCompleteChecksRunAsTheAgentNotTheHuman(t *testing.T) {
 // run inside the session) is told it works on "everything".
 func TestSessionStatusNamesTheSessionsIntent(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	out, code := e.RunSession("--intent", "INT-001", "--", "cat", ".intentfs/status")
 	if code != 0 {
@@ -362,6 +370,7 @@ func TestSessionStatusNamesTheSessionsIntent(t *testing.T) {
 // every other mount that shows the source is covered or run refuses.
 func TestSessionSourceMirroredByAnotherFilesystemIsCovered(t *testing.T) {
 	// Serial: mounts a source on the host, where every session's seal scans the mount table.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	mirror, err := os.MkdirTemp("", "intentfs-mirror-")
 	if err != nil {
@@ -405,6 +414,7 @@ func TestSessionSourceMirroredByAnotherFilesystemIsCovered(t *testing.T) {
 // real source is reachable at the new path.
 func TestSessionSourceMovedByAnEarlierSessionStaysHidden(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	e, _, home, src := mountInAgentsHome(t)
 	moved := filepath.Join(home, "work.old", "proj")
@@ -432,6 +442,7 @@ func TestSessionSourceMovedByAnEarlierSessionStaysHidden(t *testing.T) {
 // in any directory the agent names.
 func TestSessionCannotRedirectTheDaemonsSidecarWrites(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	e, base, home, _ := mountInAgentsHome(t)
 	victim := filepath.Join(base, "root-owned")
@@ -468,6 +479,7 @@ func TestSessionCannotRedirectTheDaemonsSidecarWrites(t *testing.T) {
 // loaded within a second: its pinned intent now owns "**".
 func TestSessionCannotSwapThePolicyByMovingTheSource(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	e, _, home, _ := mountInAgentsHome(t)
 	const forged = `active_intents:
@@ -524,6 +536,7 @@ func mountInAgentsHome(t *testing.T) (e *testenv.Env, base, home, src string) {
 // agent take a machine and a half of memory), by --tmp-size.
 func TestSessionScratchIsBounded(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	var si unix.Sysinfo_t
 	if err := unix.Sysinfo(&si); err != nil {

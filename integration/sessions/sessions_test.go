@@ -24,6 +24,7 @@ const waitFile = `w() { i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 400 ] 
 
 func TestSessionsTwoAgentsInParallel(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "")
 	a := e.Session("--intent", "INT-001", "--name", "agent-a", "--model", "anthropic/claude-opus-4-5",
 		"--conversation", "https://example.com/c/42", "--", "sh", "-c", waitFile+
@@ -86,6 +87,7 @@ func TestSessionsTwoAgentsInParallel(t *testing.T) {
 
 func TestSessionPinnedCannotSelect(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "")
 	out, code := e.RunSession("--intent", "INT-001", "--name", "pinned", "--", "sh", "-c",
 		`/bin/echo INT-005 > .intentfs/active; echo "rc=$?"; cat .intentfs/active; cat .intentfs/denials; if echo x > README.md; then echo LEAK; fi`)
@@ -121,6 +123,7 @@ func TestSessionPinnedCannotSelect(t *testing.T) {
 
 func TestSessionClaimReleasedWhenHolderIsKilled(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "")
 	holder := e.Session("--intent", "INT-001", "--name", "holder", "--", "sleep", "120")
 	if err := holder.Start(); err != nil {
@@ -160,6 +163,7 @@ func TestSessionClaimReleasedWhenHolderIsKilled(t *testing.T) {
 
 func TestSessionStaleFileDeniedUntilReread(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "")
 	reader := e.Session("--intent", "INT-003", "--name", "reader", "--", "sh", "-c", waitFile+
 		`cat shared/doc.txt >/dev/null; echo > shared/reader-ready; w shared/writer-done;
@@ -213,6 +217,7 @@ func TestSessionStaleFileDeniedUntilReread(t *testing.T) {
 
 func TestSessionEscapesFail(t *testing.T) {
 	// Serial: its agent appends to README.md in every FUSE mount's source it can see, parallel tests' sources included.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005") // outside any session, everything is allowed
 	readme := filepath.Join(e.Src, "README.md")
 	script := fmt.Sprintf(`SRC=%[1]s
@@ -264,6 +269,7 @@ echo end`, e.Src, os.Getpid(), e.Mnt)
 
 func TestSessionRefusesToRunAsRootByDefault(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	e := testenv.Mount(t, testenv.SessionPolicy, "", map[string]string{"src/a.txt": "a\n"}) // a root-owned source
 	bin, err := testenv.CLIBinary()
@@ -280,6 +286,7 @@ func TestSessionRefusesToRunAsRootByDefault(t *testing.T) {
 
 func TestSessionAcceptanceChecksRunAsTheAgent(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	// An agent holds INT-001 while the human completes it.
 	holder := e.Session("--intent", "INT-001", "--name", "worker", "--", "sleep", "60")
@@ -315,6 +322,7 @@ func TestSessionAcceptanceChecksRunAsTheAgent(t *testing.T) {
 
 func TestUnmountEndsSessions(t *testing.T) {
 	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "")
 	s := e.Session("--intent", "INT-001", "--name", "long", "--", "sh", "-c", "echo > src/started; exec sleep 120")
 	if err := s.Start(); err != nil {

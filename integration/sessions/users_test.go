@@ -16,7 +16,7 @@ import (
 // through a mount served by root: new entries belong to the caller, and
 // the kernel refuses what the caller could not do on the source.
 func TestNonRootCallerGetsNoMoreThanOnTheSource(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	must := func(err error) {
 		if err != nil {
 			t.Fatal(err)

@@ -65,6 +65,7 @@ func repoWithWorktree(t *testing.T, base string) (repo, wt string) {
 // the repository lies (under /tmp too, which a session's private /tmp
 // would hide).
 func TestWorktreeMountRefused(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	cases := []struct {
 		name string
@@ -149,6 +150,7 @@ func mountRepoForSessions(t *testing.T) (e *testenv.Env, wt string) {
 // mount, the repository's linked worktrees elsewhere are hidden like the
 // source: the agent cannot write another agent's tree, nor its .git file.
 func TestSessionHidesOtherWorkTrees(t *testing.T) {
+	testenv.Serial(t)
 	e, wt := mountRepoForSessions(t)
 	script := fmt.Sprintf(`SRC=%[1]s WT=%[2]s
 echo "#!/bin/sh" > "$SRC/.git/hooks/post-checkout" && echo HOOK-WRITTEN
@@ -179,6 +181,7 @@ echo end`, e.Src, wt)
 // every cover. The session is refused with the reason, and nothing it
 // would have written is.
 func TestSessionRefusedWhenGitIsLinked(t *testing.T) {
+	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "")
 	repo, _ := repoWithWorktree(t, filepath.Dir(testenv.SourceOutsideTmp(t)))
 	testenv.WriteFile(t, filepath.Join(e.Src, ".git"), "gitdir: "+filepath.Join(repo, ".git", "worktrees", "wt1")+"\n")
@@ -205,6 +208,7 @@ echo EVIL > %[1]s/README.md && echo MAIN-TREE-WRITTEN`, repo)
 // mount's .git with no write of theirs recorded; the worktree's gitdir
 // record is refused, and no worktree is left that git would use.
 func TestGitWorktreeAddInMountRefused(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	repo, _ := repoWithWorktree(t, filepath.Dir(testenv.SourceOutsideTmp(t)))
 	outside := t.TempDir()
@@ -255,6 +259,7 @@ func TestGitWorktreeAddInMountRefused(t *testing.T) {
 // commit of content outside its scope refused, and cannot write the other
 // agent's clone or the human's repository (hooks, config, work tree).
 func TestTwoAgentsOneRepositoryClonePerAgent(t *testing.T) {
+	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
 	base := filepath.Dir(testenv.SourceOutsideTmp(t))

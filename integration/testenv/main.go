@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -29,53 +28,63 @@ func CLIBinary() (string, error) { return testBinary.get() }
 // Main gives the test process the umask a daemon process needs (the
 // daemons of these tests run in it), runs defaultParallel tests at once
 // unless -parallel is given, says in one line whether the FUSE tests mount
-// for real or skip, and why, runs the tests while no other integration
-// package runs (runAlone), and removes the CLI binary when the run ends.
+// for real or skip, and why, and removes the CLI binary when the run ends.
 func Main(m *testing.M) {
 	daemon.SetProcessUmask()
 	flag.Parse()
 	defaultParallelism()
 	announce(fuseLine())
-	unlock, err := runAlone()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	unlock()
 	testBinary.remove()
 	os.Exit(code)
 }
 
 // lockName is the file, in the temporary directory, that the integration
-// packages of every checkout on the machine lock while they run.
+// tests of every package (and every checkout) on the machine lock while
+// they run: Serial alone, Parallel shared.
 const lockName = "intentfs-integration.lock"
 
-// runAlone waits until no other integration package runs and keeps it so
-// until unlock. go test ./... runs several test binaries at once, and
-// what a package's serial tests count on holds only within the machine:
-// an agent session's mount namespace copies every FUSE mount there is,
-// another process's too, and covers each as it starts; status lists the
-// kernel's intentfs mounts, five at most. The wait comes before m.Run, so
-// it does not count against -timeout.
-func runAlone() (unlock func(), err error) {
+// Serial makes t, a test that does not call t.Parallel, wait until no
+// integration test of another package runs, and keeps it so until t ends.
+// go test ./... runs several packages' test binaries at once, and what a
+// serial test counts on holds only within the machine: an agent session's
+// mount namespace copies every FUSE mount there is, another process's
+// too, and covers each as it starts; status lists the kernel's intentfs
+// mounts, five at most; a latency or a descriptor count is the machine's.
+func Serial(t *testing.T) {
+	t.Helper()
+	holdLock(t, unix.LOCK_EX)
+}
+
+// Parallel is t.Parallel for an integration test: the test runs beside
+// the other parallel tests of every package, but never beside a Serial
+// one.
+func Parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	holdLock(t, unix.LOCK_SH)
+}
+
+// holdLock takes the lock as how says (LOCK_EX, LOCK_SH) on a descriptor
+// of t's own, so the tests of one process contend like those of two, and
+// releases it when t and its cleanups (its mounts') are done.
+func holdLock(t *testing.T, how int) {
+	t.Helper()
 	path := filepath.Join(os.TempDir(), lockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("integration: opening the lock %s: %w (remove it if another user owns it)", path, err)
+		t.Fatalf("opening the integration tests' lock %s: %v (remove it if another user owns it)", path, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == unix.EWOULDBLOCK {
-		start := time.Now()
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("integration: locking %s: %w", path, err)
+	t.Cleanup(func() { f.Close() })
+	for {
+		err = unix.Flock(int(f.Fd()), how)
+		if err != unix.EINTR {
+			break
 		}
-		announce(fmt.Sprintf("integration: waited %s for another integration package to finish (%s)", time.Since(start).Round(time.Second), path))
-	} else if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("integration: locking %s: %w", path, err)
 	}
-	return func() { f.Close() }, nil
+	if err != nil {
+		t.Fatalf("locking %s: %v", path, err)
+	}
 }
 
 // defaultParallel is how many tests run at once unless -parallel says
@@ -123,6 +132,18 @@ func (b *cliBinary) get() (string, error) {
 		}
 	})
 	return b.path, b.err
+}
+
+// ModuleFile is the absolute path of a file of the checkout under test,
+// named from the module root: go test runs each package in its own
+// directory, so a path relative to the working directory would depend on
+// which package a test is in.
+func ModuleFile(elem ...string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(append([]string{root}, elem...)...), nil
 }
 
 // moduleRoot is the directory of the go.mod that holds this test run's

@@ -151,7 +151,7 @@ func waitMirror(t *testing.T, c *testenv.CLI, mnt, commit string) {
 // recorded as restored from T1. (A resurrected file, or any older
 // version, against the tip: a rollback the README says cannot happen.)
 func TestUpstreamAttackHeldSinkOutlivesTheTip(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepo(t)
 	so, dir := gitShim(t)
 	src, mnt := e.Src, e.Mnt
@@ -213,7 +213,7 @@ func upstreamRepoIn(t *testing.T, scope string, prepare func(root string)) (c *t
 // docs/pic/logo.txt: a path outside the scope the upstream's tip does not
 // have, which the ledger never names (it records docs/img/logo.txt).
 func TestUpstreamAttackSinkFollowsItsDirectory(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
 	so, dir := gitShim(t)
 	src, mnt := e.Src, e.Mnt
@@ -257,7 +257,7 @@ func TestUpstreamAttackSinkFollowsItsDirectory(t *testing.T) {
 // agent removes the emptied directory itself: docs/img/logo.txt, an older
 // upstream version the agent may not change, is deleted permanently.
 func TestUpstreamAttackRemovalWithoutItsDirectory(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
 	so, dir := gitShim(t)
 	src, mnt := e.Src, e.Mnt
@@ -299,7 +299,7 @@ func TestUpstreamAttackRemovalWithoutItsDirectory(t *testing.T) {
 // long as it ran. Now the removal is put back after 10 s, and that git may
 // remove nothing more.
 func TestUpstreamAttackRemovalKeptMissing(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	if testing.Short() {
 		t.Skip("takes 30 s")
 	}
@@ -337,7 +337,7 @@ func TestUpstreamAttackRemovalKeptMissing(t *testing.T) {
 // and its textconv helper, which inherits git's descriptor, writes the
 // upstream's old bytes through it and closes it when the agent chooses.
 func TestUpstreamAttackHeldSinkRealGit(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepo(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
@@ -405,6 +405,7 @@ exec cat "$1"
 // stands for the source's filesystem.
 func TestUpstreamAttackRemovalPutBackOutOfInodes(t *testing.T) {
 	// Serial: in parallel, under load, git's removal never settled within 30s on the inode-starved source; serial until that is understood.
+	testenv.Serial(t)
 	c, e, up := upstreamRepoIn(t, `["src/**"]`, func(root string) {
 		if err := syscall.Mount("intentfs-test", root, "tmpfs", 0, "size=256m,nr_inodes=4000,mode=0755"); err != nil {
 			t.Skipf("cannot mount a tmpfs: %v", err)

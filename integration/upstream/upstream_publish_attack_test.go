@@ -112,7 +112,7 @@ func agentBg(dir, script string) (*exec.Cmd, *testenv.SyncBuffer) {
 // filler files (docs/fill/*) and docs/img/logo.txt, all older upstream
 // versions; the agent spins on `rmdir docs/img` (EBUSY until git exits).
 func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
 	so, dir := gitShim2(t)
 	src, mnt := e.Src, e.Mnt
@@ -187,7 +187,7 @@ func TestUpstreamAttack2PutBackRacesRmdir(t *testing.T) {
 // through the shimmed git, mkdir asks 01777 as well. A file published
 // in it is 0644.
 func TestUpstreamAttack2WorldWritableDirectory(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepoScoped(t, `["src/**"]`)
 	so, _ := gitShim2(t)
 	src, mnt := e.Src, e.Mnt
@@ -229,7 +229,7 @@ func TestUpstreamAttack2WorldWritableDirectory(t *testing.T) {
 // handles; 15 s later the agent's own in-scope directory docs/img, and
 // docs/ for a session that owns docs/**, still cannot be renamed.
 func TestUpstreamAttack2HeldSinkBusiesDirectoryForever(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
 	so, dir := gitShim2(t)
 	mnt := e.Mnt
@@ -274,6 +274,7 @@ func TestUpstreamAttack2HeldSinkBusiesDirectoryForever(t *testing.T) {
 // rm -rf of a build tree) stall the same way, over and over.
 func TestUpstreamAttack2PublishStallsEveryDirectoryRename(t *testing.T) {
 	// Serial: asserts a rename takes under 5s while its own kicker loads the machine.
+	testenv.Serial(t)
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
 	so, dir := gitShim2(t)
 	mnt := e.Mnt
@@ -322,7 +323,7 @@ func TestUpstreamAttack2PublishStallsEveryDirectoryRename(t *testing.T) {
 // 0644 before, is replaced by the upstream's content with mode 0000, owned
 // by the agent, which nobody but root and the agent can read or chmod.
 func TestUpstreamAttack2PublishedModeFromUmask(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepoScoped(t, `["src/**"]`)
 	src, mnt := e.Src, e.Mnt
 	before, _ := os.Stat(filepath.Join(src, "docs", "guide.md"))
@@ -352,7 +353,7 @@ func TestUpstreamAttack2PublishedModeFromUmask(t *testing.T) {
 // then reads docs/img/logo.txt through the mount: it must see the
 // upstream's bytes, as the source holds.
 func TestUpstreamAttack2WritesAfterPublishThroughTheMount(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*"]`)
 	so, dir := gitShim2(t)
 	src, mnt := e.Src, e.Mnt
@@ -388,7 +389,7 @@ func TestUpstreamAttack2WritesAfterPublishThroughTheMount(t *testing.T) {
 // puts it back and bars this git), then removes docs/old.md (which the
 // upstream deleted): the removal goes through.
 func TestUpstreamAttack2BarredGitStillRemoves(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	if testing.Short() {
 		t.Skip("takes 15 s")
 	}
@@ -420,7 +421,7 @@ func TestUpstreamAttack2BarredGitStillRemoves(t *testing.T) {
 // (EBUSY), and git's close must publish docs/a/b/logo.txt where it was
 // created, and nowhere else.
 func TestUpstreamAttack2ExchangeParentOfSink(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepoScoped(t, `["src/**", "docs/*", "docs/*/*"]`)
 	so, dir := gitShim(t)
 	src, mnt := e.Src, e.Mnt

@@ -67,7 +67,7 @@ func upstreamFixture(t *testing.T, intents string, files map[string]string, prep
 // making git write there is refused or undone, leaving the files as the
 // upstream has them.
 func TestPullOfUpstreamOutsideTheScope(t *testing.T) {
-	t.Parallel()
+	testenv.Parallel(t)
 	c, e, up := upstreamRepo(t)
 	src, mnt := e.Src, e.Mnt
 	read := func(rel string) string {
