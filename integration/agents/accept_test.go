@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"encoding/json"
@@ -122,7 +124,7 @@ func TestAcceptRefusedInsideASession(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
-	cwd := filepath.Join("/proc", testenv.Itoa(sleeper.Process.Pid), "cwd")
+	cwd := filepath.Join("/proc", strconv.Itoa(sleeper.Process.Pid), "cwd")
 	testenv.WaitFor(t, func() bool { d, _ := os.Readlink(cwd); return d == e.Mnt }, "the process to enter the mount")
 	if _, err := e.D.Accept(req, &ledger.Process{Pid: uint32(sleeper.Process.Pid), Uid: 0}); err == nil || !strings.Contains(err.Error(), "inside the mount") {
 		t.Errorf("accept from a process inside the mount: %v", err)
@@ -165,7 +167,7 @@ func TestAcceptOnAnUnmountedSource(t *testing.T) {
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 	testenv.WriteFile(t, filepath.Join(repo, "src/a.go"), "package a\n")
 	c.Must("mount", "./repo", ws, "--intent", "INT-002")
-	t.Cleanup(func() { testenv.SyscallUnmount(ws) })
+	t.Cleanup(func() { testenv.DetachMount(ws) })
 	sh := exec.Command("sh", "-c", "echo '// agent' >> src/a.go")
 	sh.Dir = ws
 	if out, err := sh.CombinedOutput(); err != nil {

@@ -196,7 +196,7 @@ func cliMount(t *testing.T, c *testenv.CLI, repo, ws string, args ...string) {
 	t.Cleanup(func() {
 		if out, code := c.Run("unmount", ws); code != 0 {
 			t.Errorf("unmount: %s", out)
-			testenv.SyscallUnmount(ws)
+			testenv.DetachMount(ws)
 		}
 	})
 	if err := os.Chmod(filepath.Dir(ws), 0o755); err != nil { // reachable for uid 1000
@@ -481,7 +481,7 @@ func TestAgentFileUpdatesKeepVerifyClean(t *testing.T) {
 	testenv.WriteFile(t, filepath.Join(repo, "CLAUDE.md"), "# House rules\n\nTabs.\n")
 	testenv.WriteFile(t, filepath.Join(repo, "README.md"), "readme\n")
 	c.Must("mount", repo, ws, "--intent", "INT-001")
-	t.Cleanup(func() { c.Run("unmount", ws); testenv.SyscallUnmount(ws) })
+	t.Cleanup(func() { c.Run("unmount", ws); testenv.DetachMount(ws) })
 	out, err := testenv.CommandIn(ws, "sh", "-c", "echo agent >> README.md").CombinedOutput()
 	if err == nil {
 		t.Fatalf("an out-of-scope append was allowed: %s", out)

@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"os/exec"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"path/filepath"
@@ -26,8 +28,8 @@ func TestRevertIsRecordedUnderTheRevertedIntent(t *testing.T) {
 			c, repo, ws := testenv.NewPolicyRepo(t, testenv.ScopePolicy)
 			testenv.WriteFile(t, filepath.Join(repo, "src/app.go"), "package app\n")
 			c.Must("mount", repo, ws, "--intent", "INT-001")
-			t.Cleanup(func() { c.Run("unmount", ws); testenv.SyscallUnmount(ws) })
-			sh := testenv.ExecCommand("sh", "-c", "sed -i 's/app/api/' src/app.go && echo new > src/new.go && mv src/new.go src/moved.go")
+			t.Cleanup(func() { c.Run("unmount", ws); testenv.DetachMount(ws) })
+			sh := exec.Command("sh", "-c", "sed -i 's/app/api/' src/app.go && echo new > src/new.go && mv src/new.go src/moved.go")
 			sh.Dir = ws
 			if out, err := sh.CombinedOutput(); err != nil {
 				t.Fatalf("%v %s", err, out)

@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"os/exec"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"os"
@@ -113,7 +115,7 @@ func TestLifecycleFromTheCLI(t *testing.T) {
 	}
 
 	c.Must("mount", repo, ws)
-	t.Cleanup(func() { c.Run("unmount", ws); testenv.SyscallUnmount(ws) })
+	t.Cleanup(func() { c.Run("unmount", ws); testenv.DetachMount(ws) })
 	c.Must("intent", "start", "INT-001", "--source", repo, "--reason", "go")
 	if out, code := c.Run("intent", "start", "INT-001", "--source", repo); code != 1 || !strings.Contains(out, "COMPLETE or BLOCKED or ARCHIVED") {
 		t.Fatalf("start twice: exit %d %s", code, out)
@@ -128,7 +130,7 @@ func TestLifecycleFromTheCLI(t *testing.T) {
 		t.Fatalf("no lesson for the failed check:\n%s", lessons)
 	}
 	// Do the work through the mount, then complete.
-	sh := testenv.ExecCommand("sh", "-c", "echo 'INT-001' > .intentfs/active && mkdir -p src && echo hello > src/greeting.txt")
+	sh := exec.Command("sh", "-c", "echo 'INT-001' > .intentfs/active && mkdir -p src && echo hello > src/greeting.txt")
 	sh.Dir = ws
 	if o, err := sh.CombinedOutput(); err != nil {
 		t.Fatalf("work: %v %s", err, o)

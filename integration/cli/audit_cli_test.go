@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os/exec"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"encoding/json"
@@ -21,8 +23,8 @@ func TestAuditFromTheCLI(t *testing.T) {
 	// No CLAUDE.md section: the test compares the whole source tree.
 	c.Must("mount", repo, ws, "--intent", "INT-001", "--agent-files", "none")
 	neutral := t.TempDir()
-	t.Cleanup(func() { c.Dir = neutral; c.Run("unmount", ws); testenv.SyscallUnmount(ws) })
-	sh := testenv.ExecCommand("sh", "-c", "sed -i 's/return 1/return 2/' src/app.go && echo 'package app' > src/b.go && rm src/app.go && echo back > src/app.go")
+	t.Cleanup(func() { c.Dir = neutral; c.Run("unmount", ws); testenv.DetachMount(ws) })
+	sh := exec.Command("sh", "-c", "sed -i 's/return 1/return 2/' src/app.go && echo 'package app' > src/b.go && rm src/app.go && echo back > src/app.go")
 	sh.Dir = ws
 	if out, err := sh.CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)

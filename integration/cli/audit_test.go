@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os/exec"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"encoding/json"
@@ -161,10 +163,10 @@ func TestCrashDuringTarThenRemountVerify(t *testing.T) {
 		t.Fatal(out)
 	}
 	c.Must("mount", repo, ws, "--intent", "INT-002")
-	t.Cleanup(func() { testenv.SyscallUnmount(ws) })
+	t.Cleanup(func() { testenv.DetachMount(ws) })
 	var st control_status
 	json.Unmarshal([]byte(c.Must("status", "--json", "--mount", ws)), &st)
-	tar := testenv.ExecCommand("tar", "-xf", filepath.Join(tmp, "t.tar"), "-C", ws)
+	tar := exec.Command("tar", "-xf", filepath.Join(tmp, "t.tar"), "-C", ws)
 	if err := tar.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"encoding/json"
@@ -118,7 +120,7 @@ func TestGarbageInControlFileIsEINVAL(t *testing.T) {
 
 func errorIs(err error, target syscall.Errno) bool {
 	var pe *os.PathError
-	if testenv.ErrorsAs(err, &pe) {
+	if errors.As(err, &pe) {
 		return pe.Err == target
 	}
 	return err == target

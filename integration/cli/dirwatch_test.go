@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os/exec"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"os"
@@ -66,7 +68,7 @@ func TestSourcePermissionChangesReachTheMount(t *testing.T) {
 	})
 	t.Run("ACL of a directory", func(t *testing.T) {
 		start := time.Now()
-		if out, err := testenv.ExecCommand("setfacl", "-m", "u:1000:---", src("acldir")).CombinedOutput(); err != nil {
+		if out, err := exec.Command("setfacl", "-m", "u:1000:---", src("acldir")).CombinedOutput(); err != nil {
 			t.Fatalf("setfacl: %v\n%s", err, out)
 		}
 		e.RefusedWithin(t, "setfacl u:1000:--- acldir", "ls acldir", start)

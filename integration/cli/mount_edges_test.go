@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"encoding/json"
@@ -52,7 +54,7 @@ func TestMountAsAUserWhoCannotMountPrintsTheCause(t *testing.T) {
 	c := testenv.NewCLI(t)
 	c.Dir = worldDir(t, otherUID)
 	testenv.WriteFile(t, filepath.Join(c.Dir, "repo", policy.IntentsFile), testenv.ScopePolicy)
-	if err := exec.Command("chown", "-R", testenv.Itoa(otherUID)+":"+testenv.Itoa(otherUID), filepath.Join(c.Dir, "repo")).Run(); err != nil {
+	if err := exec.Command("chown", "-R", strconv.Itoa(otherUID)+":"+strconv.Itoa(otherUID), filepath.Join(c.Dir, "repo")).Run(); err != nil {
 		t.Fatal(err)
 	}
 	// A mountpoint the user may not write: fusermount3 refuses it even

@@ -381,8 +381,8 @@ func TestAtomicSaveAuditTools(t *testing.T) {
 	before := testenv.TreeBytes(t, repo)
 	c.Must("mount", repo, ws, "--intent", "ONE-001", "--agent-files", "none")
 	neutral := t.TempDir()
-	t.Cleanup(func() { c.Dir = neutral; c.Run("unmount", ws); testenv.SyscallUnmount(ws) })
-	sh := testenv.ExecCommand("sh", "-c", `sed -i 's/^sed old/sed new/' README.md && printf 'junk\n' > stray.tmp`)
+	t.Cleanup(func() { c.Dir = neutral; c.Run("unmount", ws); testenv.DetachMount(ws) })
+	sh := exec.Command("sh", "-c", `sed -i 's/^sed old/sed new/' README.md && printf 'junk\n' > stray.tmp`)
 	sh.Dir = ws
 	if out, err := sh.CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)

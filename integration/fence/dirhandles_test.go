@@ -1,6 +1,8 @@
 package fence
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"os"
@@ -19,7 +21,7 @@ func TestDirectoriesOpenWithoutRoundTrips(t *testing.T) {
 	testenv.Parallel(t)
 	seed := map[string]string{}
 	for i := range 300 { // more than one READDIRPLUS reply holds
-		seed[filepath.Join("many", "file-with-a-long-name-"+testenv.Itoa(i)+".txt")] = "x\n"
+		seed[filepath.Join("many", "file-with-a-long-name-"+strconv.Itoa(i)+".txt")] = "x\n"
 	}
 	seed["a/b/c.txt"] = "c\n"
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-002", seed)

@@ -1,6 +1,8 @@
 package fence
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"fmt"
@@ -298,7 +300,7 @@ func TestMoveOutRefusedWhenItsBytesCannotBeKept(t *testing.T) {
 	src := tmpfsSource(t, "64m") // a bound of about 6.4 MiB
 	seed := map[string]string{".orchestration/.intentignore": "build/\n"}
 	for i := range 4 {
-		seed["src/bulk/big"+testenv.Itoa(i)+".bin"] = bigFile() + testenv.Itoa(i) // 4 × 2 MiB, each its own object
+		seed["src/bulk/big"+strconv.Itoa(i)+".bin"] = bigFile() + strconv.Itoa(i) // 4 × 2 MiB, each its own object
 	}
 	e := testenv.MountAt(t, src, exemptPolicy, "INT-001", seed, func(src string) { testenv.ChownTree(t, src) })
 	e.ReachableByAgent()
@@ -306,8 +308,8 @@ func TestMoveOutRefusedWhenItsBytesCannotBeKept(t *testing.T) {
 		t.Fatalf("a move out of 8 MiB past a %d-byte store bound went ahead:\n%s", e.D.Status().Store.MaxBytes, out)
 	}
 	for i := range 4 {
-		rel := "src/bulk/big" + testenv.Itoa(i) + ".bin"
-		if got, ok := e.SrcContent(rel); !ok || got != bigFile()+testenv.Itoa(i) {
+		rel := "src/bulk/big" + strconv.Itoa(i) + ".bin"
+		if got, ok := e.SrcContent(rel); !ok || got != bigFile()+strconv.Itoa(i) {
 			t.Errorf("%s after the refused move: present %v, %d bytes", rel, ok, len(got))
 		}
 	}

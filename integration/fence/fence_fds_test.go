@@ -1,6 +1,8 @@
 package fence
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"context"
@@ -77,7 +79,7 @@ for i in range(int(sys.argv[1])):
         failed += 1
 print("failed", failed)
 `
-	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "/usr/bin/python3 "+testenv.WorldReadable(t, "fdx.py", script)+" "+testenv.Itoa(dirs))
+	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "/usr/bin/python3 "+testenv.WorldReadable(t, "fdx.py", script)+" "+strconv.Itoa(dirs))
 	if err != nil {
 		t.Fatalf("as uid %d: %v\n%s", testenv.AgentUID, err, out)
 	}

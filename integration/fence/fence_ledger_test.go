@@ -1,6 +1,8 @@
 package fence
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"bufio"
@@ -71,7 +73,7 @@ func TestFenceLedgerFailsClosed(t *testing.T) {
 	var refusedOut string
 	allowedDuringFull := 0
 	for i := 0; i < 200 && refusedOut == ""; i++ {
-		out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "echo x > work/full"+testenv.Itoa(i))
+		out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "echo x > work/full"+strconv.Itoa(i))
 		if err != nil {
 			refusedOut = out
 			break
@@ -242,7 +244,7 @@ func floodDenials(t *testing.T) {
 	e := mountFence(t, testenv.ScopePolicy, "INT-001", map[string]string{"src/a.go": "package a\n"}, sharedDirPrepare(t))
 	before := ledgerBytes(t, e)
 	const n = 20000
-	script := `i=0; while [ $i -lt ` + testenv.Itoa(n) + ` ]; do echo x 2>/dev/null > work/f$((i % 50)); i=$((i+1)); done; true`
+	script := `i=0; while [ $i -lt ` + strconv.Itoa(n) + ` ]; do echo x 2>/dev/null > work/f$((i % 50)); i=$((i+1)); done; true`
 	start := time.Now()
 	if out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, script); err != nil {
 		t.Fatalf("%v %s", err, out)
@@ -282,7 +284,7 @@ func floodLessons(t *testing.T) {
 	lessons := filepath.Join(e.Src, policy.OrchestrationDir, "CLAUDE.md")
 	refused := false
 	for i := 0; i < 120 && !refused; i++ {
-		text := strings.Repeat("lesson "+testenv.Itoa(i)+" ", 300)
+		text := strings.Repeat("lesson "+strconv.Itoa(i)+" ", 300)
 		if err := os.WriteFile(filepath.Join(e.Mnt, ".intentfs", "lesson"), []byte(text), 0); err != nil {
 			t.Logf("lesson %d refused: %v", i, err)
 			refused = true
@@ -303,7 +305,7 @@ func floodLessons(t *testing.T) {
 func floodHandles(t *testing.T) {
 	e := mountFence(t, testenv.ScopePolicy, "INT-002", nil, sharedDirPrepare(t))
 	for i := 0; i < 8; i++ {
-		testenv.WriteFile(t, filepath.Join(e.Src, "work", "r"+testenv.Itoa(i)), "r\n")
+		testenv.WriteFile(t, filepath.Join(e.Src, "work", "r"+strconv.Itoa(i)), "r\n")
 	}
 	// python3 holds as many read handles as it can, as uid 1000.
 	python := testenv.SystemPython(t)
@@ -345,7 +347,7 @@ sys.stdin.read()
 	}
 	// Root still gets files.
 	for i := 0; i < 8; i++ {
-		f, err := os.Open(filepath.Join(e.Mnt, "work", "r"+testenv.Itoa(i)))
+		f, err := os.Open(filepath.Join(e.Mnt, "work", "r"+strconv.Itoa(i)))
 		if err != nil {
 			t.Fatalf("root cannot open a file while uid 1000 floods: %v", err)
 		}

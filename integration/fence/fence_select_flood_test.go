@@ -1,6 +1,8 @@
 package fence
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"fmt"
@@ -53,7 +55,7 @@ for i in range(int(sys.argv[1])):
         os.close(fd)
 print(ok, busy, other)
 `
-	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "/usr/bin/python3 "+testenv.WorldReadable(t, "flood.py", script)+" "+testenv.Itoa(flood))
+	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "/usr/bin/python3 "+testenv.WorldReadable(t, "flood.py", script)+" "+strconv.Itoa(flood))
 	if err != nil {
 		t.Fatalf("as uid %d: %v\n%s", testenv.AgentUID, err, out)
 	}

@@ -1,6 +1,8 @@
 package fence
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"os"
@@ -66,7 +68,7 @@ func TestFenceStoreBounded(t *testing.T) {
 				if strings.HasPrefix(l, "refused") && first < 0 {
 					first = i
 				}
-				if first >= 0 && !strings.HasPrefix(l, "refused "+testenv.Itoa(int(syscall.ENOSPC))) {
+				if first >= 0 && !strings.HasPrefix(l, "refused "+strconv.Itoa(int(syscall.ENOSPC))) {
 					t.Errorf("round %d after the store was full: %q, want refused with ENOSPC", i, l)
 				}
 			}
@@ -119,7 +121,7 @@ func TestFenceStoreSparesReservedBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("attack: %v\n%s", err, out)
 	}
-	if !strings.HasPrefix(out, "refused "+testenv.Itoa(int(syscall.ENOSPC))) {
+	if !strings.HasPrefix(out, "refused "+strconv.Itoa(int(syscall.ENOSPC))) {
 		t.Errorf("a change whose pre-image only root's reserved blocks could hold: %q, want refused with ENOSPC", out)
 	}
 	var after syscall.Statfs_t

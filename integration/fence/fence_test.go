@@ -67,7 +67,7 @@ func ioctlBuf(fd int, cmd uintptr, buf []byte) syscall.Errno {
 // lsattrSource returns the inode flags of a source file, read directly.
 func lsattrSource(t *testing.T, path string) string {
 	t.Helper()
-	out, err := testenv.ExecCommand("lsattr", "-d", path).CombinedOutput()
+	out, err := exec.Command("lsattr", "-d", path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("lsattr %s: %v %s", path, err, out)
 	}
@@ -269,7 +269,7 @@ func TestFenceGovernanceFiles(t *testing.T) {
 	e := mountFence(t, testenv.ScopePolicy, "INT-002", map[string]string{".intentignore": "build/\n", "main.go": "package main\n", "sub/readme": "x\n"},
 		func(src string) {
 			for _, dir := range []string{src, filepath.Join(src, "sub")} {
-				if out, err := testenv.ExecCommand("git", "init", "-q", dir).CombinedOutput(); err != nil {
+				if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
 					t.Fatalf("git init: %v %s", err, out)
 				}
 			}
@@ -468,7 +468,7 @@ func TestFenceLoadFiles(t *testing.T) {
 	// daemon reads them for every record's vcs revision.
 	t.Run("git HEAD", func(t *testing.T) {
 		e := mountFence(t, testenv.ScopePolicy, "INT-002", map[string]string{"a.go": "a\n"}, func(src string) {
-			if out, err := testenv.ExecCommand("git", "init", "-q", src).CombinedOutput(); err != nil {
+			if out, err := exec.Command("git", "init", "-q", src).CombinedOutput(); err != nil {
 				t.Fatalf("git init: %v %s", err, out)
 			}
 			testenv.ChownTree(t, src)

@@ -24,7 +24,7 @@ func TestAgentCannotLockOutTheHuman(t *testing.T) {
 	testenv.Serial(t)
 	c, repo, ws := testenv.NewPolicyRepo(t, testenv.WorkflowPolicy)
 	c.Must("mount", repo, ws)
-	t.Cleanup(func() { c.Run("unmount", ws); testenv.SyscallUnmount(ws) })
+	t.Cleanup(func() { c.Run("unmount", ws); testenv.DetachMount(ws) })
 	if err := os.Chmod(filepath.Dir(ws), 0o755); err != nil {
 		t.Fatal(err)
 	}

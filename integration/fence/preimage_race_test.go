@@ -1,6 +1,8 @@
 package fence
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"os"
@@ -121,7 +123,7 @@ func TestPreImageRaceCannotCorruptUndo(t *testing.T) {
 		}
 	})
 	const tries = 300
-	out, err := e.ShAs(1000, 1000, bin+" "+testenv.Itoa(tries))
+	out, err := e.ShAs(1000, 1000, bin+" "+strconv.Itoa(tries))
 	if err != nil {
 		t.Fatalf("race program: %v\n%s", err, out)
 	}

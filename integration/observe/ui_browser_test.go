@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"context"
@@ -99,7 +101,7 @@ func TestUIBrowserApproveDeny(t *testing.T) {
 
 	// Approve.
 	rm, rmOut, p := heldRm(t, e, "approved.txt")
-	approve := chromedp.ID("approve-" + testenv.Itoa(int(p.ID)))
+	approve := chromedp.ID("approve-" + strconv.Itoa(int(p.ID)))
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(approve)); err != nil {
 		t.Fatalf("the held rm did not appear: %v", err)
 	}
@@ -122,7 +124,7 @@ func TestUIBrowserApproveDeny(t *testing.T) {
 
 	// Deny.
 	rm, rmOut, p = heldRm(t, e, "denied.txt")
-	deny := chromedp.ID("deny-" + testenv.Itoa(int(p.ID)))
+	deny := chromedp.ID("deny-" + strconv.Itoa(int(p.ID)))
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(deny), chromedp.Click(deny)); err != nil {
 		t.Fatalf("denying: %v", err)
 	}

@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"bufio"
@@ -141,7 +143,7 @@ func (u *uiRun) human(t *testing.T) (*http.Client, string) {
 // rule holds it.
 func heldRm(t *testing.T, e *testenv.Env, name string) (*exec.Cmd, *strings.Builder, approvals.Pending) {
 	t.Helper()
-	cmd := testenv.CommandIn(e.Mnt, "setpriv", "--reuid="+testenv.Itoa(testenv.AgentUID), "--regid="+testenv.Itoa(testenv.AgentGID), "--clear-groups", "rm", "-f", name)
+	cmd := testenv.CommandIn(e.Mnt, "setpriv", "--reuid="+strconv.Itoa(testenv.AgentUID), "--regid="+strconv.Itoa(testenv.AgentGID), "--clear-groups", "rm", "-f", name)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -209,7 +211,7 @@ func TestUIAgentCannotApprove(t *testing.T) {
 		"the sign-in address":             {"curl", "-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", u.url},
 	}
 	for name, argv := range attempts {
-		out, err := testenv.CommandIn("/", "setpriv", append([]string{"--reuid=" + testenv.Itoa(testenv.AgentUID), "--regid=" + testenv.Itoa(testenv.AgentGID), "--clear-groups"}, argv...)...).CombinedOutput()
+		out, err := testenv.CommandIn("/", "setpriv", append([]string{"--reuid=" + strconv.Itoa(testenv.AgentUID), "--regid=" + strconv.Itoa(testenv.AgentGID), "--clear-groups"}, argv...)...).CombinedOutput()
 		if err == nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "000") {
 			t.Errorf("uid %d, %s: got an HTTP answer (%v): %s", testenv.AgentUID, name, err, out)
 		}
@@ -364,7 +366,7 @@ func TestUISocket(t *testing.T) {
 	if got := curl("-H", "Cookie: intentfs_ui_sock="+token, "http://localhost/"); got != "200" {
 		t.Fatalf("the human with the cookie: %s", got)
 	}
-	b, err := testenv.CommandIn("/", "setpriv", "--reuid="+testenv.Itoa(testenv.AgentUID), "--regid="+testenv.Itoa(testenv.AgentGID), "--clear-groups",
+	b, err := testenv.CommandIn("/", "setpriv", "--reuid="+strconv.Itoa(testenv.AgentUID), "--regid="+strconv.Itoa(testenv.AgentGID), "--clear-groups",
 		"curl", "-sS", "-m", "10", "--unix-socket", sock, "-H", "Cookie: intentfs_ui_sock="+token, "-o", "/dev/null", "-w", "%{http_code}", "http://localhost/").CombinedOutput()
 	if err == nil || !strings.HasSuffix(strings.TrimSpace(string(b)), "000") {
 		t.Fatalf("uid %d reached the socket: %v %s", testenv.AgentUID, err, b)

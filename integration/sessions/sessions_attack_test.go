@@ -4,6 +4,9 @@ package sessions
 // around the seal. Each test fails while the hole is open.
 
 import (
+	"os/exec"
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"encoding/json"
@@ -166,7 +169,7 @@ func TestCompleteChecksDoNotHoldTheMountsDevice(t *testing.T) {
 	}
 	// The checks run as the agent: close every descriptor of this test
 	// process first, so only what intent complete opens itself can leak.
-	cmd := testenv.ExecCommand("bash", "-c", `for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; exec "$@"`,
+	cmd := exec.Command("bash", "-c", `for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; exec "$@"`,
 		"sh", c.Bin, "intent", "complete", "INT-001", "--source", repo, "--user", "1000")
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+c.Runtime)
@@ -329,12 +332,12 @@ func TestCompleteChecksRunAsTheAgentNotTheHuman(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The human is "nobody" here, completing through sudo.
-	cmd := testenv.ExecCommand(bin, "intent", "complete", "INT-001", "--source", e.Src, "--json")
+	cmd := exec.Command(bin, "intent", "complete", "INT-001", "--source", e.Src, "--json")
 	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+e.Reg, "SUDO_USER=nobody")
 	cmd.Dir = "/"
 	out, err := cmd.CombinedOutput()
 	t.Logf("%v\n%s", err, out)
-	if !strings.Contains(string(out), `"output": "`+testenv.Itoa(testenv.AgentUID)) {
+	if !strings.Contains(string(out), `"output": "`+strconv.Itoa(testenv.AgentUID)) {
 		t.Fatalf("the acceptance check (the agent's code) did not run as the agent's uid %d", testenv.AgentUID)
 	}
 }
@@ -524,7 +527,7 @@ func mountInAgentsHome(t *testing.T) (e *testenv.Env, base, home, src string) {
 	}
 	seed := map[string]string{"README.md": "human readme\n", "src/a.txt": "a\n"}
 	e = testenv.MountAt(t, src, testenv.SessionPolicy, "INT-005", seed, func(string) {
-		if out, err := testenv.ExecCommand("chown", "-R", fmt.Sprintf("%d:%d", testenv.AgentUID, testenv.AgentGID), home).CombinedOutput(); err != nil {
+		if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", testenv.AgentUID, testenv.AgentGID), home).CombinedOutput(); err != nil {
 			t.Fatalf("chown: %v\n%s", err, out)
 		}
 	})

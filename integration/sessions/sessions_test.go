@@ -1,6 +1,8 @@
 package sessions
 
 import (
+	"strconv"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"bytes"
@@ -308,7 +310,7 @@ func TestSessionAcceptanceChecksRunAsTheAgent(t *testing.T) {
 	if jerr := json.Unmarshal([]byte(out), &res); jerr != nil {
 		t.Fatalf("complete --json: %v", jerr)
 	}
-	if !res.Completed || len(res.Results) != 1 || !res.Results[0].Passed || strings.TrimSpace(res.Results[0].Output) != testenv.Itoa(testenv.AgentUID) {
+	if !res.Completed || len(res.Results) != 1 || !res.Results[0].Passed || strings.TrimSpace(res.Results[0].Output) != strconv.Itoa(testenv.AgentUID) {
 		t.Fatalf("the check did not run as uid %d: %+v", testenv.AgentUID, res)
 	}
 	if a := e.D.ActiveIntent(); a != "INT-005" {

@@ -1,6 +1,8 @@
 package sessions
 
 import (
+	"os/exec"
+
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"errors"
@@ -290,7 +292,7 @@ func TestTwoAgentsOneRepositoryClonePerAgent(t *testing.T) {
 	}
 	// The human's repository is the human's: no agent may write it. (The
 	// test runs with umask 0: git made it world-writable.)
-	if out, err := testenv.ExecCommand("sh", "-c", `chown -R 0:0 "$0" && chmod -R go-w "$0"`, repo).CombinedOutput(); err != nil {
+	if out, err := exec.Command("sh", "-c", `chown -R 0:0 "$0" && chmod -R go-w "$0"`, repo).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v\n%s", err, out)
 	}
 	reg := t.TempDir()
@@ -365,7 +367,7 @@ echo end`, repo, other, a.file)
 		name := fmt.Sprintf("agent%d", i+1)
 		script := fmt.Sprintf(`git remote add %[1]s %[2]s && git fetch -q %[1]s %[1]s:%[1]s '+refs/notes/intentfs:refs/notes/remotes/%[1]s/intentfs' &&
 git notes --ref=intentfs merge -q -s cat_sort_uniq refs/notes/remotes/%[1]s/intentfs`, name, d)
-		cmd := testenv.ExecCommand("sh", "-c", script)
+		cmd := exec.Command("sh", "-c", script)
 		cmd.Dir = repo
 		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + global,
 			"GIT_AUTHOR_NAME=human", "GIT_AUTHOR_EMAIL=human@example.com", "GIT_COMMITTER_NAME=human", "GIT_COMMITTER_EMAIL=human@example.com"}

@@ -1,5 +1,7 @@
 package testenv
 
+import "os/exec"
+
 // SeedTree is the source tree most tests mount: a path to its content.
 func SeedTree() map[string]string {
 	return map[string]string{
@@ -31,6 +33,6 @@ func EqualTrees(a, b map[string]string) bool {
 
 // RunCmd runs a command and returns its combined output.
 func RunCmd(name string, args ...string) (string, error) {
-	out, err := ExecCommand(name, args...).CombinedOutput()
+	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
 }

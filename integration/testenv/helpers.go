@@ -177,7 +177,7 @@ func (e *Env) Sh(script string) (string, error) {
 
 // ShAs runs script as uid:gid (with no supplementary groups).
 func (e *Env) ShAs(uid, gid int, script string) (string, error) {
-	out, err := CommandIn(e.Mnt, "setpriv", "--reuid="+Itoa(uid), "--regid="+Itoa(gid), "--clear-groups", "sh", "-c", script).CombinedOutput()
+	out, err := CommandIn(e.Mnt, "setpriv", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(gid), "--clear-groups", "sh", "-c", script).CombinedOutput()
 	return string(out), err
 }
 
@@ -194,9 +194,6 @@ func (e *Env) ShAs(uid, gid int, script string) (string, error) {
 func CommandIn(dir, name string, args ...string) *exec.Cmd {
 	return exec.Command("sh", append([]string{"-c", `cd "$0" && exec "$@"`, dir, name}, args...)...)
 }
-
-// Itoa is strconv.Itoa, for tests that import no strconv.
-func Itoa(i int) string { return strconv.Itoa(i) }
 
 // MustSh fails the test if script fails.
 func (e *Env) MustSh(script string) string {
@@ -295,14 +292,8 @@ func HasLine(text, sub string) bool {
 	return false
 }
 
-// ExecCommand is exec.Command.
-func ExecCommand(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
-
-// ErrorsAs is errors.As.
-func ErrorsAs(err error, target any) bool { return errors.As(err, target) }
-
-// SyscallUnmount detaches the mount at dir, ignoring errors (a cleanup).
-func SyscallUnmount(dir string) { _ = syscall.Unmount(dir, syscall.MNT_DETACH) }
+// DetachMount detaches the mount at dir, ignoring errors (a cleanup).
+func DetachMount(dir string) { _ = syscall.Unmount(dir, syscall.MNT_DETACH) }
 
 // WaitTimeout bounds every wait of these tests: long enough for a loaded
 // machine running tests in parallel, where one poll can queue behind

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/intentfs/intentfs/control"
@@ -19,7 +20,7 @@ func (c *CLI) RunAs(uid int, runtime string, args ...string) (string, int) {
 	if err := os.Chmod(filepath.Dir(c.Bin), 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	argv := append([]string{"--reuid=" + Itoa(uid), "--regid=" + Itoa(uid), "--clear-groups", "env", "INTENTFS_RUNTIME_DIR=" + runtime, c.Bin}, args...)
+	argv := append([]string{"--reuid=" + strconv.Itoa(uid), "--regid=" + strconv.Itoa(uid), "--clear-groups", "env", "INTENTFS_RUNTIME_DIR=" + runtime, c.Bin}, args...)
 	cmd := exec.Command("setpriv", argv...)
 	cmd.Dir = c.Dir
 	out, err := cmd.CombinedOutput()

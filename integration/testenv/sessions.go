@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/intentfs/intentfs/internal/session"
@@ -83,7 +84,7 @@ func (e *Env) Session(args ...string) *exec.Cmd {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"run", "--mount", e.Mnt, "--user", Itoa(AgentUID)}, args...)...)
+	cmd := exec.Command(bin, append([]string{"run", "--mount", e.Mnt, "--user", strconv.Itoa(AgentUID)}, args...)...)
 	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+e.Reg)
 	cmd.Dir = "/"
 	return cmd
