@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -26,12 +27,15 @@ const AgentPolicy = `active_intents:
 func AgentBinary(t *testing.T) string {
 	t.Helper()
 	dir := AgentDir(t, false)
-	b, err := os.ReadFile(IntentfsBinary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := filepath.Join(dir, "intentfs")
-	if err := os.WriteFile(p, b, 0o755); err != nil {
+	// cp, not a write from this process: while this process holds a
+	// descriptor open for writing, every child a parallel test forks
+	// carries it until that child execs, and running p fails with
+	// ETXTBSY as long as one does (golang.org/issue/22315).
+	if out, err := exec.Command("cp", IntentfsBinary(t), p).CombinedOutput(); err != nil {
+		t.Fatalf("copying intentfs to %s: %v\n%s", p, err, out)
+	}
+	if err := os.Chmod(p, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return p
