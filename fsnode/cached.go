@@ -354,7 +354,7 @@ func (n *Node) withReadFd(fn func(fd int) error) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
-	fd, err := withoutNoatimeOnEPERM(syscall.O_RDONLY|syscall.O_NOATIME, func(flags int) (int, error) { return openBeneath(n.root.rootFd, rel, flags, 0) })
+	fd, err := withoutNoatimeOnEPERM(syscall.O_RDONLY|syscall.O_NOATIME, func(flags int) (int, error) { return n.root.openBeneath(rel, flags, 0) })
 	if err != nil {
 		return fs.ToErrno(err)
 	}

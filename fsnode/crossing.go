@@ -303,7 +303,7 @@ func readlinkBeneath(dirfd int, at string) (string, error) {
 // turned out to be too large to record once moved; if that fails, the
 // move stands and is logged.
 func (n *Node) undoMoveIn(ctx context.Context, dst *Node, name, newName string) syscall.Errno {
-	return withDirs(n, dst, func(srcDir, dstDir int) error {
+	return withChildren(n, name, dst, newName, func(srcDir int, name string, dstDir int, newName string) error {
 		return n.root.asCaller(ctx, func() error {
 			return unix.Renameat2(dstDir, newName, srcDir, name, unix.RENAME_NOREPLACE)
 		})
@@ -327,7 +327,7 @@ func (n *Node) recordMovedIn(ctx context.Context, g grant, dst *Node, name, newN
 		top = &w
 	}
 	var listErr error
-	errno := dst.withDir(func(dstDir int) error {
+	errno := dst.withChild(newName, func(dstDir int, newName string) error {
 		var entries []crossEntry
 		if entries, _, listErr = listCrossing(dstDir, newName, newRel, rel, governed); listErr == nil {
 			n.root.recordMovedIn(g, dstDir, entries, top, dirReplaced)

@@ -6,7 +6,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/intentfs/intentfs/internal/gitchange"
-	"github.com/intentfs/intentfs/internal/safeio"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
 )
@@ -20,7 +19,7 @@ func (r *Root) watchGit(ctx context.Context, caller *fuse.Caller, sess *ledger.S
 	}
 	deny, after = w.WatchGit(ctx, gitchange.Change{Req: req, Caller: caller, Session: sess,
 		Judged:     func(b []byte) { judged = b },
-		Read:       func(rel string, max int64) ([]byte, error) { return safeio.ReadFile(r.source, rel, max) },
+		Read:       r.readFile,
 		Checkpoint: r.checkpointWriters,
 	})
 	return deny, after, judged

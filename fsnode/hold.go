@@ -51,7 +51,7 @@ func (r *Root) hold(ctx context.Context, req policy.Request, g grant, size func(
 func (n *Node) childSize(name string) func() (int64, bool) {
 	return func() (int64, bool) {
 		var st syscall.Stat_t
-		if errno := n.withDir(func(dirfd int) error { return fstatat(dirfd, name, &st) }); errno != 0 {
+		if errno := n.withChild(name, func(dirfd int, name string) error { return fstatat(dirfd, name, &st) }); errno != 0 {
 			return 0, false
 		}
 		return st.Size, true
@@ -80,7 +80,7 @@ func (r *Root) destroys(req *policy.Request, stat func(st *syscall.Stat_t) error
 // childStat stats the entry name in n without following it.
 func (n *Node) childStat(name string) func(st *syscall.Stat_t) error {
 	return func(st *syscall.Stat_t) error {
-		return errnoAsError(n.withDir(func(dirfd int) error { return fstatat(dirfd, name, st) }))
+		return errnoAsError(n.withChild(name, func(dirfd int, name string) error { return fstatat(dirfd, name, st) }))
 	}
 }
 

@@ -97,7 +97,7 @@ func (n *Node) entryChanged(dir, name string) {
 	child := parent.GetChild(name)
 	var st syscall.Stat_t
 	var err error = syscall.ENOENT
-	if dirfd, derr := openDir(n.root.rootFd, dir); derr == nil {
+	if dirfd, derr := n.root.openDir(dir); derr == nil {
 		err = fstatat(dirfd, name, &st)
 		syscall.Close(dirfd)
 	} else if !errors.Is(derr, syscall.ENOENT) && !errors.Is(derr, syscall.ENOTDIR) {
@@ -150,7 +150,7 @@ const maxLinkSearch = 1 << 16
 // its bound.
 func (n *Node) linkedInode(dir, name string) *fs.Inode {
 	var st syscall.Stat_t
-	dirfd, err := openDir(n.root.rootFd, dir)
+	dirfd, err := n.root.openDir(dir)
 	if err != nil {
 		return nil
 	}

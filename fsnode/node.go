@@ -114,7 +114,7 @@ func (n *Node) withDir(fn func(dirfd int) error) syscall.Errno {
 		return fs.ToErrno(fn(fd))
 	}
 	n.dirMu.RUnlock()
-	dirfd, err := openDir(n.root.rootFd, rel)
+	dirfd, err := n.root.openDir(rel)
 	if err != nil {
 		return fs.ToErrno(err)
 	}
@@ -130,7 +130,7 @@ func (n *Node) withDir(fn func(dirfd int) error) syscall.Errno {
 			return fs.ToErrno(fn(n.dirFd))
 		}
 		// Forgotten in the gap: the handle is closed; open one again.
-		dirfd, err = openDir(n.root.rootFd, rel)
+		dirfd, err = n.root.openDir(rel)
 		if err != nil {
 			return fs.ToErrno(err)
 		}
@@ -176,14 +176,17 @@ func (n *Node) withParent(fn func(dirfd int, name string) error) syscall.Errno {
 	}
 	if name, parent := n.Parent(); parent != nil {
 		if p, ok := parent.Operations().(*Node); ok {
-			return p.withDir(func(dirfd int) error { return fn(dirfd, name) })
+			return p.withChild(name, fn)
 		}
 	}
 	dir, name := splitRel(rel)
+	if n.root.mixed(dir) {
+		return n.root.withRouted(rel, fn)
+	}
 	if dir == "" {
 		return fs.ToErrno(fn(n.root.rootFd, name))
 	}
-	dirfd, err := openDir(n.root.rootFd, dir)
+	dirfd, err := n.root.openDir(dir)
 	if err != nil {
 		return fs.ToErrno(err)
 	}
@@ -217,11 +220,16 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		return ctl, 0
 	}
 	var st syscall.Stat_t
-	errno := n.withDir(func(dirfd int) error {
+	errno := n.withChild(name, func(dirfd int, name string) error {
 		return n.asCallerIn(ctx, func() error { return fstatat(dirfd, name, &st) })
 	})
 	if errno != 0 {
 		return nil, errno
+	}
+	if n.root.gitView != nil {
+		if rel, ok := n.childPath(name); !ok || n.root.shownTwice(rel, &st) {
+			return nil, syscall.ENOENT
+		}
 	}
 	return n.newChild(ctx, &st, out), 0
 }
@@ -310,9 +318,13 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	if !ok {
 		return nil, 0, syscall.ENOENT
 	}
+	if rel != "" && n.root.mixed(rel) {
+		ds, errno := n.root.openMixedDir(ctx, rel)
+		return ds, 0, errno
+	}
 	var fd int
 	err := n.root.asCaller(ctx, func() (err error) {
-		fd, err = openBeneath(n.root.rootFd, rel, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		fd, err = n.root.openBeneath(rel, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 		return err
 	})
 	if err != nil {

@@ -28,12 +28,15 @@ func (n *Node) makeEntry(ctx context.Context, op policy.Op, ev ledger.Event, nam
 // makeEntryHashed is makeEntry recording postHash as what was made.
 func (n *Node) makeEntryHashed(ctx context.Context, op policy.Op, ev ledger.Event, name string, isDir bool, postHash string,
 	mk func(dirfd int) error, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.isViewTop(name) {
+		return nil, syscall.EEXIST
+	}
 	rel, g, errno := n.authorizeChild(ctx, name, syscall.EEXIST, policy.Request{Op: op, IsDir: isDir})
 	if errno != 0 {
 		return nil, errno
 	}
 	var st syscall.Stat_t
-	errno = n.withDir(func(dirfd int) error {
+	errno = n.withChild(name, func(dirfd int, name string) error {
 		if err := n.asCallerIn(ctx, func() error { return mk(dirfd) }); err != nil {
 			return err
 		}
@@ -105,7 +108,7 @@ func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, syscall.EXDEV
 	}
 	var st syscall.Stat_t
-	errno = withDirs(sp, n, func(srcDir, dirfd int) error {
+	errno = withChildren(sp, srcName, n, name, func(srcDir int, srcName string, dirfd int, name string) error {
 		if err := n.asCallerIn(ctx, func() error { return unix.Linkat(srcDir, srcName, dirfd, name, 0) }, sp); err != nil {
 			return err
 		}
@@ -134,7 +137,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	mode := ""
 	var st syscall.Stat_t
 	var lostErr error
-	errno = n.withDir(func(dirfd int) error {
+	errno = n.withChild(name, func(dirfd int, name string) error {
 		if g.provisional {
 			// The provisional file leaves the table once it is gone;
 			// that it is the same file was checked when it was decided.
@@ -267,7 +270,7 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	defer release()
-	if errno := n.withDir(func(dirfd int) error {
+	if errno := n.withChild(name, func(dirfd int, name string) error {
 		return n.asCallerIn(ctx, func() error { return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR) })
 	}); errno != 0 {
 		return errno
@@ -297,11 +300,11 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	var srcSt, dstSt syscall.Stat_t
 	dstExists := false
-	errno := n.withDir(func(dirfd int) error { return fstatat(dirfd, name, &srcSt) })
+	errno := n.withChild(name, func(dirfd int, name string) error { return fstatat(dirfd, name, &srcSt) })
 	if errno != 0 {
 		return errno
 	}
-	errno = dst.withDir(func(dirfd int) error {
+	errno = dst.withChild(newName, func(dirfd int, newName string) error {
 		err := fstatat(dirfd, newName, &dstSt)
 		dstExists = err == nil
 		if err == syscall.ENOENT {
@@ -329,7 +332,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		snap := n.root.gov.Snapshot()
 		governed := func(p string, dir bool) bool { return !snap.Exempt(p, dir) }
 		var err error
-		errno := n.withDir(func(dirfd int) error {
+		errno := n.withChild(name, func(dirfd int, name string) error {
 			if cross == policy.CrossOut {
 				crossing, _, err = listCrossing(dirfd, name, rel, newRel, governed)
 			} else {
@@ -395,7 +398,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	var kept string
 	var lostErr error
 	var removed []removedEntry
-	errno = withDirs(n, dst, func(srcDir, dstDir int) error {
+	errno = withChildren(n, name, dst, newName, func(srcDir int, name string, dstDir int, newName string) error {
 		if g.traced() && cross == policy.CrossOut {
 			// What leaves the governed tree is destroyed for the ledger:
 			// keep its bytes. What it replaces at the exempt name is not
@@ -438,7 +441,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		// content: describe the change by line. The rename has happened
 		// and is recorded either way; without the description the record
 		// carries the hashes only, and the failure is logged.
-		errno := dst.withDir(func(dstDir int) error {
+		errno := dst.withChild(newName, func(dstDir int, newName string) error {
 			fd, err := openatForHash(dstDir, newName)
 			if err != nil {
 				return err
@@ -507,7 +510,7 @@ func (n *Node) checkpointChild(name string) {
 func (r *Root) hasEntries(ctx context.Context, rel string) bool {
 	found := false
 	_ = r.asCaller(ctx, func() error {
-		fd, err := openBeneath(r.rootFd, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
+		fd, err := r.openBeneath(rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
 		if err != nil {
 			return err
 		}

@@ -54,7 +54,7 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		return nil, 0, syscall.ENOENT
 	}
 	if !opensForWrite(flags) {
-		fd, err := openBeneath(n.root.rootFd, rel, cleanOpenFlags(flags), 0)
+		fd, err := n.root.openBeneath(rel, cleanOpenFlags(flags), 0)
 		if err != nil {
 			return nil, 0, fs.ToErrno(err)
 		}
@@ -100,7 +100,7 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	// Until its handle is counted, no removal links this file into the
 	// store (see writerGate).
 	defer n.root.writeGate.beginOpen()()
-	fd, err := openBeneath(n.root.rootFd, rel, cleanOpenFlags(flags), 0)
+	fd, err := n.root.openBeneath(rel, cleanOpenFlags(flags), 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
@@ -115,7 +115,7 @@ func (n *Node) openFile(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 
 // digestAt hashes the file at rel through a read-only descriptor.
 func (r *Root) digestAt(rel string) (objects.Digest, syscall.Errno) {
-	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return openBeneath(r.rootFd, rel, flags, 0) })
+	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return r.openBeneath(rel, flags, 0) })
 	if err != nil {
 		return objects.Digest{}, fs.ToErrno(err)
 	}
@@ -180,7 +180,7 @@ func (n *Node) createFile(ctx context.Context, name string, flags uint32, mode u
 	)
 	defer func() { endOpen(); unlockChild() }()
 	dirRel, _ := splitRel(rel)
-	errno = n.withDir(func(dirfd int) error {
+	errno = n.withChild(name, func(dirfd int, name string) error {
 		// The whole request runs as the caller (see CallerScope).
 		if err := n.root.callerReaches(ctx, dirRel); err != nil {
 			return err

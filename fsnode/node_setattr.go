@@ -99,7 +99,7 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		// itself has been made, so it is recorded below whatever happens
 		// here; a failure is logged for the operator.
 		errno := n.withParent(func(dirfd int, name string) error {
-			fd, err := unix.Openat(dirfd, name, unix.O_PATH|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+			fd, err := unix.Openat(dirfd, selfIfNoName(name), unix.O_PATH|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 			if err != nil {
 				return err
 			}

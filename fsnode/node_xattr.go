@@ -22,7 +22,7 @@ func (n *Node) withProcPath(fn func(p string) error) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
-	fd, err := openBeneath(n.root.rootFd, rel, unix.O_PATH, 0)
+	fd, err := n.root.openBeneath(rel, unix.O_PATH, 0)
 	if err != nil {
 		return fs.ToErrno(err)
 	}

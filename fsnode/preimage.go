@@ -31,7 +31,7 @@ const CodePreimageUnavailable policy.Code = "PREIMAGE_UNAVAILABLE"
 // store, before a change by uid destroys them. Bytes that cannot be kept
 // are a *preImageLost error: the change is refused (see failChange).
 func (r *Root) preImageAt(rel string, uid uint32) (objects.Digest, string, error) {
-	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return openBeneath(r.rootFd, rel, flags, 0) })
+	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return r.openBeneath(rel, flags, 0) })
 	if err != nil {
 		return objects.Digest{}, "", err
 	}

@@ -249,7 +249,7 @@ func (r *Root) closeProvisional() {
 // at its path is still the provisional one, and records what it held.
 func (r *Root) removeProvisional(p *provisionalFile, why string) {
 	dir, name := splitRel(p.rel)
-	dirfd, err := openDir(r.rootFd, dir)
+	dirfd, err := r.openDir(dir)
 	if err != nil {
 		if err != syscall.ENOENT {
 			r.log.Warn("removing a provisional file: its directory cannot be opened", "path", p.rel, "err", err)

@@ -77,7 +77,7 @@ func (r *Root) roomFor(a Actor, c policy.Caller) (bool, string) {
 
 // statBeneathSys is statBeneath into a syscall.Stat_t.
 func (r *Root) statBeneathSys(rel string, st *syscall.Stat_t) error {
-	fd, err := openBeneath(r.rootFd, rel, unix.O_PATH, 0)
+	fd, err := r.openBeneath(rel, unix.O_PATH, 0)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (n *Node) createProvisional(ctx context.Context, name, rel string, g grant,
 	fd := -1
 	created, refused := false, false
 	var st syscall.Stat_t
-	errno := n.withDir(func(dirfd int) error {
+	errno := n.withChild(name, func(dirfd int, name string) error {
 		var err error
 		fd, err = unix.Openat(dirfd, name, cleanOpenFlags(flags)|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
 		if err == nil {
@@ -168,7 +168,7 @@ func (n *Node) createProvisional(ctx context.Context, name, rel string, g grant,
 
 // openProvisional is openFile for writing of a provisional file.
 func (n *Node) openProvisional(ctx context.Context, rel string, g grant, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	fd, err := openBeneath(n.root.rootFd, rel, cleanOpenFlags(flags), 0)
+	fd, err := n.root.openBeneath(rel, cleanOpenFlags(flags), 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
@@ -216,7 +216,7 @@ func (n *Node) renameProvisional(ctx context.Context, name string, dst *Node, ne
 	var ccErr error
 	// mode is what the temporary's mode and ACL made of the name's.
 	var mode string
-	errno = withDirs(n, dst, func(srcDir, dstDir int) error {
+	errno = withChildren(n, name, dst, newName, func(srcDir int, name string, dstDir int, newName string) error {
 		if dstExists {
 			pre, kept = n.root.preImageBeforeRemoval(dstDir, newName)
 		}
@@ -297,7 +297,7 @@ func (n *Node) renameToProvisional(ctx context.Context, g grant, name, newName, 
 	var kept string
 	var st syscall.Stat_t
 	refused := false
-	errno = n.withDir(func(dirfd int) error {
+	errno = n.withChild(name, func(dirfd int, name string) error {
 		if err := fstatat(dirfd, name, &st); err != nil {
 			return err
 		}

@@ -26,11 +26,11 @@ import (
 // the calling thread may search every directory on the way from the
 // source's root to directory rel (rel itself excluded: the *at call on
 // its handle checks that one).
-func reachDir(rootFd int, rel string) error {
+func reachDir(r *Root, rel string) error {
 	if rel == "" {
 		return nil
 	}
-	fd, err := openDir(rootFd, rel)
+	fd, err := r.openDir(rel)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (r *Root) asCallerBelow(ctx context.Context, fn func() error, dirs ...strin
 	}
 	return r.callers.switcher.Run(c, func() error {
 		if c.Uid != 0 {
-			if err := reachDirs(r.rootFd, dirs); err != nil {
+			if err := reachDirs(r, dirs); err != nil {
 				return err
 			}
 		}
@@ -58,12 +58,12 @@ func (r *Root) asCallerBelow(ctx context.Context, fn func() error, dirs ...strin
 }
 
 // reachDirs is reachDir of each of dirs, once each.
-func reachDirs(rootFd int, dirs []string) error {
+func reachDirs(r *Root, dirs []string) error {
 	for i, d := range dirs {
 		if i > 0 && d == dirs[0] {
 			continue
 		}
-		if err := reachDir(rootFd, d); err != nil {
+		if err := reachDir(r, d); err != nil {
 			return err
 		}
 	}
@@ -100,7 +100,7 @@ func (n *Node) asCallerOn(ctx context.Context, fn func() error) error {
 // runs as its caller (see CallerScope).
 func (r *Root) callerReaches(ctx context.Context, dir string) error {
 	if c, ok := r.callers.caller(ctx); ok && c.Uid != 0 {
-		return reachDir(r.rootFd, dir)
+		return reachDir(r, dir)
 	}
 	return nil
 }

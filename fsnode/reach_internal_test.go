@@ -29,7 +29,7 @@ func BenchmarkReachDir(b *testing.B) {
 		rel := strings.Join(strings.Split(deep, "/")[:depth], "/")
 		b.Run("walk/depth="+string(rune('0'+depth)), func(b *testing.B) {
 			for b.Loop() {
-				if err := reachDir(rootFd, rel); err != nil {
+				if err := reachDir(&Root{rootFd: rootFd}, rel); err != nil {
 					b.Fatal(err)
 				}
 			}

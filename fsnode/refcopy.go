@@ -22,7 +22,7 @@ import (
 func (r *Root) replaceRef(ctx context.Context, dst *Node, name, rel string, content []byte, mode uint32) {
 	// git skips names starting with a dot when it reads loose refs.
 	tmp := fmt.Sprintf(".%s.intentfs-%016x", name, rand.Uint64())
-	errno := dst.withDir(func(dirfd int) error {
+	errno := dst.withChild(name, func(dirfd int, name string) error {
 		return r.asCaller(ctx, func() error {
 			fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode&0o7777)
 			if err != nil {

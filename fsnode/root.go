@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/internal/creds"
+	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/objects"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -94,15 +95,20 @@ type Options struct {
 	// default); the raw filesystem must be wrapped in ElideOpen for the
 	// cached one.
 	DataPath string
+	// Worktree, set where the source is a linked worktree, is served as
+	// the mount's .git directory (see gitview.go).
+	Worktree *gitlayout.Worktree
 }
 
 // Root holds the state shared by every node of one mount.
 type Root struct {
 	source string
 	rootFd int // O_PATH handle on the source directory
-	dev    uint64
-	gov    Governor
-	log    *slog.Logger
+	// gitView, for a linked worktree, is what the mount's .git is.
+	gitView *gitView
+	dev     uint64
+	gov     Governor
+	log     *slog.Logger
 	// writeGate keeps a pre-image linked into the store out of reach of
 	// writable handles.
 	writeGate writerGate
@@ -170,6 +176,12 @@ func NewRoot(o Options) (*Root, error) {
 	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
 		control: o.ControlDir, callers: newCallers(switcher),
 		prov: newProvisionalTable(o.ProvisionalIdle, o.ProvisionalMaxLife, o.ProvisionalPerActor)}
+	if o.Worktree != nil {
+		if r.gitView, err = newGitView(o.Worktree); err != nil {
+			syscall.Close(fd)
+			return nil, fmt.Errorf("holding the git directories of the worktree %s: %w", o.Source, err)
+		}
+	}
 	r.dirFds.max = o.MaxCachedDirs
 	r.cached = o.DataPath == DataPathCached
 	sys := probeNewSyscalls()
@@ -199,6 +211,9 @@ func (r *Root) Close() error {
 	r.closeProvisional()
 	r.closed.Store(true)
 	r.putBackAll()
+	if r.gitView != nil {
+		r.gitView.close()
+	}
 	return syscall.Close(r.rootFd)
 }
 

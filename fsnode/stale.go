@@ -47,7 +47,7 @@ func stamp(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339N
 // statBeneath stats rel in the source without following a symlink in any
 // component.
 func (r *Root) statBeneath(rel string, st *unix.Stat_t) error {
-	fd, err := openBeneath(r.rootFd, rel, unix.O_PATH, 0)
+	fd, err := r.openBeneath(rel, unix.O_PATH, 0)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func (n *Node) subtreeBelow(name string) policy.Subtree {
 	return func(fn func(rel string, isDir bool) bool) error {
 		var walkErr error
 		count := 0
-		errno := n.withDir(func(dirfd int) error {
+		errno := n.withChild(name, func(dirfd int, name string) error {
 			_, walkErr = walkBelow(dirfd, name, "", &count, fn)
 			return nil
 		})
@@ -128,7 +128,7 @@ func (n *Node) recheckMovedTree(ctx context.Context, g grant, req policy.Request
 	if exchange {
 		undo = unix.RENAME_EXCHANGE
 	}
-	errno := withDirs(n, dst, func(srcDir, dstDir int) error {
+	errno := withChildren(n, name, dst, newName, func(srcDir int, name string, dstDir int, newName string) error {
 		return n.root.asCaller(ctx, func() error { return unix.Renameat2(dstDir, newName, srcDir, name, undo) })
 	})
 	d.Reason = "the directory took along entries added while its move was being checked: " + d.Reason

@@ -37,7 +37,7 @@ func (r *Root) upstreamOutside(ctx context.Context, caller *fuse.Caller, req pol
 // regularDigestAt hashes rel if it is a regular file, and says whether
 // its owner may execute it.
 func (r *Root) regularDigestAt(rel string) (string, bool, syscall.Errno) {
-	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return openBeneath(r.rootFd, rel, flags, 0) })
+	fd, err := withoutNoatimeOnEPERM(hashOpenFlags, func(flags int) (int, error) { return r.openBeneath(rel, flags, 0) })
 	if err != nil {
 		return "", false, errnoOf(err)
 	}

@@ -46,7 +46,7 @@ func (n *Node) createUpstream(ctx context.Context, name, rel string, g grant, mo
 	}
 	fd := -1
 	var st syscall.Stat_t
-	errno := n.withDir(func(dirfd int) error {
+	errno := n.withChild(name, func(dirfd int, name string) error {
 		var cur syscall.Stat_t
 		if err := fstatat(dirfd, name, &cur); err == nil {
 			return syscall.EEXIST

@@ -210,7 +210,7 @@ func (r *Root) putBackRemoval(rel string, rm upstreamRemoval, why string) {
 	dirfd := r.rootFd
 	if dir != "" {
 		var err error
-		if dirfd, err = openDir(r.rootFd, dir); err != nil {
+		if dirfd, err = r.openDir(dir); err != nil {
 			r.log.Error("putting back what git removed outside the scope", "path", rel, "err", err)
 			r.denyRemoval(rel, rm, why+"; it could not be put back ("+err.Error()+"; its bytes are kept as "+rm.hash+")")
 			return
@@ -275,7 +275,7 @@ func (n *Node) unlinkForUpstream(ctx context.Context, name, rel string, g grant)
 	defer n.root.upstreamRemovals.dirs.RUnlock()
 	var c ledger.Change
 	why := ""
-	errno := n.withDir(func(dirfd int) error {
+	errno := n.withChild(name, func(dirfd int, name string) error {
 		if c, _, why = n.root.upstreamRemoved(dirfd, name, rel, n.childNode(name), g); why != "" {
 			return nil
 		}

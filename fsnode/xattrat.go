@@ -16,9 +16,10 @@ type xattrArgs struct {
 }
 
 // getxattrat reads attr of name in dirfd without following a final
-// symlink, in one system call.
+// symlink, in one system call. No name is dirfd's directory itself (a
+// worktree's .git, whose handle is the git directory's; see withRouted).
 func getxattrat(dirfd int, name, attr string, dest []byte) (int, error) {
-	p, err := syscall.BytePtrFromString(name)
+	p, err := syscall.BytePtrFromString(selfIfNoName(name))
 	if err != nil {
 		return 0, err
 	}
@@ -41,9 +42,10 @@ func getxattrat(dirfd int, name, attr string, dest []byte) (int, error) {
 	return int(r), nil
 }
 
-// listxattrat lists the attributes of name in dirfd (Linux 6.13+).
+// listxattrat lists the attributes of name in dirfd (Linux 6.13+); no
+// name is dirfd's directory itself.
 func listxattrat(dirfd int, name string, dest []byte) (int, error) {
-	p, err := syscall.BytePtrFromString(name)
+	p, err := syscall.BytePtrFromString(selfIfNoName(name))
 	if err != nil {
 		return 0, err
 	}
@@ -59,4 +61,14 @@ func listxattrat(dirfd int, name string, dest []byte) (int, error) {
 		return 0, e
 	}
 	return int(r), nil
+}
+
+// selfIfNoName names directory dirfd itself where name is empty: an *at
+// call given an empty name without AT_EMPTY_PATH fails with ENOENT, and
+// "." reaches the directory whatever the call and the handle's mode.
+func selfIfNoName(name string) string {
+	if name == "" {
+		return "."
+	}
+	return name
 }

@@ -275,7 +275,7 @@ func (s *Snapshot) Decide(r Request) Decision {
 		case in.InScope(t.path):
 		case r.Op == OpMkdir && in.scope.isScopeAncestor(t.path):
 		default:
-			return deny(CodeOutOfScope, t.path, fmt.Sprintf("%s is outside the owned_scope of %s (%s)", t.path, in.ID, strings.Join(in.OwnedScope, ", ")))
+			return deny(CodeOutOfScope, t.path, fmt.Sprintf("%s is outside the owned_scope of %s (%s)", shownPath(t.path), in.ID, strings.Join(in.OwnedScope, ", ")))
 		}
 	}
 	return Decision{Allow: true, Code: CodeAllowed, Validation: ValidationPass, Path: targets[0].path}
@@ -293,6 +293,15 @@ func statusReason(in *Intent) string {
 		return fmt.Sprintf("intent %s is ARCHIVED: select an IN_PROGRESS intent", in.ID)
 	}
 	return fmt.Sprintf("intent %s has status %s, not IN_PROGRESS", in.ID, in.Status)
+}
+
+// shownPath names p in a reason: the workspace's top directory has the
+// empty path, which a reason would show as nothing at all.
+func shownPath(p string) string {
+	if p == "" {
+		return "the workspace's top directory (.)"
+	}
+	return p
 }
 
 func deny(code Code, p, reason string) Decision {

@@ -212,3 +212,16 @@ func TestDecideDirectoryMoveIsExact(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideNamesTheWorkspaceTop: a refusal on the workspace's own top
+// directory names it, instead of an empty path (" is outside the
+// owned_scope of …").
+func TestDecideNamesTheWorkspaceTop(t *testing.T) {
+	s := testSnapshot(t, false)
+	for _, op := range []Op{OpChmod, OpChown, OpUtimes} {
+		d := s.Decide(Request{Op: op, Path: "", IsDir: true, Intent: "INT-001"})
+		if d.Allow || !strings.HasPrefix(d.Reason, "the workspace's top directory (.) is outside the owned_scope of INT-001") {
+			t.Errorf("%s of the top: %s %q", op, d.Code, d.Reason)
+		}
+	}
+}

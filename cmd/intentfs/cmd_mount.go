@@ -38,9 +38,10 @@ is ready and the daemon keeps serving in the background (its log is shown).
 It refuses to start without a valid policy, if SOURCE is already mounted,
 if MOUNTPOINT is already an intentfs mount, if MOUNTPOINT is not empty
 (the mount would hide its files; --nonempty mounts over them anyway), or if
-SOURCE's .git is not a directory of its own (a linked worktree or a
-submodule's checkout, whose git directory lies outside the mount: give
-each agent a clone instead, see docs/worktrees.md). If the
+SOURCE's .git leads to a git directory the mount cannot govern (a symlink,
+a submodule's checkout). A linked worktree (git worktree add) is mounted
+with its git directory and the repository's common directory served,
+governed, as the mount's .git (see docs/worktrees.md). If the
 mount fails, the cause is printed and the daemon's log kept; the log of a
 mount that ends in a clean unmount is removed.
 

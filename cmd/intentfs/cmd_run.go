@@ -50,10 +50,11 @@ of its own); --bind-tmp DIR makes the host directory DIR the session's
 /var/tmp and /dev/shm stay private either way.
 The work trees of the repository's linked worktrees (git worktree list)
 are hidden like the source, and so are the sources of the other mounts in
-the registry (other agents' workspaces). A source whose .git is a file (a
-linked worktree, a submodule's checkout) is refused: its git directory
-lies outside the mount; give each agent a clone of its own instead
-(docs/worktrees.md).
+the registry (other agents' workspaces). For a mount of a linked worktree
+the repository's main work tree, its .git and the worktree's git
+directory are hidden too: git reaches them through the mount's .git
+(docs/worktrees.md). A source whose .git leads elsewhere in another way (a
+symlink, a submodule's checkout) is refused.
 
 The exit status is CMD's (125: the session could not be started).
 

@@ -88,13 +88,17 @@ func hashOf(b []byte) string {
 // later rebase onto an upstream without it must remove a file outside the
 // agent's scope, and stops. A tracked file is not affected by excludes,
 // and a human who wants it committed adds it with git add -f.
+//
+// A linked worktree has no exclude file of its own: git reads the common
+// directory's, for every work tree of the repository.
 func (d *Daemon) excludeFromGit(name string) {
-	st, err := os.Lstat(filepath.Join(d.cfg.Source, ".git"))
-	if err != nil || !st.IsDir() {
-		return // not a repository's top, or a worktree's .git file
+	root, rel := d.cfg.Source, ".git/info/exclude"
+	if d.commonDir != "" {
+		root, rel = d.commonDir, "info/exclude"
+	} else if st, err := os.Lstat(filepath.Join(d.cfg.Source, ".git")); err != nil || !st.IsDir() {
+		return // not a repository's top
 	}
-	const rel = ".git/info/exclude"
-	cur, err := safeio.ReadFile(d.cfg.Source, rel, 1<<20)
+	cur, err := safeio.ReadFile(root, rel, 1<<20)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		d.log.Warn("reading the repository's exclude file failed", "err", err)
 		return
@@ -109,7 +113,7 @@ func (d *Daemon) excludeFromGit(name string) {
 		cur = append(cur, '\n')
 	}
 	cur = append(cur, "# intentfs's agent guide, which the mount writes: not committed (git add -f to commit it)\n"+line+"\n"...)
-	if err := safeio.ReplaceBelow(filepath.Join(d.cfg.Source, rel), cur, 0o644); err != nil {
+	if err := safeio.ReplaceBelow(filepath.Join(root, rel), cur, 0o644); err != nil {
 		d.log.Warn("adding the agent file to the repository's exclude file failed", "name", name, "err", err)
 	}
 }

@@ -26,7 +26,7 @@ func TestAssembleFailsCleanly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.Mountpoint, tt.cfg.Log, tt.cfg.Version = filepath.Join(t.TempDir(), "mnt"), log, "test"
-			d, undo, err := assemble(tt.cfg, nil)
+			d, undo, err := assemble(tt.cfg, nil, nil)
 			if err == nil {
 				undo()
 				t.Fatalf("assembled %+v", d)

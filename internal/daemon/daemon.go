@@ -131,6 +131,9 @@ const mapFlushInterval = time.Second
 type Daemon struct {
 	cfg Config
 	log *slog.Logger
+	// worktreeGitDir and commonDir, for a linked worktree, are the
+	// directories the mount's .git stands for.
+	worktreeGitDir, commonDir string
 	// store is the bounded object store of pre-images.
 	store  *objects.Store
 	engine *policy.Engine
@@ -210,8 +213,11 @@ var (
 //
 // Only err is a named result: the deferred undo below runs after a
 // "return nil, nil, err" has set the results.
-func assemble(cfg Config, keys *signing) (_ *Daemon, _ func(), err error) {
+func assemble(cfg Config, keys *signing, worktree *gitlayout.Worktree) (_ *Daemon, _ func(), err error) {
 	d := &Daemon{cfg: cfg, log: cfg.Log, procs: procinfo.NewCache(), started: time.Now(), closed: make(chan struct{}), signing: keys}
+	if worktree != nil {
+		d.worktreeGitDir, d.commonDir = worktree.GitDir, worktree.CommonDir
+	}
 	cleanup := []func(){}
 	undo := func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -240,6 +246,9 @@ func assemble(cfg Config, keys *signing) (_ *Daemon, _ func(), err error) {
 		d.settleWrites()
 		return d.FlushLedger()
 	}, d.checkpoint)
+	if worktree != nil {
+		d.notes.gitDir = worktree.GitDir
+	}
 	d.gov.git = d.newGitGate()
 	d.upstream = &upstreamSource{mirror: upstream.New(cfg.Source, cfg.Log), engine: d.engine}
 	d.git = &gitWatcher{gate: d.gov.git, upstream: d.upstream}
@@ -292,11 +301,18 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if cfg.Mountpoint, err = canonicalDir(cfg.Mountpoint, "mountpoint"); err != nil {
 		return nil, err
 	}
-	// The mount governs git through the source's own .git directory: a
-	// .git file or symlink would lead git in the mount to a repository it
-	// writes directly, past the commit gate and the notes.
-	if err := gitlayout.CheckOwnGitDir(cfg.Source); err != nil {
+	// The mount governs git through its .git directory: the source's own,
+	// or, for a linked worktree, its git directory and the repository's
+	// common directory served together as one (resolved here, once). A
+	// .git symlink, or a .git file that does not lead to a worktree laid
+	// out as git makes one, would lead git in the mount to a repository
+	// it writes directly, past the commit gate and the notes.
+	worktree, err := gitlayout.ResolveWorktree(cfg.Source)
+	if err != nil {
 		return nil, err
+	}
+	if worktree != nil {
+		defer worktree.Close() // the root holds handles of its own
 	}
 	if cfg.Mountpoint == cfg.Source || isBelow(cfg.Mountpoint, cfg.Source) {
 		return nil, fmt.Errorf("the mountpoint %s must not be inside the source %s", cfg.Mountpoint, cfg.Source)
@@ -324,7 +340,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 			}
 		}
 	}()
-	d, undo, err := assemble(cfg, keys)
+	d, undo, err := assemble(cfg, keys, worktree)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +380,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	}
 	if d.root, err = fsnode.NewRoot(fsnode.Options{Source: cfg.Source, Governor: filesystem{d.gov, d.upstream, d.git}, Log: cfg.Log, ControlDir: ctlDir,
 		Objects: d.store, KeepMaxBytes: keepMax, MaxHandlesPerUID: cfg.MaxHandlesPerUID,
-		MaxCachedDirs: cfg.MaxCachedDirs, DataPath: cfg.DataPath}); err != nil {
+		MaxCachedDirs: cfg.MaxCachedDirs, DataPath: cfg.DataPath, Worktree: worktree}); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { d.root.Close() })
@@ -379,7 +395,12 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := mountOptions(cfg, watch != nil, dataPath)
+	// A linked worktree's .git lies outside the watched source: other
+	// worktrees' mounts, the human's git and the daemon's notes change
+	// the shared repository there, unseen by the watch. Its entries and
+	// attributes must not be kept long (a stale size of packed-refs would
+	// cut git's read of it).
+	opts := mountOptions(cfg, watch != nil && worktree == nil, dataPath)
 	d.cacheTimeout = *opts.EntryTimeout
 	raw := fuse.RawFileSystem(rawfs.ElideOpendir(d.root.CallerScope(fs.NewNodeFS(d.root.Node(), opts))))
 	var elider *fsnode.OpenElider

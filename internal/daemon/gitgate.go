@@ -35,12 +35,16 @@ const (
 	// in bursts (a rebase, an agent's commit loop), and one sync, which
 	// reads the whole ledger and the notes, covers them all.
 	notesDelay = time.Second
+	// notesRetries bounds the syncs tried again after one fails.
+	notesRetries = 3
 )
 
 // newGitGate connects the commit-time check (see gitgate) to the daemon.
 func (d *Daemon) newGitGate() *gitgate.Gate {
 	return gitgate.New(gitgate.Config{
-		Source: d.cfg.Source,
+		Source:         d.cfg.Source,
+		WorktreeGitDir: d.worktreeGitDir,
+		CommonDir:      d.commonDir,
 		Records: func(fn func(*ledger.Record)) error {
 			if err := d.FlushLedger(); err != nil {
 				return err
@@ -69,7 +73,10 @@ func (w *gitWatcher) WatchGit(ctx context.Context, c gitchange.Change) (*policy.
 // as git notes of the repository at the workspace root: one sync at a
 // time, and at most one more after it.
 type notesSync struct {
-	source     string
+	source string
+	// gitDir is where git runs for the mount's .git: the source's .git,
+	// or a linked worktree's git directory.
+	gitDir     string
 	log        *slog.Logger
 	engine     *policy.Engine
 	ledgerPath string
@@ -92,7 +99,7 @@ type notesSync struct {
 }
 
 func newNotesSync(source string, log *slog.Logger, engine *policy.Engine, ledgerPath string, flush func() error, checkpoint func(string)) *notesSync {
-	n := &notesSync{source: source, log: log, engine: engine, ledgerPath: ledgerPath, flush: flush, checkpoint: checkpoint}
+	n := &notesSync{source: source, gitDir: filepath.Join(source, ".git"), log: log, engine: engine, ledgerPath: ledgerPath, flush: flush, checkpoint: checkpoint}
 	n.life, n.stop = context.WithCancel(context.Background())
 	return n
 }
@@ -128,6 +135,7 @@ func (n *notesSync) attach(gitDir string) {
 	n.mu.Unlock()
 	go func() {
 		defer n.wg.Done()
+		failed := 0
 		for {
 			select {
 			case <-time.After(notesDelay):
@@ -141,7 +149,14 @@ func (n *notesSync) attach(gitDir string) {
 			n.mu.Lock()
 			n.again = false
 			n.mu.Unlock()
-			n.sync()
+			ok := n.sync()
+			if !ok && failed < notesRetries {
+				// The notes ref may have moved under the sync: the
+				// repository of a linked worktree is shared with other
+				// mounts' daemons, which write it too.
+				failed++
+				continue
+			}
 			n.mu.Lock()
 			if !n.again {
 				n.running = false
@@ -153,25 +168,26 @@ func (n *notesSync) attach(gitDir string) {
 	}()
 }
 
-func (n *notesSync) sync() {
+func (n *notesSync) sync() bool {
 	// What the sync attaches is signed: the checkpoint goes with it, to
 	// HEAD's note (gitnotes attaches trailing checkpoints).
 	n.checkpoint("notes sync")
 	if err := n.flush(); err != nil {
 		n.log.Warn("attaching notes: the ledger cannot be flushed", "err", err)
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(n.life, notesTimeout)
 	defer cancel()
-	repo, err := gitexec.Open(filepath.Join(n.source, ".git"))
+	repo, err := gitexec.Open(n.gitDir)
 	if err != nil {
 		n.log.Warn("attaching notes", "err", err)
-		return
+		return false
 	}
 	res, err := gitnotes.SyncFrom(ctx, repo, n.ledgerPath, "", ledger.KeepOf(n.engine.Snapshot().Intents.NotesInclude()), &n.cursor)
 	if err != nil {
 		n.log.Warn("attaching notes failed; intentfs notes sync attaches them later", "err", err)
-		return
+		return false
 	}
 	n.log.Info("notes attached", "records", res.Attached, "commits", len(res.Commits))
+	return true
 }

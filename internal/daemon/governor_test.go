@@ -62,7 +62,7 @@ func openDaemonIn(t *testing.T, src, pol string, cfg Config) *Daemon {
 	}
 	log := slog.New(slog.DiscardHandler)
 	cfg = Config{Source: src, Mountpoint: filepath.Join(t.TempDir(), "mnt"), Version: "test", Log: log, AgentFiles: cfg.AgentFiles}
-	d, _, err := assemble(cfg, nil)
+	d, _, err := assemble(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

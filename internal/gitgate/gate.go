@@ -57,6 +57,10 @@ const (
 type Config struct {
 	// Source is the mount's source directory.
 	Source string
+	// WorktreeGitDir and CommonDir, set where the source is a linked
+	// worktree, are the directories its .git stands for in the mount: git
+	// runs in the first, pack indexes are read in the second.
+	WorktreeGitDir, CommonDir string
 	// Records reads every record of the ledger, once, for the index.
 	Records func(fn func(*ledger.Record)) error
 	// Snapshot is the policy in force.
@@ -327,7 +331,11 @@ func (g *Gate) repo(ctx context.Context, gitDir string) *repoState {
 	g.repos[gitDir] = st
 	g.mu.Unlock()
 	defer close(st.ready)
-	git, err := gitexec.Open(path.Join(g.cfg.Source, gitDir))
+	gitPath := path.Join(g.cfg.Source, gitDir)
+	if gitDir == ".git" && g.cfg.WorktreeGitDir != "" {
+		gitPath = g.cfg.WorktreeGitDir
+	}
+	git, err := gitexec.Open(gitPath)
 	if err != nil {
 		return st
 	}
@@ -640,10 +648,14 @@ func (g *Gate) Close() {
 }
 
 // madeHere filters commits to those made in the mount and not yet
-// accepted.
+// accepted. A linked worktree's objects are shared with the repository's
+// other work trees, whose writes this mount does not see: there a commit
+// the mount did not see made may have been made anywhere (another
+// agent's identical commit, refused by its own gate), so every commit new
+// to the ref is judged.
 func (g *Gate) madeHere(st *repoState, cands []string) ([]string, error) {
 	g.mu.Lock()
-	overflow := st.overflow
+	overflow := st.overflow || (st.gitDir == ".git" && g.cfg.CommonDir != "")
 	var packs []string
 	for p := range st.createdPacks {
 		packs = append(packs, p)
@@ -663,8 +675,9 @@ func (g *Gate) madeHere(st *repoState, cands []string) ([]string, error) {
 		return out, nil
 	}
 	for _, p := range packs {
-		idx, err := readIdx(g.cfg.Source, st.gitDir, p)
-		if err != nil && !packBeside(g.cfg.Source, st.gitDir, p) {
+		root, dir := g.objectsOf(st.gitDir)
+		idx, err := readIdx(root, dir, p)
+		if err != nil && !packBeside(root, dir, p) {
 			continue // git loads no index without its pack
 		}
 		if err != nil {

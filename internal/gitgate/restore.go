@@ -222,7 +222,7 @@ func (g *Gate) repoOf(rel string) (gitDir, inRepo string, ok bool) {
 	g.mu.Unlock()
 	if !found {
 		var st syscall.Stat_t
-		if err := syscall.Lstat(g.cfg.Source+"/.git", &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		if err := syscall.Lstat(g.cfg.Source+"/.git", &st); g.cfg.WorktreeGitDir == "" && (err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR) {
 			return "", "", false
 		}
 		best = ".git"

@@ -32,6 +32,16 @@ func packBeside(source, gitDir, pack string) bool {
 	return err == nil || !errors.Is(err, syscall.ENOENT)
 }
 
+// objectsOf returns where the objects of the workspace's git directory
+// gitDir lie: a directory and the path of the git directory below it
+// (for a linked worktree's .git, the repository's common directory).
+func (g *Gate) objectsOf(gitDir string) (root, dir string) {
+	if gitDir == ".git" && g.cfg.CommonDir != "" {
+		return g.cfg.CommonDir, ""
+	}
+	return g.cfg.Source, gitDir
+}
+
 // readIdx reads a pack's index from the source.
 func readIdx(source, gitDir, pack string) ([]byte, error) {
 	b, err := safeio.ReadFile(source, path.Join(gitDir, "objects/pack", pack+".idx"), maxIdxBytes)

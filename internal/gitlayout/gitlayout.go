@@ -1,9 +1,11 @@
 // Package gitlayout tells how a source's git repository lies on disk:
 // whether the source's .git is a directory of its own, which a mount
-// governs path by path, or a file or symlink leading to a git directory
-// elsewhere (a linked worktree, a submodule's checkout), whose writes
-// would bypass the mount; and where the repository's other work trees
-// are, which a sealed session must not reach.
+// governs path by path; a linked worktree's .git file, whose git
+// directory and the repository's common directory a mount serves as its
+// .git (ResolveWorktree, PlaceOf); or another file or symlink leading to
+// a git directory elsewhere (a submodule's checkout), whose writes would
+// bypass the mount; and where the repository's other work trees are,
+// which a sealed session must not reach.
 //
 // Everything read here may have been written by the agent's uid: each
 // file is read as a regular file, never through a symlink, never
@@ -212,7 +214,20 @@ func resolve(dir, p string) string {
 // record cannot be read is left out: git itself treats it as gone (git
 // worktree prune removes it). More than MaxWorkTrees is an error.
 func WorkTrees(source string) ([]string, error) {
-	const admin = ".git/worktrees"
+	return workTreesIn(source, ".git/worktrees")
+}
+
+// WorkTreesOf is WorkTrees of the repository whose common directory (its
+// main .git, or a bare repository) is commonDir: every linked worktree's
+// work tree, the caller's own included.
+func WorkTreesOf(commonDir string) ([]string, error) {
+	return workTreesIn(commonDir, "worktrees")
+}
+
+// workTreesIn reads the worktree records in the directory admin below
+// top.
+func workTreesIn(top, admin string) ([]string, error) {
+	source := top
 	dir := filepath.Join(source, admin)
 	rootFd, err := unix.Open(source, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/textsafe"
@@ -15,23 +16,38 @@ import (
 // worktrees, which the agent's uid may own (another agent's tree, a
 // human's), to be hidden like the source (Config.Hide).
 //
-// A source whose .git is not a directory of its own (a linked worktree,
-// a submodule's checkout) is refused: its git directory, with the
-// repository's hooks, config and refs, lies outside the source, where no
-// cover leaves git a way to it and no gate judges git's writes to it.
-// So is a worktree that holds the mountpoint, which no cover can hide
-// from a session working in that mount, and one whose parent the user
-// could rename (see CheckAncestors).
+// A linked worktree's session also must not reach the repository's main
+// work tree, its common directory and the worktree's git directory: the
+// mount serves them as its .git, through the gate; by their own paths
+// the session could write the repository's hooks and config unrecorded.
+// A source whose .git leads elsewhere in another way (a symlink, a
+// submodule's checkout) is refused, as the mount refuses it. So is a
+// work tree that holds the mountpoint, which no cover can hide from a
+// session working in that mount, and one whose parent the user could
+// rename (see CheckAncestors).
 func RepositoryCovers(source, mountpoint string, u User) ([]string, error) {
-	if err := gitlayout.CheckOwnGitDir(source); err != nil {
+	w, err := gitlayout.ResolveWorktree(source)
+	if err != nil {
 		return nil, err
 	}
-	trees, err := gitlayout.WorkTrees(source)
+	var trees []string
+	if w == nil {
+		trees, err = gitlayout.WorkTrees(source)
+	} else {
+		w.Close()
+		trees = []string{w.MainTree(), w.CommonDir, w.GitDir}
+		var linked []string
+		linked, err = gitlayout.WorkTreesOf(w.CommonDir)
+		trees = append(trees, linked...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("finding the repository's other work trees, which a session must not reach: %w", err)
 	}
 	var covers []string
 	for _, dir := range trees {
+		if slices.ContainsFunc(covers, func(c string) bool { return within(dir, c) }) {
+			continue // hidden with a cover already taken
+		}
 		switch {
 		case within(dir, source):
 			continue // hidden with the source

@@ -28,6 +28,11 @@ func ReadFile(root, rel string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w", rel, err)
 	}
 	defer syscall.Close(rootFd)
+	return ReadFileAt(rootFd, rel, max)
+}
+
+// ReadFileAt is ReadFile of rel below the directory handle rootFd.
+func ReadFileAt(rootFd int, rel string, max int64) ([]byte, error) {
 	fd, err := OpenBeneath(rootFd, rel, syscall.O_RDONLY|syscall.O_NONBLOCK|unix.O_NOCTTY, 0)
 	switch {
 	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EXDEV):

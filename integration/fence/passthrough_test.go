@@ -1,0 +1,45 @@
+package fence
+
+import (
+	"github.com/intentfs/intentfs/integration/testenv"
+
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestReadsAndWritesBypassTheDaemon checks kernel passthrough: with it
+// active, the data of an open file never travels through the daemon, so
+// the daemon sees no READ or WRITE requests at all.
+func TestReadsAndWritesBypassTheDaemon(t *testing.T) {
+	testenv.Parallel(t)
+	e := testenv.Mount(t, testenv.ScopePolicy, "INT-002", nil)
+	if !e.D.Status().Passthrough {
+		t.Skip("the kernel offers no FUSE passthrough here (Linux 6.9+ and a root daemon are needed)")
+	}
+	data := bytes.Repeat([]byte("passthrough "), 4<<20/12)
+	p := filepath.Join(e.Mnt, "big.bin")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, err %v", len(got), err)
+	}
+	ops := e.D.Status().Ops
+	if ops["READ"] != 0 || ops["WRITE"] != 0 {
+		t.Fatalf("data went through the daemon: %v", ops)
+	}
+	if ops["FLUSH"] != 0 {
+		t.Fatalf("close(2) cost a FLUSH round trip: %v", ops)
+	}
+	if ops["CREATE"] == 0 || ops["OPEN"] == 0 {
+		t.Fatalf("request counts look wrong: %v", ops)
+	}
+	// The content was still hashed and recorded, from the source file.
+	r := e.WaitRecord("create", testenv.Event("create", "big.bin"))
+	if r.Gov().PostHash == nil || *r.Gov().PostHash != testenv.ShaOf(data) {
+		t.Fatal("post hash of a passthrough write is wrong")
+	}
+}
