@@ -43,7 +43,7 @@ func workspace() []repl {
 func tryIt() []repl {
 	return []repl{
 		{"go run ./cmd/intentfs demo", `go -C "$MODULE" run ./cmd/intentfs demo`},
-		{"go test -race -timeout 30m ./...", "true"},
+		{"go test -race ./...", "true"},
 	}
 }
 
