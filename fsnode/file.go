@@ -473,3 +473,21 @@ func (n *Node) checkpointOpenLocked() {
 		}
 	}
 }
+
+// Flush does what close(2) of the caller's descriptor would do on the
+// source: it closes a duplicate of the handle's descriptor. The
+// duplicate is close-on-exec: one a process the daemon starts
+// meanwhile inherited (git, for the gate and the notes) would keep the
+// open file, and any flock taken on it through the mount, for that
+// process's whole life.
+func (f *File) Flush(ctx context.Context) syscall.Errno {
+	return f.flushFd(ctx)
+}
+
+func (f *File) flushFd(context.Context) syscall.Errno {
+	dup, err := unix.FcntlInt(uintptr(f.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fs.ToErrno(err)
+	}
+	return fs.ToErrno(syscall.Close(dup))
+}
