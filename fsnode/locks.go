@@ -3,6 +3,7 @@ package fsnode
 import (
 	"context"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -35,11 +36,43 @@ func (n *Node) Setlkw(ctx context.Context, f fs.FileHandle, owner uint64, lk *fu
 	if errno := n.mayLock(ctx, lk); errno != 0 {
 		return errno
 	}
-	l, ok := f.(fs.FileSetlkwer)
+	if lk.Typ == syscall.F_UNLCK {
+		l, ok := f.(fs.FileSetlkwer)
+		if !ok {
+			return syscall.ENOTSUP
+		}
+		return l.Setlkw(ctx, owner, lk, flags)
+	}
+	l, ok := f.(fs.FileSetlker)
 	if !ok {
 		return syscall.ENOTSUP
 	}
-	return l.Setlkw(ctx, owner, lk, flags)
+	return waitForLock(ctx, func() syscall.Errno { return l.Setlk(ctx, owner, lk, flags) })
+}
+
+// lockRetryMax bounds the pause between tries of a lock that is held.
+const lockRetryMax = 50 * time.Millisecond
+
+// waitForLock takes a lock by trying without waiting until it is free,
+// or until the caller is interrupted (EINTR). A blocking flock(2) or
+// F_OFD_SETLKW in the daemon cannot be interrupted: the caller's signal
+// reaches the daemon as an INTERRUPT, which cancels ctx, and a lock
+// another process holds on (an agent's, say) would keep a human's
+// `flock -w 5` or Ctrl-C waiting as long as that process chose.
+func waitForLock(ctx context.Context, try func() syscall.Errno) syscall.Errno {
+	pause := time.Millisecond
+	for {
+		errno := try()
+		if errno != syscall.EWOULDBLOCK && errno != syscall.EAGAIN && errno != syscall.EACCES {
+			return errno
+		}
+		select {
+		case <-ctx.Done():
+			return syscall.EINTR
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, lockRetryMax)
+	}
 }
 
 // mayLock decides a lock request on n; a refusal is a denial like any
