@@ -177,7 +177,7 @@ func (g *Gate) WatchGit(ctx context.Context, w gitchange.Change) (*policy.Decisi
 		pid, uid, gid = w.Caller.Pid, w.Caller.Uid, w.Caller.Gid
 	}
 	receiver := func() bool { return isReceiver(g.cfg.Process(pid, uid, gid)) }
-	if deny := g.ownedRefChange(w); deny != nil {
+	if deny := g.ownedRefChange(ctx, w); deny != nil {
 		return deny, nil
 	}
 	if req.Op == policy.OpLink && ok2 && classifyRef(in2) != notRef {

@@ -1,6 +1,7 @@
 package gitgate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/intentfs/intentfs/internal/gitchange"
+	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/policy"
@@ -98,7 +100,7 @@ func reflogOf(inner string) (string, bool) {
 // mount does not own (see refOwners): a rename onto it, its removal, a
 // write in place, a rewrite of packed-refs that changes it, or any change
 // to its reflog. It returns nil where the change is not such.
-func (g *Gate) ownedRefChange(w gitchange.Change) *policy.Decision {
+func (g *Gate) ownedRefChange(ctx context.Context, w gitchange.Change) *policy.Decision {
 	req := w.Req
 	dir1, in1, ok1 := policy.GitDirOf(req.Path)
 	dir2, in2, ok2 := policy.GitDirOf(req.Path2)
@@ -137,9 +139,14 @@ func (g *Gate) ownedRefChange(w gitchange.Change) *policy.Decision {
 		}
 		if _, isLog := reflogOf(in2); !isLog {
 			// A rename that leaves the ref's value as it is moves
-			// nothing.
+			// nothing; one that only adds notes to the notes ref is git
+			// copying notes to rewritten commits (notes.rewriteRef).
 			if b, err := w.Read(req.Path, maxLooseRefBytes); err == nil {
-				if now, known := currentRef(w, dir2, in2); known && string(trimRef(b)) == now {
+				now, known := currentRef(w, dir2, in2)
+				switch {
+				case known && string(trimRef(b)) == now:
+					return nil
+				case known && strings.HasPrefix(in2, "refs/notes/") && g.notesOnlyAdded(ctx, dir2, now, string(trimRef(b))):
 					return nil
 				}
 			}
@@ -163,6 +170,15 @@ func (g *Gate) ownedRefChange(w gitchange.Change) *policy.Decision {
 			}
 		}
 		return refuse(req.Path, "removing "+textsafe.Escape(in1)+" is refused: "+why)
+	case policy.OpOpenWrite, policy.OpCreate:
+		// git appends to a reflog when it updates the ref (the notes
+		// ref, above, may gain notes); only the ref's own file is
+		// refused in place.
+		if _, isLog := reflogOf(in1); ok1 && !isLog {
+			if why := reason(in1); why != "" {
+				return refuse(req.Path, "writing "+textsafe.Escape(in1)+" in place is refused: "+why)
+			}
+		}
 	case policy.OpLink:
 		if ok2 {
 			if why := reason(in2); why != "" {
@@ -170,7 +186,7 @@ func (g *Gate) ownedRefChange(w gitchange.Change) *policy.Decision {
 			}
 		}
 		fallthrough
-	case policy.OpCreate, policy.OpOpenWrite, policy.OpTruncate, policy.OpSymlink, policy.OpMknod,
+	case policy.OpTruncate, policy.OpSymlink, policy.OpMknod,
 		policy.OpFallocate, policy.OpCopyFileRange:
 		if ok1 {
 			if why := reason(in1); why != "" {
@@ -255,3 +271,26 @@ func packedRef(w gitchange.Change, gitDir, inner string) (string, bool) {
 
 // trimRef is a loose ref's value without its line end.
 func trimRef(b []byte) []byte { return []byte(strings.TrimSpace(string(b))) }
+
+// notesOnlyAdded reports whether moving a notes ref from old to new only
+// adds notes: new descends from old, and no note of old is removed or
+// changed. That is what git's copy of notes to rewritten commits does; a
+// note removed or rewritten, or a history replaced, is refused.
+func (g *Gate) notesOnlyAdded(ctx context.Context, gitDir, old, new string) bool {
+	if !gitexec.ValidOID(old) || !gitexec.ValidOID(new) {
+		return false
+	}
+	st := g.repo(ctx, gitDir)
+	if st.git == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+	defer cancel()
+	if _, err := st.git.Output(ctx, "merge-base", "--is-ancestor", old, new); err != nil {
+		return false
+	}
+	// Every path of the notes tree that is not an addition: a removed
+	// or changed note (or a restructured fan-out, refused as well).
+	out, err := st.git.Output(ctx, "diff-tree", "-r", "--no-renames", "--name-only", "--diff-filter=a", old, new)
+	return err == nil && strings.TrimSpace(string(out)) == ""
+}

@@ -1,7 +1,10 @@
 package gitgate
 
 import (
+	"context"
 	"io/fs"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -50,6 +53,8 @@ func TestOwnedRefChange(t *testing.T) {
 		{"the notes ref renamed to its own value", false, rename(".git/new-same", ".git/refs/notes/intentfs"), ""},
 		{"the loose notes ref removed while packed-refs holds it", false, policy.Request{Op: policy.OpUnlink, Path: ".git/refs/notes/intentfs"}, ""},
 		{"packed-refs rewritten without the notes", false, rename(".git/packed-refs.no-notes", ".git/packed-refs"), ""}, // the loose file keeps it
+		{"the notes reflog appended to", false, policy.Request{Op: policy.OpOpenWrite, Path: ".git/logs/refs/notes/intentfs"}, ""},
+		{"the notes reflog truncated", false, policy.Request{Op: policy.OpTruncate, Path: ".git/logs/refs/notes/intentfs"}, "records the notes ref"},
 		{"the notes reflog removed", false, policy.Request{Op: policy.OpUnlink, Path: ".git/logs/refs/notes/intentfs"}, "records the notes ref"},
 		{"the notes reflog rewritten", false, rename(".git/logs/refs/notes/intentfs.lock", ".git/logs/refs/notes/intentfs"), "records the notes ref"},
 		{"the notes directory moved away", false, rename(".git/refs/notes", ".git/old"), "moving refs/notes away"},
@@ -74,7 +79,7 @@ func TestOwnedRefChange(t *testing.T) {
 			}
 			g := New(cfg)
 			defer g.Close()
-			d := g.ownedRefChange(gitchange.Change{Req: tt.req, Read: read})
+			d := g.ownedRefChange(context.Background(), gitchange.Change{Req: tt.req, Read: read})
 			switch {
 			case tt.want == "" && d != nil:
 				t.Errorf("refused: %s", d.Reason)
@@ -82,6 +87,56 @@ func TestOwnedRefChange(t *testing.T) {
 				t.Errorf("allowed, want a refusal saying %q", tt.want)
 			case tt.want != "" && !strings.Contains(d.Reason, tt.want):
 				t.Errorf("refused with %q, want it to say %q", d.Reason, tt.want)
+			}
+		})
+	}
+}
+
+func TestNotesOnlyAdded(t *testing.T) {
+	src := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x",
+			"GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main", ".")
+	git("commit", "-q", "--allow-empty", "-m", "one")
+	git("commit", "-q", "--allow-empty", "-m", "two")
+	notes := func() string { return git("rev-parse", "refs/notes/intentfs") }
+	git("notes", "--ref=intentfs", "add", "-m", "first", "HEAD~1")
+	first := notes()
+	git("notes", "--ref=intentfs", "add", "-m", "second", "HEAD")
+	added := notes()
+	git("notes", "--ref=intentfs", "add", "-f", "-m", "forged", "HEAD~1")
+	changed := notes()
+	git("notes", "--ref=intentfs", "remove", "HEAD")
+	removed := notes()
+	head := git("rev-parse", "HEAD")
+	g := New(Config{Source: src})
+	defer g.Close()
+	tests := []struct {
+		name     string
+		old, new string
+		want     bool
+	}{
+		{"a note added", first, added, true},
+		{"a note changed", added, changed, false},
+		{"a note removed", changed, removed, false},
+		{"rewound", added, first, false},
+		{"replaced by another history", added, head, false},
+		{"not a commit id", added, "HEAD", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := g.notesOnlyAdded(context.Background(), ".git", tt.old, tt.new); got != tt.want {
+				t.Errorf("notesOnlyAdded(%s, %s) = %v, want %v", tt.old, tt.new, got, tt.want)
 			}
 		})
 	}
