@@ -122,6 +122,8 @@ git branch mine HEAD~1 && git branch -f mine HEAD && git update-ref -d refs/head
 	refs := []string{"refs/heads/main", "refs/heads/wt2", "refs/tags/v1", "refs/tags/evil", "refs/notes/intentfs"}
 	before := refsValues(t, repo, refs...)
 	reflog := notesReflog(filepath.Join(repo, ".git"))
+	wt2Log, _ := os.ReadFile(filepath.Join(repo, ".git", "logs", "refs", "heads", "wt2"))
+	wt2Reflog := string(wt2Log)
 
 	out, code = e.RunSession("--intent", "INT-002", "--", "sh", "-c", worktreeGitEnv+`git update-ref refs/heads/wt2 HEAD && echo OTHER-BRANCH-MOVED
 git branch -f main HEAD && echo MAIN-MOVED
@@ -146,6 +148,9 @@ git tag -d v1 && echo PACKED-TAG-DELETED
 	}
 	if after := refsValues(t, repo, refs...); !maps.Equal(after, before) {
 		t.Errorf("refs the agent does not own moved:\n now %v\n was %v", after, before)
+	}
+	if got, _ := os.ReadFile(filepath.Join(repo, ".git", "logs", "refs", "heads", "wt2")); !strings.HasPrefix(string(got), wt2Reflog) || wt2Reflog == "" {
+		t.Errorf("the reflog of refs/heads/wt2 lost entries: %q, was %q", got, wt2Reflog)
 	}
 	if got := notesReflog(filepath.Join(repo, ".git")); !strings.HasPrefix(got, reflog) {
 		t.Errorf("the notes ref's reflog lost entries: %q, was %q", got, reflog)

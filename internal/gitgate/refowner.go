@@ -109,8 +109,8 @@ func (g *Gate) ownedRefChange(ctx context.Context, w gitchange.Change) *policy.D
 	// reason says why the ref or reflog in may not change, "" if it may.
 	reason := func(in string) string {
 		if name, ok := reflogOf(in); ok && !lock(in) {
-			if why := o.why(name); why != "" && strings.HasPrefix(name, "refs/notes/") {
-				return "the reflog " + textsafe.Escape(in) + " records the notes ref: " + why
+			if why := o.why(name); why != "" {
+				return "the reflog " + textsafe.Escape(in) + " records the history of " + textsafe.Escape(name) + ": " + why
 			}
 			return ""
 		}
