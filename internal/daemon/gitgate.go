@@ -12,6 +12,7 @@ import (
 	"github.com/intentfs/intentfs/internal/gitchange"
 	"github.com/intentfs/intentfs/internal/gitexec"
 	"github.com/intentfs/intentfs/internal/gitgate"
+	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/gitnotes"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -45,6 +46,7 @@ func (d *Daemon) newGitGate() *gitgate.Gate {
 		Source:         d.cfg.Source,
 		WorktreeGitDir: d.worktreeGitDir,
 		CommonDir:      d.commonDir,
+		CheckedOut:     d.checkedOut,
 		Records: func(fn func(*ledger.Record)) error {
 			if err := d.FlushLedger(); err != nil {
 				return err
@@ -61,6 +63,13 @@ func (d *Daemon) newGitGate() *gitgate.Gate {
 		Committed: d.notes.attach,
 		Log:       d.log,
 	})
+}
+
+// checkedOut lists the branches the other work trees of a linked
+// worktree's repository have checked out, read from its common directory
+// (which the mount's sessions cannot reach, but the daemon can).
+func (d *Daemon) checkedOut() (map[string]gitlayout.Holder, error) {
+	return gitlayout.CheckedOut(d.commonDir, d.worktreeGitDir)
 }
 
 // WatchGit lets the commit-time check see changes in git directories.

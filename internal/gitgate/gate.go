@@ -33,6 +33,7 @@ import (
 	"github.com/intentfs/intentfs/internal/gitchange"
 	"github.com/intentfs/intentfs/internal/gitcheck"
 	"github.com/intentfs/intentfs/internal/gitexec"
+	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/textsafe"
 	"github.com/intentfs/intentfs/ledger"
 	"github.com/intentfs/intentfs/policy"
@@ -61,6 +62,10 @@ type Config struct {
 	// worktree, are the directories its .git stands for in the mount: git
 	// runs in the first, pack indexes are read in the second.
 	WorktreeGitDir, CommonDir string
+	// CheckedOut, set with CommonDir, lists the branches the
+	// repository's other work trees have checked out, which this mount
+	// may not move (see refOwners).
+	CheckedOut func() (map[string]gitlayout.Holder, error)
 	// Records reads every record of the ledger, once, for the index.
 	Records func(fn func(*ledger.Record)) error
 	// Snapshot is the policy in force.
@@ -172,6 +177,9 @@ func (g *Gate) WatchGit(ctx context.Context, w gitchange.Change) (*policy.Decisi
 		pid, uid, gid = w.Caller.Pid, w.Caller.Uid, w.Caller.Gid
 	}
 	receiver := func() bool { return isReceiver(g.cfg.Process(pid, uid, gid)) }
+	if deny := g.ownedRefChange(ctx, w); deny != nil {
+		return deny, nil
+	}
 	if req.Op == policy.OpLink && ok2 && classifyRef(in2) != notRef {
 		// A second name for a ref, HEAD or packed-refs is a way to write
 		// it in place, past the rename that is judged.

@@ -104,12 +104,27 @@ func parseLooseRef(b []byte) (refValue, bool) {
 }
 
 // parsePackedBranches returns the branches (refs/heads/*) a packed-refs
-// file holds, by name.
+// file holds, by name (see parsePackedRefs).
+func parsePackedBranches(b []byte) (map[string]string, bool) {
+	all, ok := parsePackedRefs(b)
+	if !ok {
+		return nil, false
+	}
+	out := map[string]string{}
+	for name, oid := range all {
+		if strings.HasPrefix(name, "refs/heads/") {
+			out[name] = oid
+		}
+	}
+	return out, true
+}
+
+// parsePackedRefs returns every ref a packed-refs file holds, by name.
 //
 // A name that appears twice, or out of order in a file whose header says
 // it is sorted, does not parse: git binary-searches a sorted file and
 // would find another line than the one a reader of the whole file keeps.
-func parsePackedBranches(b []byte) (map[string]string, bool) {
+func parsePackedRefs(b []byte) (map[string]string, bool) {
 	out := map[string]string{}
 	seen := map[string]bool{}
 	sorted := false
@@ -127,9 +142,7 @@ func parsePackedBranches(b []byte) (map[string]string, bool) {
 		}
 		seen[name] = true
 		prev = name
-		if strings.HasPrefix(name, "refs/heads/") {
-			out[name] = oid
-		}
+		out[name] = oid
 	}
 	return out, true
 }
