@@ -414,3 +414,12 @@ func (n *Node) fstatHeld(st *syscall.Stat_t) bool {
 	}
 	return false
 }
+
+// sameInode reports whether st describes n's inode: the same number and
+// the same type. The number alone is not enough: a file removed behind
+// the mount frees its number for whatever is made next, a symlink at the
+// same name included.
+func (n *Node) sameInode(st *syscall.Stat_t) bool {
+	id := n.root.idFromStat(st)
+	return id.Ino == n.StableAttr().Ino && id.Mode&syscall.S_IFMT == n.StableAttr().Mode&syscall.S_IFMT
+}
