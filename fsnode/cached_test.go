@@ -85,6 +85,10 @@ func newCachedKernelDirs(t *testing.T, files map[string]string, maxDirs int) *ca
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { root.Close() })
+	// Records come when a test settles them, never from the debounce
+	// racing a loaded machine; TestCachedWriteSettlesWhenQuiet sets it
+	// back.
+	root.SetCachedWriteQuiet(time.Hour)
 	// The daemon's stack on the cached data path.
 	elider := fsnode.ElideOpen(rawfs.ElideOpendir(root.CallerScope(fs.NewNodeFS(root.Node(), &fs.Options{NullPermissions: true}))), root)
 	elider.SetEliding(true)
@@ -295,6 +299,7 @@ func TestCachedWriteDecided(t *testing.T) {
 // an inode are recorded once they pause, and the writer is let go.
 func TestCachedWriteSettlesWhenQuiet(t *testing.T) {
 	k := newCachedKernel(t, map[string]string{"src/a.go": "package a\n"})
+	k.root.SetCachedWriteQuiet(200 * time.Millisecond)
 	if st := k.writeAt("src/a.go", k.caller.Pid, "package b\n", 0); st != fuse.OK {
 		t.Fatal(st)
 	}
