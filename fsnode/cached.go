@@ -212,7 +212,7 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 	n.cachedMu.Lock()
 	if cw := n.cw; cw != nil {
 		if cw.pid == caller.Pid && cw.intent == intent {
-			cw.timer.Reset(cachedWriteQuiet)
+			cw.timer.Reset(n.root.cachedQuiet)
 			return cw.file, 0
 		}
 		n.endCachedWriterLocked()
@@ -250,7 +250,7 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 // intent; n.cachedMu is held.
 func (n *Node) installCachedWriterLocked(f cachedHandle, pid uint32, intent string) {
 	cw := &cachedWriter{file: f, pid: pid, intent: intent}
-	cw.timer = time.AfterFunc(cachedWriteQuiet, func() { n.settleCachedWriter(cw) })
+	cw.timer = time.AfterFunc(n.root.cachedQuiet, func() { n.settleCachedWriter(cw) })
 	n.cw = cw
 	n.root.cachedWriters.add(n)
 }
@@ -413,4 +413,13 @@ func (n *Node) fstatHeld(st *syscall.Stat_t) bool {
 		}
 	}
 	return false
+}
+
+// sameInode reports whether st describes n's inode: the same number and
+// the same type. The number alone is not enough: a file removed behind
+// the mount frees its number for whatever is made next, a symlink at the
+// same name included.
+func (n *Node) sameInode(st *syscall.Stat_t) bool {
+	id := n.root.idFromStat(st)
+	return id.Ino == n.StableAttr().Ino && id.Mode&syscall.S_IFMT == n.StableAttr().Mode&syscall.S_IFMT
 }

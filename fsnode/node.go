@@ -250,7 +250,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	errno := n.withParent(func(dirfd int, name string) error {
 		return n.asCallerOn(ctx, func() error { return fstatat(dirfd, name, &st) })
 	})
-	if n.root.cached && !n.IsRoot() && (errno != 0 || n.root.idFromStat(&st).Ino != n.StableAttr().Ino) {
+	if n.root.cached && !n.IsRoot() && (errno != 0 || !n.sameInode(&st)) {
 		// The name holds another file now, or none (a rename or unlink
 		// raced this call, or the file is open and gone). On the cached
 		// data path no OPEN checks the caller at the source: the

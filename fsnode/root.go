@@ -123,6 +123,9 @@ type Root struct {
 	// cachedWriters are the nodes written on the cached data path whose
 	// writes are not recorded yet (see SettleWrites).
 	cachedWriters cachedWriters
+	// cachedQuiet is cachedWriteQuiet, but for tests that must not race
+	// the debounce.
+	cachedQuiet time.Duration
 
 	controlInode atomic.Pointer[fs.Inode]
 	// noXattrAt is set when getxattrat(2) is unavailable (probed at the
@@ -173,7 +176,7 @@ func NewRoot(o Options) (*Root, error) {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("stat source %s: %w", o.Source, err)
 	}
-	r := &Root{source: o.Source, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
+	r := &Root{source: o.Source, cachedQuiet: cachedWriteQuiet, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
 		control: o.ControlDir, callers: newCallers(switcher),
 		prov: newProvisionalTable(o.ProvisionalIdle, o.ProvisionalMaxLife, o.ProvisionalPerActor)}
 	if o.Worktree != nil {
