@@ -1,6 +1,9 @@
 package fsnode
 
-import "time"
+import (
+	"testing"
+	"time"
+)
 
 // SetEliding makes e answer as on a kernel that offered NO_OPEN_SUPPORT
 // at INIT, which only a mounted connection can tell.
@@ -14,3 +17,7 @@ func (r *Root) PendingCachedWriters() int { return len(r.cachedWriters.nodes()) 
 // pause before they are recorded without being asked, so a test on a
 // loaded machine does not race the debounce.
 func (r *Root) SetCachedWriteQuiet(d time.Duration) { r.cachedQuiet = d }
+
+// LayOutWorktree is layOutWorktree, for the tests that serve the
+// worktree through the raw requests.
+func LayOutWorktree(t *testing.T) (wt, common, gitDir string) { return layOutWorktree(t) }

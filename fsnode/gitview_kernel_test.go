@@ -22,35 +22,7 @@ import (
 // repo/.git/worktrees/wt) with its git view, under INT-002 (everything).
 func newWorktreeKernel(t *testing.T) (k *kernel, common, gitDir string) {
 	t.Helper()
-	base := t.TempDir()
-	common = filepath.Join(base, "repo", ".git")
-	gitDir = filepath.Join(common, "worktrees", "wt")
-	wt := filepath.Join(base, "wt")
-	files := map[string]string{
-		filepath.Join(common, "HEAD"):                        "ref: refs/heads/main\n",
-		filepath.Join(common, "config"):                      "[core]\n",
-		filepath.Join(common, "packed-refs"):                 "",
-		filepath.Join(common, "refs", "heads", "main"):       "",
-		filepath.Join(common, "logs", "refs", "heads", "wt"): "",
-		filepath.Join(common, "objects", "ab", "cd"):         "",
-		filepath.Join(common, "info", "exclude"):             "",
-		filepath.Join(gitDir, "HEAD"):                        "ref: refs/heads/wt\n",
-		filepath.Join(gitDir, "index"):                       "",
-		filepath.Join(gitDir, "commondir"):                   "../..\n",
-		filepath.Join(gitDir, "gitdir"):                      filepath.Join(wt, ".git") + "\n",
-		filepath.Join(gitDir, "logs", "HEAD"):                "",
-		filepath.Join(gitDir, "refs", "worktree", "x"):       "",
-		filepath.Join(wt, ".git"):                            "gitdir: " + gitDir + "\n",
-		filepath.Join(wt, "src", "a.go"):                     "package a\n",
-	}
-	for p, c := range files {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	wt, common, gitDir := fsnode.LayOutWorktree(t)
 	w, err := gitlayout.ResolveWorktree(wt)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +56,7 @@ func TestGitViewListsEachPlace(t *testing.T) {
 		want []string
 	}{
 		{"", []string{".git", "src"}},
-		{".git", []string{"HEAD", "config", "index", "info", "logs", "objects", "packed-refs", "refs", "worktrees"}},
+		{".git", []string{"HEAD", "config", "hooks", "index", "info", "logs", "objects", "packed-refs", "refs", "worktrees"}},
 		{".git/refs", []string{"heads", "worktree"}},
 		{".git/logs", []string{"HEAD", "refs"}},
 		{".git/objects", []string{"ab"}},

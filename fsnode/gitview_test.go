@@ -12,15 +12,15 @@ import (
 	"github.com/intentfs/intentfs/internal/gitlayout"
 )
 
-// worktreeRoot lays out a repository with a linked worktree below a
-// temporary directory and returns a Root of the worktree with its git
-// view, and the repository's .git and the worktree's git directory.
-func worktreeRoot(t *testing.T) (r *Root, common, gitDir string) {
+// layOutWorktree lays out, below a temporary directory, a repository
+// (its .git is common) with a linked worktree wt whose git directory is
+// gitDir, holding a file of each place of the view.
+func layOutWorktree(t *testing.T) (wt, common, gitDir string) {
 	t.Helper()
 	base := t.TempDir()
 	common = filepath.Join(base, "repo", ".git")
 	gitDir = filepath.Join(common, "worktrees", "wt")
-	wt := filepath.Join(base, "wt")
+	wt = filepath.Join(base, "wt")
 	files := map[string]string{
 		filepath.Join(common, "HEAD"):                        "ref: refs/heads/main\n",
 		filepath.Join(common, "config"):                      "[core]\n",
@@ -47,6 +47,15 @@ func worktreeRoot(t *testing.T) (r *Root, common, gitDir string) {
 			t.Fatal(err)
 		}
 	}
+	return wt, common, gitDir
+}
+
+// worktreeRoot lays out a repository with a linked worktree below a
+// temporary directory and returns a Root of the worktree with its git
+// view, and the repository's .git and the worktree's git directory.
+func worktreeRoot(t *testing.T) (r *Root, common, gitDir string) {
+	t.Helper()
+	wt, common, gitDir := layOutWorktree(t)
 	w, err := gitlayout.ResolveWorktree(wt)
 	if err != nil {
 		t.Fatal(err)
