@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/intentfs/intentfs/integration/testenv"
 )
 
 // markKind is what the comment before a block says the tests do with it.
@@ -144,23 +146,14 @@ func docFiles(t *testing.T, root string) []string {
 	return files
 }
 
-// moduleRoot is the directory holding go.mod above the test's directory.
+// moduleRoot is the directory of the module the tests run in.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := testenv.ModuleFile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // allBlocks reads every doc file's runnable blocks.

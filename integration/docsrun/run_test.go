@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/intentfs/intentfs/integration/testenv"
 )
 
 // repl replaces text of a doc block before it runs: the doc's example
@@ -338,6 +340,10 @@ func agentUser(t *testing.T) string {
 // TestDocPages runs every block of the docs marked run or transcript, a
 // scenario per page, as root against real mounts.
 func TestDocPages(t *testing.T) {
+	// The pages mount and start sessions, which see every FUSE mount of
+	// the machine: alone among the other packages' tests, as those that
+	// do the same there.
+	testenv.Serial(t)
 	if why := whyNoFUSE(); why != "" {
 		if os.Getenv("INTENTFS_REQUIRE_FUSE") == "1" {
 			t.Fatalf("required (INTENTFS_REQUIRE_FUSE=1), but %s", why)
