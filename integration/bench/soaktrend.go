@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,25 +89,36 @@ type trend struct {
 }
 
 // Flat resources, defined: after the warm-up (the first sixth of the
-// soak, at most 20 s, in which caches, pools and the Go heap reach their
+// soak, at least 3 s and at most 20 s, in which caches, pools and the Go heap reach their
 // working size), the median of the last quarter of the samples may exceed
-// the median of the first quarter by 20% or by a small absolute slack,
-// whichever is larger. Medians, not single samples, because a resource
+// the median of the first quarter by 20%, by a small absolute slack, or
+// by how far the first quarter itself swung above its median, whichever
+// is larger. Medians, not single samples, because a resource
 // legitimately swings with the work in flight (a tree being extracted
 // holds directory handles; the heap breathes with the GC). A leak of one
 // descriptor or a few KiB per operation, over thousands of operations,
-// exceeds both.
+// exceeds all three; a resource that swings widely with the work (the
+// directory handles of trees extracted and removed in turn: 100 to 250 in
+// a soak of seconds) is judged against the swing it showed from the start.
 const (
 	growthRatio      = 0.20
 	rssSlackKB       = 8 << 10
 	fdSlack          = 64
 	minTrendSamples  = 8
 	maxWarmUp        = 20 * time.Second
+	minWarmUp        = 3 * time.Second
 	warmUpOfDuration = 6
 )
 
 // warmUp is the part of a soak of duration d left out of the trend.
-func warmUp(d time.Duration) time.Duration { return min(d/warmUpOfDuration, maxWarmUp) }
+//
+// At least minWarmUp, but no more than a third of d: in a soak of ten
+// seconds a sixth (1.7 s) left the daemon's directory handles still
+// climbing to their working count in the first quarter that the trend
+// starts from, and a flat daemon read as growing (168 → 250).
+func warmUp(d time.Duration) time.Duration {
+	return min(max(d/warmUpOfDuration, minWarmUp), d/3, maxWarmUp)
+}
 
 // trendOf judges the series xs, sampled at atSec seconds, with the
 // absolute slack given.
@@ -128,7 +140,8 @@ func trendOf(atSec, xs []float64, warmUpSec, slack float64) trend {
 	}
 	q := len(steady) / 4
 	t.Start, t.End = median(steady[:q]), median(steady[len(steady)-q:])
-	t.Allowed = max(t.Start*growthRatio, slack)
+	first := steady[:q]
+	t.Allowed = max(t.Start*growthRatio, slack, slices.Max(first)-t.Start)
 	t.Verdict = "flat"
 	if t.End-t.Start > t.Allowed {
 		t.Verdict = "growing"

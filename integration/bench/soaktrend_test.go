@@ -44,6 +44,18 @@ func TestTrendOf(t *testing.T) {
 		// A sawtooth (a cache swept now and then) is flat: medians, not
 		// single samples, are compared.
 		{"sawtooth", 40, func(i int) float64 { return 100 + float64(i%5)*40 }, 5, 64, "flat", 160, 200},
+		// A resource that swings widely from the start (directory handles
+		// of trees extracted and removed in turn) is flat while it stays
+		// within that swing.
+		{"a wide swing from the start", 40, func(i int) float64 {
+			switch {
+			case i >= 20:
+				return 245
+			case i%2 == 0:
+				return 100
+			}
+			return 250
+		}, 5, 64, "flat", 175, 245},
 		// One spike at the end is not growth.
 		{"a last spike", 40, func(i int) float64 {
 			if i == 39 {
@@ -71,7 +83,8 @@ func TestSampleIntervalAndWarmUp(t *testing.T) {
 	tests := []struct {
 		d, interval, warm time.Duration
 	}{
-		{10 * time.Second, 500 * time.Millisecond, 10 * time.Second / 6},
+		{10 * time.Second, 500 * time.Millisecond, 3 * time.Second},
+		{6 * time.Second, 500 * time.Millisecond, 2 * time.Second},
 		{2 * time.Minute, 2 * time.Second, 20 * time.Second},
 		{time.Hour, 5 * time.Second, 20 * time.Second},
 	}
