@@ -137,7 +137,14 @@ func (g *Gate) ownedRefChange(ctx context.Context, w gitchange.Change) *policy.D
 		if why == "" {
 			return nil
 		}
-		if _, isLog := reflogOf(in2); !isLog {
+		if _, isLog := reflogOf(in2); isLog {
+			// A reflog rewritten with every line it had (git gc's
+			// reflog expire, when nothing is old enough to expire)
+			// loses no history.
+			if reflogKept(w, req.Path, req.Path2) {
+				return nil
+			}
+		} else {
 			// A rename that leaves the ref's value as it is moves
 			// nothing; one that only adds notes to the notes ref is git
 			// copying notes to rewritten commits (notes.rewriteRef).
@@ -293,4 +300,39 @@ func (g *Gate) notesOnlyAdded(ctx context.Context, gitDir, old, new string) bool
 	// or changed note (or a restructured fan-out, refused as well).
 	out, err := st.git.Output(ctx, "diff-tree", "-r", "--no-renames", "--name-only", "--diff-filter=a", old, new)
 	return err == nil && strings.TrimSpace(string(out)) == ""
+}
+
+// maxReflogBytes bounds the reflog the gate reads to compare a rewrite
+// with what it replaces.
+const maxReflogBytes = 16 << 20
+
+// reflogKept reports whether the file at from, renamed onto the reflog
+// at to, holds every line to holds now (a reflog that does not exist yet
+// holds none). Unreadable, too large: not kept (fail closed).
+func reflogKept(w gitchange.Change, from, to string) bool {
+	now, err := w.Read(to, maxReflogBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	next, err := w.Read(from, maxReflogBytes)
+	if err != nil {
+		return false
+	}
+	have := map[string]int{}
+	for _, l := range strings.SplitAfter(string(next), "\n") {
+		have[l]++
+	}
+	for _, l := range strings.SplitAfter(string(now), "\n") {
+		if l == "" {
+			continue
+		}
+		if have[l] == 0 {
+			return false
+		}
+		have[l]--
+	}
+	return true
 }

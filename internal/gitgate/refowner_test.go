@@ -20,15 +20,20 @@ func TestOwnedRefChange(t *testing.T) {
 	)
 	packed := "# pack-refs with: peeled fully-peeled sorted \n" + a + " refs/heads/main\n" + a + " refs/notes/intentfs\n" + a + " refs/tags/v1\n"
 	files := map[string]string{
-		".git/packed-refs":            packed,
-		".git/refs/heads/wt2":         a + "\n",
-		".git/refs/heads/mine":        a + "\n",
-		".git/refs/notes/intentfs":    a + "\n",
-		".git/new-same":               a + "\n",
-		".git/new-other":              b + "\n",
-		".git/packed-refs.no-notes":   "# pack-refs with: peeled fully-peeled sorted \n" + a + " refs/heads/main\n" + a + " refs/tags/v1\n",
-		".git/packed-refs.moved-main": "# pack-refs with: peeled fully-peeled sorted \n" + b + " refs/heads/main\n" + a + " refs/notes/intentfs\n" + a + " refs/tags/v1\n",
-		".git/packed-refs.wt2":        packed[:strings.Index(packed, "\n")+1] + a + " refs/heads/main\n" + a + " refs/heads/wt2\n" + a + " refs/notes/intentfs\n" + a + " refs/tags/v1\n",
+		".git/packed-refs":                   packed,
+		".git/refs/heads/wt2":                a + "\n",
+		".git/refs/heads/mine":               a + "\n",
+		".git/refs/notes/intentfs":           a + "\n",
+		".git/new-same":                      a + "\n",
+		".git/new-other":                     b + "\n",
+		".git/packed-refs.no-notes":          "# pack-refs with: peeled fully-peeled sorted \n" + a + " refs/heads/main\n" + a + " refs/tags/v1\n",
+		".git/packed-refs.moved-main":        "# pack-refs with: peeled fully-peeled sorted \n" + b + " refs/heads/main\n" + a + " refs/notes/intentfs\n" + a + " refs/tags/v1\n",
+		".git/logs/refs/notes/intentfs":      "0 " + a + " first\n" + a + " " + a + " second\n",
+		".git/logs/refs/notes/intentfs.lock": "0 " + a + " first\n" + a + " " + a + " second\n",
+		".git/logs/refs/notes/expired":       a + " " + a + " second\n",
+		".git/logs/refs/heads/wt2":           "0 " + a + " first\n",
+		".git/logs/refs/heads/wt2.lock":      "",
+		".git/packed-refs.wt2":               packed[:strings.Index(packed, "\n")+1] + a + " refs/heads/main\n" + a + " refs/heads/wt2\n" + a + " refs/notes/intentfs\n" + a + " refs/tags/v1\n",
 	}
 	read := func(rel string, max int64) ([]byte, error) {
 		s, ok := files[rel]
@@ -56,7 +61,10 @@ func TestOwnedRefChange(t *testing.T) {
 		{"the notes reflog appended to", false, policy.Request{Op: policy.OpOpenWrite, Path: ".git/logs/refs/notes/intentfs"}, ""},
 		{"the notes reflog truncated", false, policy.Request{Op: policy.OpTruncate, Path: ".git/logs/refs/notes/intentfs"}, "records the history of refs/notes/intentfs"},
 		{"the notes reflog removed", false, policy.Request{Op: policy.OpUnlink, Path: ".git/logs/refs/notes/intentfs"}, "records the history of refs/notes/intentfs"},
-		{"the notes reflog rewritten", false, rename(".git/logs/refs/notes/intentfs.lock", ".git/logs/refs/notes/intentfs"), "records the history of refs/notes/intentfs"},
+		{"the notes reflog rewritten without a line", false, rename(".git/logs/refs/notes/expired", ".git/logs/refs/notes/intentfs"), "records the history of refs/notes/intentfs"},
+		// git gc's reflog expire rewrites a reflog it expires nothing
+		// of: no history is lost.
+		{"the notes reflog rewritten whole", false, rename(".git/logs/refs/notes/intentfs.lock", ".git/logs/refs/notes/intentfs"), ""},
 		{"the notes directory moved away", false, rename(".git/refs/notes", ".git/old"), "moving refs/notes away"},
 		{"the notes ref written in place", false, policy.Request{Op: policy.OpOpenWrite, Path: ".git/refs/notes/intentfs"}, "in place"},
 		{"a lock file of the notes ref", false, policy.Request{Op: policy.OpCreate, Path: ".git/refs/notes/intentfs.lock"}, ""},
