@@ -3,8 +3,12 @@ package daemon
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/internal/fuseuring"
 )
@@ -78,14 +82,78 @@ func mountTransport(want, mountpoint string, rawFS fuse.RawFileSystem, opts *fus
 
 // mountDev mounts rawFS at mountpoint with go-fuse's own /dev/fuse
 // transport.
+//
+// No program the daemon starts (git) may inherit a descriptor of the
+// mount: /dev/fuse would let it read and answer the mount's requests, a
+// file in the mount keeps it busy at unmount. go-fuse's direct mount opens
+// /dev/fuse without close-on-exec and its WaitMount opens a file in the
+// mount without it; so the direct mount happens with fork held off
+// (syscall.ForkLock, as for any descriptor opened without close-on-exec)
+// until /dev/fuse is close-on-exec, and the poll that WaitMount would do
+// is StopPolls's.
 func mountDev(mountpoint string, rawFS fuse.RawFileSystem, opts *fuse.MountOptions) (server, string, error) {
-	s, err := fuse.NewServer(rawFS, mountpoint, opts)
+	s, err := newDevServer(mountpoint, rawFS, opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("mounting %s: %w", mountpoint, err)
 	}
 	go s.Serve()
-	if err = s.WaitMount(); err != nil {
+	if err = fuseuring.StopPolls(mountpoint); err != nil {
+		_ = s.Unmount()
 		return nil, "", fmt.Errorf("mounting %s: %w", mountpoint, err)
 	}
 	return s, TransportDev, nil
+}
+
+// newDevServer is fuse.NewServer with the /dev/fuse descriptor
+// close-on-exec before any fork can copy it.
+func newDevServer(mountpoint string, rawFS fuse.RawFileSystem, opts *fuse.MountOptions) (*fuse.Server, error) {
+	if !opts.DirectMount {
+		// fusermount hands the descriptor over a socket, and go-fuse
+		// marks it close-on-exec itself.
+		return fuse.NewServer(rawFS, mountpoint, opts)
+	}
+	strict := *opts
+	// A fallback to fusermount would fork under the lock below.
+	strict.DirectMountStrict = true
+	syscall.ForkLock.RLock()
+	s, err := fuse.NewServer(rawFS, mountpoint, &strict)
+	var cloexecErr error
+	if err == nil {
+		cloexecErr = closeOnExecDevFuse()
+	}
+	syscall.ForkLock.RUnlock()
+	if cloexecErr != nil {
+		// Unmount waits for the serving loop.
+		go s.Serve()
+		_ = s.Unmount()
+		return nil, cloexecErr
+	}
+	if err != nil && !opts.DirectMountStrict {
+		fallback := *opts
+		fallback.DirectMount = false
+		return fuse.NewServer(rawFS, mountpoint, &fallback)
+	}
+	return s, err
+}
+
+// closeOnExecDevFuse marks every /dev/fuse descriptor of this process
+// close-on-exec; go-fuse does not say which one is the new mount's.
+func closeOnExecDevFuse() error {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("listing this process's descriptors: %w", err)
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || target != "/dev/fuse" {
+			continue
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+			return fmt.Errorf("making /dev/fuse descriptor %d close-on-exec: %w", fd, err)
+		}
+	}
+	return nil
 }

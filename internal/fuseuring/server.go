@@ -175,16 +175,26 @@ func Mount(mountpoint string, fs fuse.RawFileSystem, opts *fuse.MountOptions, o 
 const pollHackName = ".go-fuse-epoll-hack"
 
 // stopPolls makes the kernel learn, before anyone else opens a file in
-// the mount, that the filesystem does not implement POLL: it polls
-// go-fuse's magic file, which answers ENOSYS, as go-fuse's WaitMount
-// does. Otherwise a Go program opening a file in the mount, this daemon
-// included, registers it with epoll, the kernel sends POLL, and the
-// runtime waits for the answer in epoll_ctl without giving up its P:
-// with every P waiting so, no goroutine is left to answer.
+// the mount, that the filesystem does not implement POLL (StopPolls).
 func (s *Server) stopPolls() error {
-	fd, err := unix.Open(s.mountpoint+"/"+pollHackName, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	return StopPolls(s.mountpoint)
+}
+
+// StopPolls polls go-fuse's magic file in the new mount at mountpoint,
+// which answers ENOSYS, as go-fuse's WaitMount does, so that the kernel
+// learns that the filesystem does not implement POLL before anyone else
+// opens a file in it. Otherwise a Go program opening a file in the mount,
+// this daemon included, registers it with epoll, the kernel sends POLL,
+// and the runtime waits for the answer in epoll_ctl without giving up its
+// P: with every P waiting so, no goroutine is left to answer.
+//
+// Unlike WaitMount it opens the file close-on-exec: a program the daemon
+// starts meanwhile (git) must not inherit a descriptor into the mount,
+// which would keep the mount busy for as long as that program lives.
+func StopPolls(mountpoint string) error {
+	fd, err := unix.Open(mountpoint+"/"+pollHackName, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("first request to the new mount %s: %w", s.mountpoint, err)
+		return fmt.Errorf("first request to the new mount %s: %w", mountpoint, err)
 	}
 	defer unix.Close(fd)
 	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLPRI | unix.POLLOUT}}, 0)
