@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/intentfs/intentfs/internal/procinfo"
 	"github.com/intentfs/intentfs/internal/workspace"
 	"github.com/intentfs/intentfs/ledger"
 )
@@ -81,6 +82,7 @@ type soakResult struct {
 	Samples       []procSample      `json:"daemon_samples"`
 	RSSMB         trend             `json:"daemon_rss_mb"`
 	FDs           trend             `json:"daemon_fds"`
+	FDLeak        fdVerdict         `json:"daemon_fd_leak"`
 	Threads       trend             `json:"daemon_threads"`
 	FUSERequests  map[string]uint64 `json:"fuse_requests"`
 	LedgerRecords int               `json:"ledger_records"`
@@ -143,6 +145,10 @@ func runSoak(bin string, d time.Duration) (*soakResult, error) {
 	defer dm.stop()
 
 	res := &soakResult{}
+	fdsBefore, err := takeFdCensus(dm.pid, src, procinfo.HandleBound(soakCallersAtOnce))
+	if err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(os.Stderr, "soak: %d sessions as uid %d for %s on %s (daemon pid %d)\n", soakSessions, soakUID, d, mnt, dm.pid)
 	start := time.Now()
 	sampleCtx, stopSampling := context.WithCancel(ctx)
@@ -162,6 +168,9 @@ func runSoak(bin string, d time.Duration) (*soakResult, error) {
 			res.problem("%v", sessErr)
 		}
 		res.collectDaemonCounts(bin, mnt, run)
+		if res.FDLeak, err = settledFds(dm.pid, src, fdsBefore); err != nil {
+			res.problem("%v", err)
+		}
 	}
 	if err := dm.stop(); err != nil {
 		res.problem("unmounting: %v", err)
@@ -384,8 +393,9 @@ func (r *soakResult) judge() {
 	if r.RSSMB.Verdict == "growing" {
 		r.problem("the daemon's RSS grew: %.1f MB → %.1f MB (medians after the warm-up; allowed +%.1f MB)", r.RSSMB.Start, r.RSSMB.End, r.RSSMB.Allowed)
 	}
-	if r.FDs.Verdict == "growing" {
-		r.problem("the daemon's open descriptors grew: %.0f → %.0f (medians after the warm-up; allowed +%.0f)", r.FDs.Start, r.FDs.End, r.FDs.Allowed)
+	if r.FDLeak.Verdict == "leaking" {
+		r.problem("the daemon's open descriptors grew: %d not cache entries of live paths before the work, %d after it settled (allowed +%d; some: %s)",
+			r.FDLeak.Before.Unexplained(), r.FDLeak.Settled.Unexplained(), r.FDLeak.Allowed, strings.Join(r.FDLeak.Settled.Other, ", "))
 	}
 	for _, s := range r.Sessions {
 		switch {
@@ -441,7 +451,9 @@ func (r *soakResult) report(d time.Duration) string {
 		fmt.Fprintf(&b, ": %s\n", t.Verdict)
 	}
 	line("RSS", " MB", r.RSSMB)
-	line("open fds", "", r.FDs)
+	fmt.Fprintf(&b, "daemon open fds: first %.0f, last %.0f, max %.0f during the work (they follow the nodes the kernel knows)\n", r.FDs.First, r.FDs.Last, r.FDs.Max)
+	fmt.Fprintf(&b, "daemon open fds not cached for a live path: %d before the work, %d after it settled (allowed +%d): %s\n",
+		r.FDLeak.Before.Unexplained(), r.FDLeak.Settled.Unexplained(), r.FDLeak.Allowed, r.FDLeak.Verdict)
 	fmt.Fprintf(&b, "daemon threads: first %.0f, last %.0f, max %.0f\n", r.Threads.First, r.Threads.Last, r.Threads.Max)
 	if len(r.FUSERequests) > 0 {
 		var total uint64

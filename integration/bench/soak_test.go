@@ -58,7 +58,7 @@ func TestSoakShort(t *testing.T) {
 	if refused == 0 {
 		t.Errorf("no session tried anything outside its scope")
 	}
-	if !r.VerifyOK || r.LedgerRecords == 0 || r.RSSMB.Verdict != "flat" || r.FDs.Verdict != "flat" {
-		t.Errorf("verify ok %v, %d records, RSS %s, fds %s", r.VerifyOK, r.LedgerRecords, r.RSSMB.Verdict, r.FDs.Verdict)
+	if !r.VerifyOK || r.LedgerRecords == 0 || r.RSSMB.Verdict != "flat" || r.FDLeak.Verdict != "flat" {
+		t.Errorf("verify ok %v, %d records, RSS %s, fds %s", r.VerifyOK, r.LedgerRecords, r.RSSMB.Verdict, r.FDLeak.Verdict)
 	}
 }

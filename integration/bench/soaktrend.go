@@ -150,7 +150,8 @@ func trendOf(atSec, xs []float64, warmUpSec, slack float64) trend {
 }
 
 // daemonTrends judges the daemon's RSS (in MB) and descriptors over
-// samples taken during a soak of duration d.
+// samples taken during a soak of duration d. The descriptors' trend is
+// reported, not judged: see soakfds.go.
 func daemonTrends(samples []procSample, d time.Duration) (rss, fds trend) {
 	var at, rssMB, nfd []float64
 	for _, s := range samples {

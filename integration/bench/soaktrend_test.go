@@ -101,7 +101,7 @@ func TestSampleIntervalAndWarmUp(t *testing.T) {
 // Each of the soak's checks fails the soak when what it checks is wrong.
 func TestSoakJudge(t *testing.T) {
 	good := func() *soakResult {
-		return &soakResult{VerifyOK: true, RSSMB: trend{Verdict: "flat"}, FDs: trend{Verdict: "flat"},
+		return &soakResult{VerifyOK: true, RSSMB: trend{Verdict: "flat"}, FDLeak: fdVerdict{Verdict: "flat"},
 			Sessions: []*soakSession{{Name: "soak-1", ID: "abc", dir: "agent1", Iterations: 5, Refused: 3,
 				Starts: 1, Ends: 1, Changes: 100, Denials: 4, DaemonChanges: 100, DaemonDenials: 4}}}
 	}
@@ -112,7 +112,7 @@ func TestSoakJudge(t *testing.T) {
 	}{
 		{"all well", func(*soakResult) {}, ""},
 		{"RSS grew", func(r *soakResult) { r.RSSMB.Verdict = "growing" }, "RSS grew"},
-		{"descriptors grew", func(r *soakResult) { r.FDs.Verdict = "growing" }, "descriptors grew"},
+		{"descriptors grew", func(r *soakResult) { r.FDLeak.Verdict = "leaking" }, "descriptors grew"},
 		{"no iteration", func(r *soakResult) { r.Sessions[0].Iterations = 0 }, "completed no iteration"},
 		{"a leak", func(r *soakResult) { r.Sessions[0].Leaks = 1 }, "outside its scope 1 times"},
 		{"not listed", func(r *soakResult) { r.Sessions[0].ID = "" }, "does not list it"},

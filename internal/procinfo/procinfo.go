@@ -39,6 +39,13 @@ const maxEntries = 4096
 // hold its two descriptors until the cache filled.
 const minSweep = 64
 
+// HandleBound bounds the descriptors the cache holds on processes (a
+// pidfd and a /proc directory each) when at most maxLive processes call
+// at once: exited processes are dropped when the cache reaches sweepAt,
+// which a sweep sets to twice the processes still alive, and never below
+// minSweep.
+func HandleBound(maxLive int) int { return 2 * max(minSweep, 2*maxLive) }
+
 // image identifies one program run by one process: a new pid, a reused
 // pid (start time) or an exec (comm, exe, code and stack addresses) each
 // make a different key.
