@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -44,11 +43,7 @@ Examples:
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			err = mcpserver.New(agentapi.FileMount{Mountpoint: mp}, version).Run(ctx, &mcp.StdioTransport{})
-			if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed)) {
-				return nil
-			}
-			return err
+			return mcpserver.Serve(ctx, mcpserver.New(agentapi.FileMount{Mountpoint: mp}, version), &mcp.StdioTransport{})
 		},
 	}
 }
