@@ -412,7 +412,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if d.server, d.transport, err = mountTransport(cfg.Transport, cfg.Mountpoint, d.ops, &opts.MountOptions, cfg.Log); err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, func() { d.server.Unmount() })
+	cleanup = append(cleanup, func() { undoMount(d.server, cfg.Mountpoint, cfg.Log) })
 	if elider != nil && !elider.Eliding() {
 		cfg.Log.Warn("the kernel cannot open files without OPEN (NO_OPEN_SUPPORT): serving the passthrough data path")
 		dataPath = fsnode.DataPathPassthrough
