@@ -42,6 +42,11 @@ CMD gets the umask the container started with (022 if that was 0000).
 --intent ID (or INTENTFS_INTENT) pins the session to the intent; without it
 the agent selects one through .intentfs/active.
 
+The daemon streams the ledger to an OpenTelemetry collector as intentfs
+mount does when the container's environment sets OTEL_EXPORTER_OTLP_ENDPOINT
+(or OTEL_EXPORTER_OTLP_LOGS_ENDPOINT); the other OTEL_EXPORTER_OTLP_*
+variables, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES apply to it.
+
 Before it mounts, it checks that the container can: a missing
 "--device /dev/fuse", "--cap-add SYS_ADMIN" or an AppArmor profile that
 forbids mounts ("--security-opt apparmor=unconfined") is named, and nothing
@@ -52,6 +57,8 @@ Examples:
       --security-opt apparmor=unconfined -v "$PWD:/src" intentfs --intent INT-001 -- claude
   docker run --rm -it --device /dev/fuse --cap-add SYS_ADMIN -v "$PWD:/src" \
       -e INTENTFS_UID=1000 -e INTENTFS_GID=1000 intentfs          # a shell in /workspace
+  docker run --rm -it --device /dev/fuse --cap-add SYS_ADMIN -v "$PWD:/src" \
+      -e OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 intentfs --intent INT-001 -- claude
   intentfs container --source /src --mountpoint /workspace --intent INT-001 -- make test`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.String("intent", os.Getenv("INTENTFS_INTENT"), "pin the agent's session to this intent (default $INTENTFS_INTENT)")

@@ -127,6 +127,10 @@ func Run(o Options) (int, error) {
 	if err := checkSource(o.Source); err != nil {
 		return ExitCannotRun, err
 	}
+	export, err := auditExport(o.Env)
+	if err != nil {
+		return ExitCannotRun, err
+	}
 	uid, gid, err := resolveIdentity(o.Identity, o.Source)
 	if err != nil {
 		return ExitCannotRun, err
@@ -151,7 +155,7 @@ func Run(o Options) (int, error) {
 	reg := mounts.DefaultRegistry()
 	d, err := daemon.Start(daemon.Config{Source: o.Source, Mountpoint: o.Mountpoint, Version: o.Version, Log: o.Log,
 		Registry: reg, OwnerUID: 0, OwnerGID: 0, Transport: o.Transport, AgentFiles: o.AgentFiles,
-		SigningKeys: o.SigningKeys})
+		SigningKeys: o.SigningKeys, Export: export})
 	if err != nil {
 		return ExitCannotRun, fmt.Errorf("mounting %s at %s: %w", o.Source, o.Mountpoint, err)
 	}
