@@ -273,13 +273,18 @@ func launch(o Options, d *daemon.Daemon, u runner.User, reg mounts.Registry, uma
 	return code, nil
 }
 
-// agentEnv is the entrypoint's environment without what configures it.
+// agentEnv is the entrypoint's environment without what configures it,
+// and without the audit stream's headers: they carry the collector's
+// credential, with which an agent could send the collector records of its
+// own making.
 func agentEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		switch {
 		case hasKey(kv, "INTENTFS_UID"), hasKey(kv, "INTENTFS_GID"), hasKey(kv, "INTENTFS_INTENT"), hasKey(kv, "INTENTFS_STOP_GRACE"),
 			hasKey(kv, "INTENTFS_INIT_NEXT"):
+			continue
+		case isAuditCredential(kv):
 			continue
 		}
 		out = append(out, kv)

@@ -17,6 +17,14 @@ func isAuditVar(key string) bool {
 	return strings.HasPrefix(key, "OTEL_EXPORTER_OTLP_") || key == "OTEL_SERVICE_NAME" || key == "OTEL_RESOURCE_ATTRIBUTES"
 }
 
+// isAuditCredential says whether kv sets the OTLP exporter's headers
+// (OTEL_EXPORTER_OTLP_HEADERS, or one signal's: _LOGS_HEADERS, ...), where
+// a collector's credential goes.
+func isAuditCredential(kv string) bool {
+	k, _, _ := strings.Cut(kv, "=")
+	return strings.HasPrefix(k, "OTEL_EXPORTER_OTLP_") && strings.HasSuffix(k, "HEADERS")
+}
+
 // auditExport decides, from the container's environment (docker run -e
 // OTEL_EXPORTER_OTLP_ENDPOINT=...), where the daemon streams the ledger,
 // as intentfs mount does from its own; nil: nowhere. Only the audit

@@ -60,3 +60,26 @@ func TestAuditExport(t *testing.T) {
 		})
 	}
 }
+
+func TestAgentEnvHoldsNoCollectorCredential(t *testing.T) {
+	env := []string{
+		"PATH=/usr/bin",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318",
+		"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer secret",
+		"OTEL_EXPORTER_OTLP_LOGS_HEADERS=authorization=Bearer secret2",
+		"OTEL_SERVICE_NAME=agents",
+		"INTENTFS_INTENT=INT-001",
+		"MY_HEADERS=kept",
+	}
+	got := strings.Join(agentEnv(env), "\n")
+	for _, want := range []string{"PATH=/usr/bin", "OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318", "OTEL_SERVICE_NAME=agents", "MY_HEADERS=kept"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the agent's environment lacks %s:\n%s", want, got)
+		}
+	}
+	for _, gone := range []string{"secret", "INTENTFS_INTENT"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("the agent's environment holds %s:\n%s", gone, got)
+		}
+	}
+}
