@@ -32,7 +32,8 @@ type result struct {
 }
 
 // opsLog keeps the FUSE request counts of the last intentfs run of each
-// workload, for the report.
+// workload, and of each phase of a workload with several
+// ("search:search-warm"), for the report.
 var opsLog = map[string]map[string]uint64{}
 
 const benchPolicy = `active_intents:
@@ -80,6 +81,12 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 	}
 	var out []sample
 	var runErr error
+	// The counts before each phase, so each phase's own requests can be
+	// told apart (a warm search from the cold one before it).
+	var before map[string]uint64
+	if isIntentfs(m) {
+		before = fuseRequests(bin, mnt, root)
+	}
 	for _, p := range w.phases {
 		d, err := timed(func() error { return p.run(env, mt.dir) })
 		if err != nil {
@@ -87,17 +94,17 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 			break
 		}
 		out = append(out, sample{Seconds: d.Seconds()})
+		if isIntentfs(m) && len(w.phases) > 1 {
+			after := fuseRequests(bin, mnt, root)
+			if after != nil && before != nil {
+				opsLog[opsKey(w.name+":"+p.name, m)] = opsDelta(after, before)
+			}
+			before = after
+		}
 	}
-	if isIntentfs(m) && opsLog != nil {
-		cmd := exec.Command(bin, "status", "--json", "--mount", mnt)
-		cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+filepath.Join(root, "run"))
-		if out, err := cmd.Output(); err == nil {
-			var st struct {
-				Ops map[string]uint64 `json:"fuse_requests"`
-			}
-			if json.Unmarshal(out, &st) == nil {
-				opsLog[opsKey(w.name, m)] = st.Ops
-			}
+	if isIntentfs(m) {
+		if ops := fuseRequests(bin, mnt, root); ops != nil {
+			opsLog[opsKey(w.name, m)] = ops
 		}
 	}
 	rss, cpu := procUsage(mt.pid)
@@ -124,6 +131,39 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 		}
 	}
 	return out, nil
+}
+
+// fuseRequests returns the FUSE request counts of the intentfs mount at
+// mnt, by opcode, from its status; nil if status fails.
+func fuseRequests(bin, mnt, root string) map[string]uint64 {
+	cmd := exec.Command(bin, "status", "--json", "--mount", mnt)
+	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+filepath.Join(root, "run"))
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var st struct {
+		Ops map[string]uint64 `json:"fuse_requests"`
+	}
+	if json.Unmarshal(out, &st) != nil {
+		return nil
+	}
+	if st.Ops == nil {
+		st.Ops = map[string]uint64{}
+	}
+	return st.Ops
+}
+
+// opsDelta returns the requests counted in after and not in before,
+// leaving out the opcodes with none.
+func opsDelta(after, before map[string]uint64) map[string]uint64 {
+	d := map[string]uint64{}
+	for op, n := range after {
+		if n > before[op] {
+			d[op] = n - before[op]
+		}
+	}
+	return d
 }
 
 func median(xs []float64) float64 {
