@@ -37,7 +37,7 @@ type result struct {
 }
 
 // opsLog keeps the FUSE request counts of the last intentfs run of each
-// workload, and of each phase of a workload with several
+// workload, and of each phase of a workload that counts them per phase
 // ("search:search-warm"), for the report.
 var opsLog = map[string]map[string]uint64{}
 
@@ -89,7 +89,7 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 	// The counts before each phase, so each phase's own requests can be
 	// told apart (a warm search from the cold one before it).
 	var before map[string]uint64
-	if isIntentfs(m) {
+	if isIntentfs(m) && w.phaseRequests {
 		before = fuseRequests(bin, mnt, root)
 	}
 	for _, p := range w.phases {
@@ -101,7 +101,7 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 		}
 		_, cpuAfter := procUsage(mt.pid)
 		out = append(out, sample{Seconds: d.Seconds(), PhaseCPUSec: cpuAfter - cpuBefore})
-		if isIntentfs(m) && len(w.phases) > 1 {
+		if isIntentfs(m) && w.phaseRequests {
 			after := fuseRequests(bin, mnt, root)
 			if after != nil && before != nil {
 				opsLog[opsKey(w.name+":"+p.name, m)] = opsDelta(after, before)
