@@ -46,7 +46,7 @@ func main() {
 	gitCorpus := pflag.String("git-corpus", "net", "subdirectory of $(go env GOROOT)/src for the git and edit workloads")
 	storage := pflag.StringSlice("storage", []string{"tmpfs", "disk"}, "where sources live: tmpfs (/dev/shm) and/or disk (--workdir)")
 	bindfs := pflag.Bool("bindfs", true, "include bindfs as a comparison when it is installed")
-	modeNames := pflag.StringSlice("modes", []string{"native", "loopback", "intentfs"}, "ways of reaching the files to compare: native, loopback, intentfs, intentfs-uring (intentfs over FUSE over io_uring), intentfs-cached (intentfs with --data-path cached), intentfs-base (intentfs built from --base-rev or --base-bin), bindfs (with --reps 0 --modes intentfs: request counts alone, quickly)")
+	modeNames := pflag.StringSlice("modes", []string{"native", "loopback", "intentfs"}, "ways of reaching the files to compare: native, loopback, intentfs, intentfs-uring (intentfs over FUSE over io_uring), intentfs-cached (intentfs with --data-path cached), intentfs-cached-uring (the cached data path over io_uring), intentfs-base (intentfs built from --base-rev or --base-bin), bindfs (with --reps 0 --modes intentfs: request counts alone, quickly)")
 	baseRev := pflag.String("base-rev", "", "git revision to build the intentfs-base mode from (e.g. main, a commit): its 'before' runs interleaved with this tree's 'after'")
 	baseBin := pflag.String("base-bin", "", "an intentfs binary to run as the intentfs-base mode, instead of building --base-rev")
 	parallel := pflag.Int("parallel", 4, "concurrent trees in the parallel workload")
@@ -148,6 +148,9 @@ func main() {
 			}
 			if t := modeRatios(res, modeIntentfsCached, modeIntentfs); t != "" {
 				fmt.Print("\nintentfs on the cached data path ÷ on the passthrough path (medians):\n" + t)
+			}
+			if t := modeRatios(res, modeIntentfsCachedURing, modeIntentfsCached); t != "" {
+				fmt.Print("\nintentfs on the cached data path, over io_uring ÷ over /dev/fuse (medians):\n" + t)
 			}
 			if t := modeRatios(res, modeIntentfs, modeIntentfsBase); t != "" {
 				fmt.Printf("\nintentfs ÷ intentfs at %s (medians):\n%s", env.baseName, t)

@@ -29,6 +29,10 @@ const (
 	// modeIntentfsCached is intentfs on the cached data path
 	// (--data-path cached), over /dev/fuse.
 	modeIntentfsCached mode = "intentfs-cached"
+	// modeIntentfsCachedURing is the cached data path over io_uring: what
+	// is left of a cached search is round trips, which io_uring makes
+	// cheaper.
+	modeIntentfsCachedURing mode = "intentfs-cached-uring"
 	// modeIntentfsBase is intentfs built from another revision (--base-rev
 	// or --base-bin), over /dev/fuse: the "before" of a change, measured
 	// in the same run, under the same load, as the "after".
@@ -70,7 +74,7 @@ func serveLoopback(src, mnt string) {
 // isIntentfs reports whether m is an intentfs mount, over either
 // transport or built from the base revision.
 func isIntentfs(m mode) bool {
-	return m == modeIntentfs || m == modeIntentfsURing || m == modeIntentfsBase || m == modeIntentfsCached
+	return m == modeIntentfs || m == modeIntentfsURing || m == modeIntentfsBase || m == modeIntentfsCached || m == modeIntentfsCachedURing
 }
 
 // mount makes the mode's view of src at mnt.
@@ -94,13 +98,13 @@ func mount(m mode, bin, self, src, mnt string) (*mounted, error) {
 			cmd.Process.Signal(syscall.SIGTERM)
 			return cmd.Wait()
 		}}, nil
-	case modeIntentfs, modeIntentfsURing, modeIntentfsBase, modeIntentfsCached:
+	case modeIntentfs, modeIntentfsURing, modeIntentfsBase, modeIntentfsCached, modeIntentfsCachedURing:
 		transport := "dev"
-		if m == modeIntentfsURing {
+		if m == modeIntentfsURing || m == modeIntentfsCachedURing {
 			transport = "uring"
 		}
 		args := []string{"mount", "--foreground", "--intent", "INT-001", "--transport", transport}
-		if m == modeIntentfsCached {
+		if m == modeIntentfsCached || m == modeIntentfsCachedURing {
 			args = append(args, "--data-path", "cached")
 		}
 		cmd := exec.Command(bin, append(args, src, mnt)...)

@@ -21,6 +21,11 @@ type sample struct {
 	Seconds float64 `json:"seconds"`
 	RSSMB   float64 `json:"daemon_peak_rss_mb,omitempty"`
 	CPUSec  float64 `json:"daemon_cpu_sec,omitempty"`
+	// PhaseCPUSec is the daemon's CPU time during this phase alone (CPUSec
+	// is the whole run's, with what it did after the phase ended): set
+	// beside the phase's wall time, it says whether the time went to the
+	// daemon or to the kernel and the round trips.
+	PhaseCPUSec float64 `json:"daemon_phase_cpu_sec,omitempty"`
 }
 
 // result groups the samples of a phase, mode and storage.
@@ -32,7 +37,8 @@ type result struct {
 }
 
 // opsLog keeps the FUSE request counts of the last intentfs run of each
-// workload, for the report.
+// workload, and of each phase of a workload that counts them per phase
+// ("search:search-warm"), for the report.
 var opsLog = map[string]map[string]uint64{}
 
 const benchPolicy = `active_intents:
@@ -80,24 +86,32 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 	}
 	var out []sample
 	var runErr error
+	// The counts before each phase, so each phase's own requests can be
+	// told apart (a warm search from the cold one before it).
+	var before map[string]uint64
+	if isIntentfs(m) && w.phaseRequests {
+		before = fuseRequests(bin, mnt, root)
+	}
 	for _, p := range w.phases {
+		_, cpuBefore := procUsage(mt.pid)
 		d, err := timed(func() error { return p.run(env, mt.dir) })
 		if err != nil {
 			runErr = fmt.Errorf("%s on %s: %w", p.name, m, err)
 			break
 		}
-		out = append(out, sample{Seconds: d.Seconds()})
+		_, cpuAfter := procUsage(mt.pid)
+		out = append(out, sample{Seconds: d.Seconds(), PhaseCPUSec: cpuAfter - cpuBefore})
+		if isIntentfs(m) && w.phaseRequests {
+			after := fuseRequests(bin, mnt, root)
+			if after != nil && before != nil {
+				opsLog[opsKey(w.name+":"+p.name, m)] = opsDelta(after, before)
+			}
+			before = after
+		}
 	}
-	if isIntentfs(m) && opsLog != nil {
-		cmd := exec.Command(bin, "status", "--json", "--mount", mnt)
-		cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+filepath.Join(root, "run"))
-		if out, err := cmd.Output(); err == nil {
-			var st struct {
-				Ops map[string]uint64 `json:"fuse_requests"`
-			}
-			if json.Unmarshal(out, &st) == nil {
-				opsLog[opsKey(w.name, m)] = st.Ops
-			}
+	if isIntentfs(m) {
+		if ops := fuseRequests(bin, mnt, root); ops != nil {
+			opsLog[opsKey(w.name, m)] = ops
 		}
 	}
 	rss, cpu := procUsage(mt.pid)
@@ -126,6 +140,39 @@ func runOnce(env *benchEnv, w workload, m mode, base, bin, self string) ([]sampl
 	return out, nil
 }
 
+// fuseRequests returns the FUSE request counts of the intentfs mount at
+// mnt, by opcode, from its status; nil if status fails.
+func fuseRequests(bin, mnt, root string) map[string]uint64 {
+	cmd := exec.Command(bin, "status", "--json", "--mount", mnt)
+	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+filepath.Join(root, "run"))
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var st struct {
+		Ops map[string]uint64 `json:"fuse_requests"`
+	}
+	if json.Unmarshal(out, &st) != nil {
+		return nil
+	}
+	if st.Ops == nil {
+		st.Ops = map[string]uint64{}
+	}
+	return st.Ops
+}
+
+// opsDelta returns the requests counted in after and not in before,
+// leaving out the opcodes with none.
+func opsDelta(after, before map[string]uint64) map[string]uint64 {
+	d := map[string]uint64{}
+	for op, n := range after {
+		if n > before[op] {
+			d[op] = n - before[op]
+		}
+	}
+	return d
+}
+
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	sort.Float64s(s)
@@ -148,6 +195,8 @@ func opsKey(workload string, m mode) string {
 		return workload + "/base"
 	case modeIntentfsCached:
 		return workload + "/cached"
+	case modeIntentfsCachedURing:
+		return workload + "/cached-uring"
 	}
 	return workload
 }
@@ -187,7 +236,7 @@ func modeRatios(results []*result, num, den mode) string {
 // min and max, and intentfs's ratios to native and to loopback.
 func report(results []*result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-7s %-15s %-14s %9s %9s %9s %10s %10s %9s %8s\n", "storage", "phase", "mode", "median s", "min s", "max s", "÷native", "÷loopback", "RSS MB", "CPU s")
+	fmt.Fprintf(&b, "%-7s %-15s %-14s %9s %9s %9s %10s %10s %9s %8s %10s\n", "storage", "phase", "mode", "median s", "min s", "max s", "÷native", "÷loopback", "RSS MB", "CPU s", "phase CPU")
 	idx := map[string]*result{}
 	for _, r := range results {
 		idx[r.Storage+"/"+r.Phase+"/"+string(r.Mode)] = r
@@ -200,11 +249,12 @@ func report(results []*result) string {
 		return median(xs)
 	}
 	for _, r := range results {
-		var xs, rss, cpu []float64
+		var xs, rss, cpu, phaseCPU []float64
 		for _, s := range r.Samples {
 			xs = append(xs, s.Seconds)
 			rss = append(rss, s.RSSMB)
 			cpu = append(cpu, s.CPUSec)
+			phaseCPU = append(phaseCPU, s.PhaseCPUSec)
 		}
 		ratioN, ratioL := "", ""
 		if n := idx[r.Storage+"/"+r.Phase+"/native"]; n != nil && r.Mode != modeNative && med(n) > 0 {
@@ -213,8 +263,8 @@ func report(results []*result) string {
 		if l := idx[r.Storage+"/"+r.Phase+"/loopback"]; l != nil && r.Mode != modeLoopback && r.Mode != modeNative && med(l) > 0 {
 			ratioL = fmt.Sprintf("%.2f×", med(r)/med(l))
 		}
-		fmt.Fprintf(&b, "%-7s %-15s %-14s %9.3f %9.3f %9.3f %10s %10s %9.0f %8.1f\n", r.Storage, r.Phase, r.Mode, median(xs), slices.Min(xs), slices.Max(xs),
-			ratioN, ratioL, median(rss), median(cpu))
+		fmt.Fprintf(&b, "%-7s %-15s %-14s %9.3f %9.3f %9.3f %10s %10s %9.0f %8.1f %10.2f\n", r.Storage, r.Phase, r.Mode, median(xs), slices.Min(xs), slices.Max(xs),
+			ratioN, ratioL, median(rss), median(cpu), median(phaseCPU))
 	}
 	return b.String()
 }
