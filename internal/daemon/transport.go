@@ -151,7 +151,11 @@ func closeOnExecDevFuse() error {
 		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || target != "/dev/fuse" {
 			continue
 		}
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+		// EBADF: another mount's descriptor, closed meanwhile by its
+		// unmount; close-on-exec on a number reused since then is
+		// harmless, as the daemon hands descriptors to programs only
+		// explicitly.
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && err != unix.EBADF {
 			return fmt.Errorf("making /dev/fuse descriptor %d close-on-exec: %w", fd, err)
 		}
 	}
