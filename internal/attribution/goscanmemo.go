@@ -13,9 +13,15 @@ import (
 // most about this much before it.
 const checkpointSpacing = 2048
 
-// maxRememberedVersions bounds the versions a Classifier remembers; when
-// it is full it forgets them all.
-const maxRememberedVersions = 256
+// maxRememberedVersions and maxRememberedStarts bound what a Classifier
+// remembers (at most 4 bytes a start); when either is reached it forgets
+// everything. A session's working set of files is what it must hold: an
+// editor saving each of a few hundred files in turn finds none of them
+// again if it is smaller.
+const (
+	maxRememberedVersions = 8192
+	maxRememberedStarts   = 1 << 18
+)
 
 // Classifier is Classify with a memory of the Go sources it scanned. For
 // each version, by its content hash, it keeps token starts that a scan
@@ -31,6 +37,7 @@ type Classifier struct {
 	spacing int
 	mu      sync.Mutex
 	known   map[string][]int32
+	starts  int // in known
 }
 
 // NewClassifier returns a Classifier that remembers nothing yet.
@@ -90,9 +97,11 @@ func (c *Classifier) remember(hash string, starts []int32) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.known) >= maxRememberedVersions {
+	if len(c.known) >= maxRememberedVersions || c.starts+len(starts) > maxRememberedStarts {
 		clear(c.known)
+		c.starts = 0
 	}
+	c.starts += len(starts) - len(c.known[hash])
 	c.known[hash] = starts
 }
 

@@ -97,7 +97,7 @@ func TestClassifierRemembersWhereTheNextEditCanStart(t *testing.T) {
 	}
 }
 
-// The memory is bounded.
+// The memory is bounded, in versions and in starts.
 func TestClassifierForgetsWhenFull(t *testing.T) {
 	c := NewClassifier()
 	for i := range maxRememberedVersions + 10 {
@@ -105,5 +105,17 @@ func TestClassifierForgetsWhenFull(t *testing.T) {
 	}
 	if len(c.known) > maxRememberedVersions {
 		t.Fatalf("%d versions remembered", len(c.known))
+	}
+	big := make([]int32, maxRememberedStarts/4)
+	for i := range 10 {
+		c.remember(contentHash([]byte{byte(i)}), big)
+		c.remember(contentHash([]byte{byte(i)}), big) // the same version again counts once
+	}
+	total := 0
+	for _, s := range c.known {
+		total += len(s)
+	}
+	if total > maxRememberedStarts || total != c.starts {
+		t.Fatalf("%d starts remembered, %d counted", total, c.starts)
 	}
 }
