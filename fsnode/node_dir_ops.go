@@ -247,49 +247,57 @@ func noHandles(node *Node) bool { return node == nil || node.handles.Load() == 0
 // then still the version its writer's release hashed, so the digest comes
 // from the cache, where after the rename its ctime has moved and its bytes
 // would be hashed a second time. Without a description (the reason is
-// logged) the record carries the hashes only.
-func (r *Root) describeRegularAt(dirfd int, name, rel, preHash string) (objects.Digest, *contentChange) {
-	if preHash == "" {
-		return r.digestRegularAt(dirfd, name), nil
-	}
+// logged) the record carries the hashes only. The descriptor is returned
+// open (nil for none), for renamed.
+func (r *Root) describeRegularAt(dirfd int, name, rel, preHash string) (objects.Digest, *contentChange, *movedFile) {
 	fd, err := openatForHash(dirfd, name)
 	if err != nil {
-		return objects.Digest{}, nil
+		return objects.Digest{}, nil, nil
 	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return objects.Digest{}, nil
+	m := &movedFile{fd: fd}
+	if syscall.Fstat(fd, &m.st) != nil || m.st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		m.close()
+		return objects.Digest{}, nil, nil
 	}
-	cc, err := r.analyze(rel, preHash, fd)
-	if err == nil {
-		return cc.digest, &cc
+	if preHash != "" {
+		cc, err := r.analyze(rel, preHash, fd)
+		if err == nil {
+			return cc.digest, &cc, m
+		}
+		r.log.Warn("describing a rename over a file failed", "path", rel, "err", err)
 	}
-	r.log.Warn("describing a rename over a file failed", "path", rel, "err", err)
 	d, err := r.hashes.HashFd(fd)
 	if err != nil {
 		r.log.Error("content hash failed", "name", name, "err", err)
 	}
-	return d, nil
+	return d, nil, m
 }
 
-// digestRegularAt hashes name in dirfd if it is a regular file; other
-// types have no content hash.
-func (r *Root) digestRegularAt(dirfd int, name string) objects.Digest {
-	fd, err := openatForHash(dirfd, name)
-	if err != nil {
-		return objects.Digest{}
+// movedFile is a file about to be renamed, open, with its stat from
+// before the digest was taken.
+type movedFile struct {
+	fd int
+	st syscall.Stat_t
+}
+
+// renamed tells the hash cache that the file was renamed: the digest it
+// knows for the version before stays known under the ctime the rename
+// gave the file, so the next save over it (an editor's, a moment later)
+// finds its pre-image's digest without reading it again.
+func (m *movedFile) renamed(hashes *objects.HashCache) {
+	if m == nil {
+		return
 	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return objects.Digest{}
+	var after syscall.Stat_t
+	if syscall.Fstat(m.fd, &after) == nil {
+		hashes.Renamed(&m.st, &after)
 	}
-	d, err := r.hashes.HashFd(fd)
-	if err != nil {
-		r.log.Error("content hash failed", "name", name, "err", err)
+}
+
+func (m *movedFile) close() {
+	if m != nil {
+		syscall.Close(m.fd)
 	}
-	return d
 }
 
 // Rmdir removes an empty directory.
@@ -450,7 +458,14 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 					return syscall.ENOSPC // the cause is lostErr, answered below
 				}
 			}
-			post, described = n.root.describeRegularAt(srcDir, name, newRel, pre.Hash)
+			var moved *movedFile
+			post, described, moved = n.root.describeRegularAt(srcDir, name, newRel, pre.Hash)
+			defer moved.close()
+			if err := n.asCallerIn(ctx, func() error { return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags)) }, dst); err != nil {
+				return err
+			}
+			moved.renamed(n.root.hashes)
+			return nil
 		}
 		return n.asCallerIn(ctx, func() error { return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags)) }, dst)
 	})

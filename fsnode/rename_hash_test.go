@@ -55,3 +55,31 @@ func TestRenameOverFileHashesEachVersionOnce(t *testing.T) {
 		})
 	}
 }
+
+// An editor saving the same file again and again hashes each saved
+// version once, at its release: the next save's pre-image is that version,
+// renamed since, and its digest is still known.
+func TestRepeatedSavesHashEachVersionOnce(t *testing.T) {
+	content := "package a\n"
+	k := newKernel(t, map[string]string{"src/a.go": content})
+	for i := range 4 {
+		content += "// another line\n"
+		before := k.root.Hashes().BytesHashed()
+		if st := k.create("src/a.go.tmp", content); st != fuse.OK {
+			t.Fatalf("save %d: create: %v", i, st)
+		}
+		if st := k.rename("src/a.go.tmp", "src/a.go", 0); st != fuse.OK {
+			t.Fatalf("save %d: rename: %v", i, st)
+		}
+		want := uint64(len(content)) // the saved version, at its release
+		if i == 0 {
+			want += uint64(len("package a\n")) // the file as it was, never hashed before
+		}
+		if hashed := k.root.Hashes().BytesHashed() - before; hashed != want {
+			t.Errorf("save %d hashed %d bytes, want %d", i, hashed, want)
+		}
+	}
+	if got, _ := k.onDisk("src/a.go"); got != content {
+		t.Fatalf("source holds %q", got)
+	}
+}
