@@ -55,6 +55,12 @@ func (r *Root) analyze(rel, preHash string, fd int) (contentChange, error) {
 	if !known {
 		d = r.hashes.DigestBytes(fd, &st, post)
 	}
+	// The classifier remembers what it learns of post under its hash:
+	// only if the bytes read are that version, not written meanwhile.
+	postHash := ""
+	if sameVersion(fd, &st) {
+		postHash = d.Hash
+	}
 	c := contentChange{digest: d}
 	if d.Lines == 0 {
 		c.class = attribution.ClassByName(rel, declared)
@@ -80,7 +86,7 @@ func (r *Root) analyze(rel, preHash string, fd int) (contentChange, error) {
 		if ranges == nil {
 			ranges = []ledger.Range{}
 		}
-		return ranges, attribution.Classify(rel, pre, post, declared)
+		return ranges, r.classifier.Classify(rel, pre, preHash, post, postHash, declared)
 	}
 	if len(post) <= maxDeferredBytes {
 		c.attribute = diff

@@ -240,23 +240,64 @@ func (r *Root) preImageForRemoval(dirfd int, name string, uid uint32, mayLink bo
 // linked into the store stay 1 after its removal.
 func noHandles(node *Node) bool { return node == nil || node.handles.Load() == 0 }
 
-// digestRegularAt hashes name in dirfd if it is a regular file; other
-// types have no content hash.
-func (r *Root) digestRegularAt(dirfd int, name string) objects.Digest {
+// describeRegularAt hashes name in dirfd if it is a regular file (other
+// types have no content hash) and, when it is about to replace a version
+// hashed as preHash ("" for none), describes the change by line (sed -i,
+// editors). Both come from one descriptor, before the rename: the file is
+// then still the version its writer's release hashed, so the digest comes
+// from the cache, where after the rename its ctime has moved and its bytes
+// would be hashed a second time. Without a description (the reason is
+// logged) the record carries the hashes only. The descriptor is returned
+// open (nil for none), for renamed.
+func (r *Root) describeRegularAt(dirfd int, name, rel, preHash string) (objects.Digest, *contentChange, *movedFile) {
 	fd, err := openatForHash(dirfd, name)
 	if err != nil {
-		return objects.Digest{}
+		return objects.Digest{}, nil, nil
 	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return objects.Digest{}
+	m := &movedFile{fd: fd}
+	if syscall.Fstat(fd, &m.st) != nil || m.st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		m.close()
+		return objects.Digest{}, nil, nil
+	}
+	if preHash != "" {
+		cc, err := r.analyze(rel, preHash, fd)
+		if err == nil {
+			return cc.digest, &cc, m
+		}
+		r.log.Warn("describing a rename over a file failed", "path", rel, "err", err)
 	}
 	d, err := r.hashes.HashFd(fd)
 	if err != nil {
 		r.log.Error("content hash failed", "name", name, "err", err)
 	}
-	return d
+	return d, nil, m
+}
+
+// movedFile is a file about to be renamed, open, with its stat from
+// before the digest was taken.
+type movedFile struct {
+	fd int
+	st syscall.Stat_t
+}
+
+// renamed tells the hash cache that the file was renamed: the digest it
+// knows for the version before stays known under the ctime the rename
+// gave the file, so the next save over it (an editor's, a moment later)
+// finds its pre-image's digest without reading it again.
+func (m *movedFile) renamed(hashes *objects.HashCache) {
+	if m == nil {
+		return
+	}
+	var after syscall.Stat_t
+	if syscall.Fstat(m.fd, &after) == nil {
+		hashes.Renamed(&m.st, &after)
+	}
+}
+
+func (m *movedFile) close() {
+	if m != nil {
+		syscall.Close(m.fd)
+	}
 }
 
 // Rmdir removes an empty directory.
@@ -398,6 +439,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	var kept string
 	var lostErr error
 	var removed []removedEntry
+	var described *contentChange
 	errno = withChildren(n, name, dst, newName, func(srcDir int, name string, dstDir int, newName string) error {
 		if g.traced() && cross == policy.CrossOut {
 			// What leaves the governed tree is destroyed for the ledger:
@@ -416,7 +458,14 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 					return syscall.ENOSPC // the cause is lostErr, answered below
 				}
 			}
-			post = n.root.digestRegularAt(srcDir, name)
+			var moved *movedFile
+			post, described, moved = n.root.describeRegularAt(srcDir, name, newRel, pre.Hash)
+			defer moved.close()
+			if err := n.asCallerIn(ctx, func() error { return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags)) }, dst); err != nil {
+				return err
+			}
+			moved.renamed(n.root.hashes)
+			return nil
 		}
 		return n.asCallerIn(ctx, func() error { return unix.Renameat2(srcDir, name, dstDir, newName, uint(flags)) }, dst)
 	})
@@ -436,27 +485,8 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	c := ledger.Change{Event: ledger.EventRename, Path: newRel, FromPath: rel, PreHash: pre.Hash,
 		PostHash: post.Hash, Lines: post.Lines, PreImage: kept, Op: "rename", Time: time.Now()}
-	if g.traced() && pre.Hash != "" && post.Hash != "" {
-		// A rename over a file (sed -i, editors) changes that file's
-		// content: describe the change by line. The rename has happened
-		// and is recorded either way; without the description the record
-		// carries the hashes only, and the failure is logged.
-		errno := dst.withChild(newName, func(dstDir int, newName string) error {
-			fd, err := openatForHash(dstDir, newName)
-			if err != nil {
-				return err
-			}
-			defer syscall.Close(fd)
-			cc, err := n.root.analyze(newRel, pre.Hash, fd)
-			if err != nil {
-				return err
-			}
-			c.Ranges, c.Class, c.Attribute = cc.ranges, cc.class, cc.attribute
-			return nil
-		})
-		if errno != 0 {
-			n.root.log.Warn("describing a rename over a file failed", "path", newRel, "err", errno)
-		}
+	if described != nil {
+		c.Ranges, c.Class, c.Attribute = described.ranges, described.class, described.attribute
 	}
 	switch {
 	case !g.traced() || cross == policy.CrossNone:

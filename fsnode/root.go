@@ -22,6 +22,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/intentfs/intentfs/internal/attribution"
 	"github.com/intentfs/intentfs/internal/creds"
 	"github.com/intentfs/intentfs/internal/gitlayout"
 	"github.com/intentfs/intentfs/internal/objects"
@@ -113,9 +114,12 @@ type Root struct {
 	// writable handles.
 	writeGate writerGate
 	hashes    *objects.HashCache
-	objects   *objects.Store
-	keepMax   int64
-	control   fs.InodeEmbedder
+	// classifier classifies content changes, remembering how far each
+	// Go version it scanned is known to scan.
+	classifier *attribution.Classifier
+	objects    *objects.Store
+	keepMax    int64
+	control    fs.InodeEmbedder
 	// callers runs calls on the source as the process that asked.
 	callers *callers
 	// writers are the handles open for writing, for OpenWriters.
@@ -176,7 +180,7 @@ func NewRoot(o Options) (*Root, error) {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("stat source %s: %w", o.Source, err)
 	}
-	r := &Root{source: o.Source, cachedQuiet: cachedWriteQuiet, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), objects: o.Objects, keepMax: o.KeepMaxBytes,
+	r := &Root{source: o.Source, cachedQuiet: cachedWriteQuiet, rootFd: fd, dev: uint64(st.Dev), gov: o.Governor, log: o.Log, hashes: objects.NewHashCache(), classifier: attribution.NewClassifier(), objects: o.Objects, keepMax: o.KeepMaxBytes,
 		control: o.ControlDir, callers: newCallers(switcher),
 		prov: newProvisionalTable(o.ProvisionalIdle, o.ProvisionalMaxLife, o.ProvisionalPerActor)}
 	if o.Worktree != nil {

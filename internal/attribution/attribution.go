@@ -176,13 +176,28 @@ func ClassByName(p string, declared ledger.MutationClass) ledger.MutationClass {
 // for Go by comparing token streams without comments, for other text by
 // comparing it without whitespace.
 func commentsOrSpaceOnly(p string, pre, post []byte) bool {
-	if bytes.Equal(pre, post) || len(pre) > MaxDiffBytes || len(post) > MaxDiffBytes {
-		return false
-	}
-	if strings.HasSuffix(p, ".go") {
+	if isGoChange(p, pre, post) {
 		return sameGoTokens(pre, post)
 	}
-	return bytes.IndexByte(pre, 0) < 0 && bytes.Equal(stripSpace(pre), stripSpace(post))
+	return classifyText(p, pre, post) == ledger.ClassDocumentation
+}
+
+// isGoChange reports whether the change of p from pre to post is one
+// of Go source whose tokens are compared.
+func isGoChange(p string, pre, post []byte) bool {
+	return strings.HasSuffix(p, ".go") && !bytes.Equal(pre, post) && len(pre) <= MaxDiffBytes && len(post) <= MaxDiffBytes
+}
+
+// classifyText classifies a change that is not compared as Go tokens:
+// documentation when only whitespace changed in text, else evolution.
+func classifyText(p string, pre, post []byte) ledger.MutationClass {
+	if bytes.Equal(pre, post) || len(pre) > MaxDiffBytes || len(post) > MaxDiffBytes || strings.HasSuffix(p, ".go") {
+		return ledger.ClassEvolution
+	}
+	if bytes.IndexByte(pre, 0) < 0 && bytes.Equal(stripSpace(pre), stripSpace(post)) {
+		return ledger.ClassDocumentation
+	}
+	return ledger.ClassEvolution
 }
 
 func stripSpace(b []byte) []byte {

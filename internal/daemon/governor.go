@@ -308,7 +308,13 @@ func (g *governor) mapChange(c ledger.Change) {
 	case ledger.EventWrite, ledger.EventTruncate:
 		g.imap.Touch(c.Intent, name, c.Path, true, c.Time)
 	case ledger.EventRename:
-		g.imap.Move(c.FromPath, c.Path)
+		if c.PostHash != "" {
+			// A content hash is taken of a regular file only: nothing
+			// is listed below it.
+			g.imap.MoveFile(c.FromPath, c.Path)
+		} else {
+			g.imap.Move(c.FromPath, c.Path)
+		}
 		g.imap.Touch(c.Intent, name, c.Path, c.PreHash != "", c.Time)
 	case ledger.EventDelete, ledger.EventRmdir:
 		g.imap.Remove(c.Path)

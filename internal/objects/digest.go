@@ -98,6 +98,23 @@ func (c *HashCache) Cached(st *syscall.Stat_t) (Digest, bool) {
 	return d, ok
 }
 
+// Renamed carries the digest the cache knows for the version before
+// describes over to after, the same file once a rename has moved its
+// ctime. A rename changes no byte; a write since before was taken would
+// have moved the mtime (or the size) as well, and then nothing is carried.
+func (c *HashCache) Renamed(before, after *syscall.Stat_t) {
+	b, a := VersionOf(before), VersionOf(after)
+	if b == a || b.dev != a.dev || b.ino != a.ino || b.size != a.size || b.mtime != a.mtime {
+		return
+	}
+	c.mu.Lock()
+	d, ok := c.m[b]
+	c.mu.Unlock()
+	if ok {
+		c.put(a, d)
+	}
+}
+
 func (c *HashCache) put(k Version, d Digest) {
 	c.mu.Lock()
 	if len(c.m) >= maxHashCacheEntries {

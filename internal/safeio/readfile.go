@@ -3,8 +3,8 @@ package safeio
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"slices"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -40,26 +40,73 @@ func ReadFileAt(rootFd int, rel string, max int64) ([]byte, error) {
 	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", rel, err)
 	}
-	f := os.NewFile(uintptr(fd), rel)
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
+	// The descriptor is used as it is: an *os.File would first try to
+	// register it with the runtime's poller, a system call per file.
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", rel, err)
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("reading %s: not a regular file (%s); intentfs loads only regular files", rel, st.Mode().Type())
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("reading %s: not a regular file (%s); intentfs loads only regular files", rel, fileType(st.Mode))
 	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("reading %s: %d bytes, more than the %d allowed: %w", rel, st.Size(), max, ErrTooLarge)
+	if st.Size > max {
+		return nil, fmt.Errorf("reading %s: %d bytes, more than the %d allowed: %w", rel, st.Size, max, ErrTooLarge)
 	}
 	// The file may grow while it is read: read one byte past the limit to
-	// notice, rather than trusting the size above.
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", rel, err)
+	// notice, rather than trusting the size above; the buffer is sized
+	// for the file as it was, so a file that stays so is read in one go.
+	data := make([]byte, 0, st.Size+1)
+	for int64(len(data)) <= max {
+		if len(data) == cap(data) {
+			data = slices.Grow(data, 4096)
+		}
+		n, err := readRetrying(fd, data[len(data):min(int64(cap(data)), max+1)])
+		data = data[:len(data)+n]
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", rel, err)
+		}
+		if n == 0 {
+			break
+		}
 	}
 	if int64(len(data)) > max {
 		return nil, fmt.Errorf("reading %s: more than the %d bytes allowed: %w", rel, max, ErrTooLarge)
 	}
 	return data, nil
+}
+
+// readRetrying is one read(2) of fd into b, retried on EINTR; 0 at the end
+// of the file.
+func readRetrying(fd int, b []byte) (int, error) {
+	for {
+		n, err := syscall.Read(fd, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
+}
+
+// fileType names the type of a file mode as os.FileMode's Type does.
+func fileType(mode uint32) os.FileMode {
+	var st os.FileMode
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		st = os.ModeDir
+	case syscall.S_IFLNK:
+		st = os.ModeSymlink
+	case syscall.S_IFIFO:
+		st = os.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		st = os.ModeSocket
+	case syscall.S_IFCHR:
+		st = os.ModeDevice | os.ModeCharDevice
+	case syscall.S_IFBLK:
+		st = os.ModeDevice
+	}
+	return st.Type()
 }

@@ -73,13 +73,20 @@ func (s *mapSection) remove(path string) bool {
 		return false
 	}
 	delete(s.live, path)
+	s.compact()
+	return true
+}
+
+// compact drops the entries of unlisted paths once they are most of
+// files, so that files stays within twice the listed paths however many
+// were removed or renamed over.
+func (s *mapSection) compact() {
 	if len(s.files) > 64 && len(s.files) > 2*len(s.live) {
 		s.files = s.listed()
 		for i, f := range s.files {
 			s.live[f] = i
 		}
 	}
-	return true
 }
 
 // isLive reports whether entry i of files is a listed path.
@@ -89,9 +96,15 @@ func (s *mapSection) isLive(i int) bool {
 }
 
 // listed returns the listed paths in order.
-func (s *mapSection) listed() []string {
-	out := make([]string, 0, len(s.live))
+func (s *mapSection) listed() []string { return s.firstListed(len(s.live)) }
+
+// firstListed returns the first n listed paths in order.
+func (s *mapSection) firstListed(n int) []string {
+	out := make([]string, 0, min(n, len(s.live)))
 	for i, f := range s.files {
+		if len(out) == n {
+			break
+		}
 		if s.isLive(i) {
 			out = append(out, f)
 		}
@@ -213,15 +226,39 @@ func (m *IntentMap) Move(from, to string) {
 			default:
 				continue
 			}
-			delete(s.live, f)
-			m.dirty = true
-			if _, ok := s.live[moved]; ok {
-				continue // already listed where it was first touched
-			}
-			s.live[moved] = i
-			s.files[i] = moved
+			m.movePath(s, i, moved)
+		}
+		s.compact()
+	}
+}
+
+// MoveFile follows the rename of a file, which has nothing below it: a
+// lookup per section instead of Move's walk of every listed path, which
+// an editor's save (a rename over the file) would otherwise pay under the
+// map's lock, and pay more the more files the session has touched.
+func (m *IntentMap) MoveFile(from, to string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.load() != nil {
+		return
+	}
+	for _, s := range m.sections {
+		if i, ok := s.live[from]; ok {
+			m.movePath(s, i, to)
+			s.compact()
 		}
 	}
+}
+
+// movePath moves the listed entry i of s to the path moved.
+func (m *IntentMap) movePath(s *mapSection, i int, moved string) {
+	delete(s.live, s.files[i])
+	m.dirty = true
+	if _, ok := s.live[moved]; ok {
+		return // already listed where it was first touched
+	}
+	s.live[moved] = i
+	s.files[i] = moved
 }
 
 // Remove drops a deleted path from every section.
@@ -286,12 +323,20 @@ type mapSnapshot struct {
 type sectionSnapshot struct {
 	name             string
 	files, evolution []string
+	// listed counts the section's listed paths; files holds the first
+	// maxListedFiles of them.
+	listed int
 }
 
+// snapshot copies what render writes, and no more: the first
+// maxListedFiles paths of each section and the count of the rest. Touch
+// waits while it runs, so its cost must not grow with the files a
+// session touched (a tar -x lists tens of thousands).
 func (m *IntentMap) snapshot() mapSnapshot {
 	snap := mapSnapshot{order: slices.Clone(m.order), sections: make(map[string]sectionSnapshot, len(m.sections))}
 	for id, s := range m.sections {
-		snap.sections[id] = sectionSnapshot{name: s.name, files: s.listed(), evolution: slices.Clone(s.evolution)}
+		snap.sections[id] = sectionSnapshot{name: s.name, files: s.firstListed(maxListedFiles),
+			evolution: slices.Clone(s.evolution), listed: len(s.live)}
 	}
 	return snap
 }
@@ -303,12 +348,11 @@ func (snap mapSnapshot) renderSection(id string) string {
 	b.WriteString("### Files\n\n")
 	// A name is escaped (textsafe) so that one holding a newline cannot
 	// end the block or start an entry, a heading or a marker of its own.
-	for i, f := range s.files {
-		if i == maxListedFiles {
-			fmt.Fprintf(&b, "\n_… and %d more files: `intentfs log --intent %s`_\n", len(s.files)-i, textsafe.Escape(id))
-			break
-		}
+	for _, f := range s.files {
 		fmt.Fprintf(&b, "- `%s`\n", textsafe.Escape(f))
+	}
+	if s.listed > len(s.files) {
+		fmt.Fprintf(&b, "\n_… and %d more files: `intentfs log --intent %s`_\n", s.listed-len(s.files), textsafe.Escape(id))
 	}
 	if len(s.evolution) > 0 {
 		b.WriteString("\n### Evolution Log\n\n")
