@@ -218,3 +218,47 @@ func TestCachedAttackSymlinkSwappedInSource(t *testing.T) {
 		t.Fatalf("root-only is %q", got)
 	}
 }
+
+// TestCachedAttackTwoSessionsOneFile: a session whose intent owns
+// everything keeps README.md's writer open, writing every 50 ms; another
+// session, whose intent owns src/ only, appends to the same file
+// meanwhile. Each write is decided for its own process: the second
+// session's are refused, and the first's are recorded under its intent.
+func TestCachedAttackTwoSessionsOneFile(t *testing.T) {
+	testenv.Serial(t)
+	t.Setenv("INTENTFS_DATA_PATH", "cached")
+	e := testenv.MountForSessions(t, "")
+	wide := e.Session("--intent", "INT-005", "--name", "wide", "--", "sh", "-c",
+		"i=0; while [ $i -lt 40 ]; do /bin/echo wide >> README.md || exit 9; sleep 0.05; i=$((i+1)); done")
+	var wideOut strings.Builder
+	wide.Stdout, wide.Stderr = &wideOut, &wideOut
+	if err := wide.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, func() bool {
+		got, _ := e.SrcContent("README.md")
+		return strings.Contains(got, "wide")
+	}, "the wide session writing README.md")
+	out, code := e.RunSession("--intent", "INT-001", "--name", "narrow", "--", "sh", "-c",
+		"i=0; while [ $i -lt 5 ]; do /bin/echo narrow >> README.md && echo WENT; sleep 0.07; i=$((i+1)); done; true")
+	if code != 0 || strings.Contains(out, "WENT") || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("the narrow session's appends to README.md (exit %d):\n%s", code, out)
+	}
+	if err := wide.Wait(); err != nil {
+		t.Fatalf("the wide session: %v\n%s", err, wideOut.String())
+	}
+	if got, _ := e.SrcContent("README.md"); strings.Contains(got, "narrow") {
+		t.Fatalf("README.md holds the narrow session's write:\n%s", got)
+	}
+	testenv.WaitFor(t, func() bool {
+		for _, r := range e.Records() {
+			if r.Gov().Event == ledger.EventWrite && r.Path() == "README.md" && ledger.Str(r.Gov().IntentID) != "INT-005" {
+				t.Fatalf("a write of README.md recorded under %s", ledger.Str(r.Gov().IntentID))
+			}
+			if r.Gov().Event == ledger.EventWrite && r.Path() == "README.md" && ledger.Str(r.Gov().PostHash) == e.Sha("README.md") {
+				return true
+			}
+		}
+		return false
+	}, "the wide session's last write recorded under INT-005")
+}
