@@ -262,3 +262,32 @@ func TestCachedAttackTwoSessionsOneFile(t *testing.T) {
 		return false
 	}, "the wide session's last write recorded under INT-005")
 }
+
+// TestCachedAttackRenameOverAWrittenFile: the agent appends to src/a.txt
+// and, before its writes pause, renames src/c.txt over it. What was
+// written to the file replaced must be recorded before the rename, under
+// the name it had: recorded after it, the ledger's last word on
+// src/a.txt would be the replaced content (and undoing that "write"
+// would put it back over the file now there).
+func TestCachedAttackRenameOverAWrittenFile(t *testing.T) {
+	testenv.Serial(t)
+	e := mountCached(t, "INT-001", map[string]string{"src/a.txt": "aaa\n", "src/c.txt": "ccc\n"})
+	cachedAgent(e, "exec 3>>src/a.txt; /bin/echo first >&3 && mv src/c.txt src/a.txt")
+	e.D.Status() // records what the writers wrote
+	write, rename := -1, -1
+	for i, r := range e.Records() {
+		switch {
+		case r.Gov().Event == ledger.EventWrite && r.Path() == "src/a.txt":
+			if ledger.Str(r.Gov().PostHash) != testenv.ShaOf([]byte("aaa\nfirst\n")) {
+				t.Errorf("a write of src/a.txt recorded with post %s", ledger.Str(r.Gov().PostHash))
+			}
+			write = i
+		case r.Gov().Event == ledger.EventRename && r.Path() == "src/a.txt":
+			rename = i
+		}
+	}
+	if write < 0 || rename < 0 || write > rename {
+		t.Fatalf("the write of the replaced src/a.txt is record %d, the rename over it %d: want the write first", write, rename)
+	}
+	unchanged(e, "src/a.txt", "ccc\n")
+}
