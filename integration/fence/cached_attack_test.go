@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -290,4 +291,50 @@ func TestCachedAttackRenameOverAWrittenFile(t *testing.T) {
 		t.Fatalf("the write of the replaced src/a.txt is record %d, the rename over it %d: want the write first", write, rename)
 	}
 	unchanged(e, "src/a.txt", "ccc\n")
+}
+
+// TestCachedAttackWritesToAReplacedFile: a process keeps writing through
+// its descriptor after the file was renamed over or unlinked. The bytes
+// go to a file no longer in the tree; recorded under the name it had,
+// they would make the ledger describe the file now there (or a deleted
+// one) with content it does not hold.
+func TestCachedAttackWritesToAReplacedFile(t *testing.T) {
+	testenv.Serial(t)
+	e := mountCached(t, "INT-001", map[string]string{"src/a.txt": "aaa\n", "src/c.txt": "ccc\n", "src/u.txt": "uuu\n"})
+	out := agentPy(e, `
+import os
+for name, gone in (("src/a.txt", lambda: os.rename("src/c.txt", "src/a.txt")), ("src/u.txt", lambda: os.unlink("src/u.txt"))):
+    fd = os.open(name, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"first\n")
+    gone()
+    os.write(fd, b"orphan\n")
+    os.close(fd)
+print("done")
+`)
+	if !strings.Contains(out, "done") {
+		t.Fatalf("the agent: %s", out)
+	}
+	e.D.Status() // records what the writers wrote
+	last := map[string]*ledger.Record{}
+	for _, r := range e.Records() {
+		if p := r.Path(); p == "src/a.txt" || p == "src/u.txt" {
+			last[p] = r
+		}
+	}
+	if r := last["src/a.txt"]; r == nil || ledger.Str(r.Gov().PostHash) != testenv.ShaOf([]byte("ccc\n")) {
+		t.Errorf("the last record of src/a.txt, which holds ccc: %s", describeRecord(r))
+	}
+	if r := last["src/u.txt"]; r == nil || r.Gov().Event != ledger.EventDelete {
+		t.Errorf("the last record of src/u.txt, which is gone: %s", describeRecord(r))
+	}
+	unchanged(e, "src/a.txt", "ccc\n")
+}
+
+// describeRecord is a record's event, path and content hashes, for a
+// failure message.
+func describeRecord(r *ledger.Record) string {
+	if r == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %s %s -> %s", r.Gov().Event, r.Path(), ledger.Str(r.Gov().PreHash), ledger.Str(r.Gov().PostHash))
 }
