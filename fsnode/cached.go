@@ -206,6 +206,7 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 		// (CREATE) keep a handle, and with it their mappings.
 		rel, _ := n.relPath()
 		n.root.log.Warn("a write without caller (shared writable mapping) to a file opened on the cached data path is refused", "path", rel)
+		n.dropRefusedPages()
 		return nil, syscall.EACCES
 	}
 	intent := n.root.actorOf(caller).Intent
@@ -244,6 +245,35 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 	}
 	n.installCachedWriterLocked(f, caller.Pid, intent)
 	return f, 0
+}
+
+// dropRefusedPages has the kernel drop the file's cached pages after a
+// refused writeback. The kernel marks a page whose writeback failed clean
+// and keeps it: without this, every later reader of the mount (a human's
+// git commit included) would see the bytes the source refused, as if the
+// change had been made. The kernel waits for the writeback in flight,
+// this very request's among them, before it drops pages, so it runs
+// apart: one goroutine per node at a time, which drops them again when
+// another writeback was refused meanwhile (a page dirtied anew after the
+// drop passed it).
+func (n *Node) dropRefusedPages() {
+	n.dropAgain.Store(true)
+	if !n.dropping.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		for {
+			n.dropAgain.Store(false)
+			if errno := n.EmbeddedInode().NotifyContent(0, 0); errno != 0 && errno != syscall.ENOENT {
+				rel, _ := n.relPath()
+				n.root.log.Warn("dropping the pages of a refused writeback from the kernel's cache failed", "path", rel, "err", errno)
+			}
+			n.dropping.Store(false)
+			if !n.dropAgain.Load() || !n.dropping.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
 }
 
 // installCachedWriterLocked makes f the node's writer for pid under

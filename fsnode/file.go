@@ -223,6 +223,14 @@ func (f *File) checkpointLocked(t *tracking, final bool) {
 	if !t.created && k == t.baseKey {
 		return // nothing written since the last record
 	}
+	if !t.named(&st) {
+		// The file was unlinked or renamed over, and no link of it is
+		// left: what was written since is in no file, and the name it
+		// had is another file's now, or none's. Recorded under that
+		// name, it would describe a file with content it does not hold.
+		t.baseKey = k
+		return
+	}
 	rel, ev, pre := t.recordTarget()
 	cc, err := f.analyze(rel, pre)
 	d := cc.digest
@@ -264,6 +272,17 @@ func (f *File) checkpointLocked(t *tracking, final bool) {
 			o.followRecord(d, k, kept)
 		}
 	}
+}
+
+// named reports whether the file t's handle writes (st, its fstat) still
+// has a name: its node's in the tree, or any (a link the mount does not
+// know of, which the name it was opened under then stands for). A file
+// with no link left is in no tree.
+func (t *tracking) named(st *syscall.Stat_t) bool {
+	if _, ok := t.node.relPath(); ok {
+		return true
+	}
+	return st.Nlink > 0
 }
 
 // recordTarget is the path, event and pre-image hash of t's next record.

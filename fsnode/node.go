@@ -57,6 +57,10 @@ type Node struct {
 	// cw is the writer of the cached data path (see cachedWriter).
 	cachedMu sync.Mutex
 	cw       *cachedWriter
+	// dropping is set while a refused writeback's pages are being
+	// dropped from the kernel's cache, dropAgain when another was refused
+	// since that drop began (see dropRefusedPages).
+	dropping, dropAgain atomic.Bool
 }
 
 // OnForget closes the cached directory handle.

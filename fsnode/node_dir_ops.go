@@ -431,6 +431,12 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		defer release()
 	}
 	n.checkpointChild(name)
+	if dstExists {
+		// The file replaced (or exchanged) too: what its writers wrote is
+		// recorded under its name before the rename gives the name to
+		// another file.
+		dst.checkpointChild(newName)
+	}
 	movedNode, swappedNode := n.childNode(name), dst.childNode(newName)
 	if cross == policy.CrossOut && isDir {
 		checkpointBelow(movedNode)
