@@ -114,7 +114,7 @@ func (f *checkFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Att
 		// start or from after the question.
 		caller, _ := fuse.FromContext(ctx)
 		size := int64(len(checkUsage))
-		if h := f.handleless.get(caller, false); h != nil {
+		if h := f.handleless.getOrParent(caller); h != nil {
 			h.mu.Lock()
 			size = h.base + int64(len(h.answer))
 			h.mu.Unlock()
@@ -140,11 +140,11 @@ func (f *checkFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 func (f *checkFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if fh == nil {
 		caller, _ := fuse.FromContext(ctx)
-		if h := f.handleless.get(caller, false); h != nil {
-			fh = h
-		} else {
-			fh = &checkHandle{answer: []byte(checkUsage)}
+		h := f.handleless.getOrParent(caller)
+		if h == nil {
+			h = &checkHandle{answer: []byte(checkUsage)}
 		}
+		return h.readAsFile(dest, off), 0
 	}
 	h, ok := fh.(*checkHandle)
 	if !ok {
@@ -166,6 +166,30 @@ func (f *checkFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off
 	}
 	end := min(off+int64(len(dest)), int64(len(h.answer)))
 	return fuse.ReadResultData(slices.Clone(h.answer[off:end])), 0
+}
+
+// readAsFile reads the answer as a file would that held base blanks and
+// then the answer: the kernel reads a handle-less file through its page
+// cache, a page from offset 0, and serves a sequential reader (cat <&3,
+// at the offset just past the question) the bytes from there, so the
+// answer must start at base; a reader from offset 0 reads blanks first,
+// which a JSON reader skips.
+func (h *checkHandle) readAsFile(dest []byte, off int64) fuse.ReadResult {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	size := h.base + int64(len(h.answer))
+	if off < 0 || off >= size {
+		return fuse.ReadResultData(nil)
+	}
+	out := make([]byte, min(int64(len(dest)), size-off))
+	for i := range out {
+		if p := off + int64(i); p < h.base {
+			out[i] = ' '
+		} else {
+			out[i] = h.answer[p-h.base]
+		}
+	}
+	return fuse.ReadResultData(out)
 }
 
 // Write takes one question per write(2) and keeps its answer on the handle.

@@ -1,6 +1,9 @@
 package control
 
 import (
+	"bytes"
+	"os"
+	"strconv"
 	"sync"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -43,4 +46,45 @@ func (b *byProcess[T]) get(caller *fuse.Caller, create bool) *T {
 	s := new(T)
 	b.m[pid] = s
 	return s
+}
+
+// getOrParent returns the state of caller's process, or else that of its
+// parent: a shell that writes a question through a descriptor and lets a
+// child read the answer (`exec 3<>.intentfs/check; printf X >&3; cat <&3`)
+// shares the file as it would share one handle. Only the parent, one
+// level, is asked: the child reads what its parent could read.
+func (b *byProcess[T]) getOrParent(caller *fuse.Caller) *T {
+	if s := b.get(caller, false); s != nil || caller == nil {
+		return s
+	}
+	ppid, ok := parentPID(caller.Pid)
+	if !ok {
+		return nil
+	}
+	return b.get(&fuse.Caller{Pid: ppid}, false)
+}
+
+// parentPID reads pid's parent from /proc/PID/stat: the field after the
+// command name, whose closing parenthesis is the last one in the line.
+func parentPID(pid uint32) (uint32, bool) {
+	if pid == 0 {
+		return 0, false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.ParseUint(string(f[1]), 10, 32)
+	if err != nil || ppid == 0 {
+		return 0, false
+	}
+	return uint32(ppid), true
 }
