@@ -423,3 +423,37 @@ func (n *Node) sameInode(st *syscall.Stat_t) bool {
 	id := n.root.idFromStat(st)
 	return id.Ino == n.StableAttr().Ino && id.Mode&syscall.S_IFMT == n.StableAttr().Mode&syscall.S_IFMT
 }
+
+// holdForRemoval is called, on the cached data path, before the name of
+// n, a file the kernel knows, is removed (an unlink, a rename over it). A
+// process may have it open, and the daemon holds no handle of that open:
+// its fstat(2) and reads after the name is gone go through a descriptor
+// the daemon takes now (withReadFd), within the mount's share. The
+// returned func, called once the name is removed, notes the link the
+// pre-image store may have taken of the inode (a pre-image is linked, not
+// copied, when no handle is open), which fstat must not report.
+func (n *Node) holdForRemoval() (removed func()) {
+	if !n.root.cached || n.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return func() {}
+	}
+	var before syscall.Stat_t
+	held := n.withReadFd(func(fd int) error { return syscall.Fstat(fd, &before) }) == 0
+	return func() {
+		var after syscall.Stat_t
+		// Only a file with one link has its pre-image linked
+		// (mayLinkPreImage): with its name gone, a link left is the
+		// store's.
+		if !held || before.Nlink != 1 || !n.fstatHeld(&after) || after.Ino != before.Ino {
+			return
+		}
+		n.storeLinks.Store(uint32(min(after.Nlink, 1)))
+	}
+}
+
+// visibleNlink is the link count fstat(2) reports for st, an fstat of n's
+// inode: without the links the pre-image store holds.
+func (n *Node) visibleNlink(st *syscall.Stat_t) {
+	if extra := uint64(n.storeLinks.Load()); extra > 0 {
+		st.Nlink -= min(st.Nlink, extra)
+	}
+}

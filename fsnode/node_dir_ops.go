@@ -134,6 +134,10 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if g.upstream != nil && g.upstream.Rewrite {
 		return n.unlinkForUpstream(ctx, name, rel, g)
 	}
+	removedName := func() {}
+	if child := n.childNode(name); child != nil {
+		removedName = child.holdForRemoval()
+	}
 	mode := ""
 	var st syscall.Stat_t
 	var lostErr error
@@ -180,6 +184,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		// The pending link, if any, is adopted at the next start.
 		return errno
 	}
+	removedName()
 	if g.provisional {
 		// A temporary its tool removed: nothing of it is left to record.
 		n.root.prov.drop(rel, uint64(st.Dev), st.Ino)
@@ -391,6 +396,10 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	n.checkpointChild(name)
 	movedNode, swappedNode := n.childNode(name), dst.childNode(newName)
+	replacedName := func() {}
+	if swappedNode != nil && swappedNode != movedNode && flags&policy.RenameExchange == 0 {
+		replacedName = swappedNode.holdForRemoval()
+	}
 	if cross == policy.CrossOut && isDir {
 		checkpointBelow(movedNode)
 	}
@@ -426,6 +435,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if errno != 0 {
 		return errno
 	}
+	replacedName()
 	if g.refContent != nil {
 		n.root.replaceRef(ctx, dst, newName, newRel, g.refContent, srcSt.Mode)
 	}
