@@ -141,10 +141,9 @@ func (f *checkFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off
 	if fh == nil {
 		caller, _ := fuse.FromContext(ctx)
 		if h := f.handleless.get(caller, false); h != nil {
-			fh = h
-		} else {
-			fh = &checkHandle{answer: []byte(checkUsage)}
+			return h.readPadded(dest, off), 0
 		}
+		fh = &checkHandle{answer: []byte(checkUsage)}
 	}
 	h, ok := fh.(*checkHandle)
 	if !ok {
@@ -240,4 +239,29 @@ func isDryRunOp(s string) bool {
 		}
 	}
 	return false
+}
+
+// readPadded reads a handle-less answer. The kernel reads through its
+// page cache, whole pages from the file's start, and hands the reader the
+// bytes from its position: after the question for the descriptor that
+// asked it, the start for a new open. Both must read the answer, so the
+// file is the answer after as many spaces as the question had, which a
+// JSON reader from the start skips.
+func (h *checkHandle) readPadded(dest []byte, off int64) fuse.ReadResult {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	size := h.base + int64(len(h.answer))
+	if off < 0 || off >= size {
+		return fuse.ReadResultData(nil)
+	}
+	end := min(off+int64(len(dest)), size)
+	out := make([]byte, 0, end-off)
+	for p := off; p < end; p++ {
+		if p < h.base {
+			out = append(out, ' ')
+		} else {
+			out = append(out, h.answer[p-h.base])
+		}
+	}
+	return fuse.ReadResultData(out)
 }

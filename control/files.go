@@ -51,7 +51,14 @@ type Dir struct {
 	asDaemon func(ctx context.Context, fn func() error) error
 	// snapshots bounds the handles and snapshot bytes each uid holds.
 	snapshots snapshotLimit
+	// withoutHandles says the kernel opens the files with no OPEN (the
+	// cached data path): reads come with no handle (see handleless.go).
+	withoutHandles bool
 }
+
+// ServeWithoutHandles tells the directory that its files are read with
+// no handle (the cached data path); it is called before the mount serves.
+func (d *Dir) ServeWithoutHandles() { d.withoutHandles = true }
 
 // RunAsDaemon makes the directory compute its files' content with the
 // daemon's credentials, through asDaemon (fsnode.Root.AsDaemon).
@@ -300,6 +307,15 @@ type ctlFile struct {
 	// handleless keeps, per process, the pending command of writes
 	// that come without a handle (see handleless.go).
 	handleless byProcess[ctlHandle]
+	// sized keeps, per process, the content whose size its last GETATTR
+	// reported, for its reads without a handle (see handleless.go).
+	sized byProcess[ctlSnapshot]
+}
+
+// ctlSnapshot is the content a handle-less reader was told the size of.
+type ctlSnapshot struct {
+	mu      sync.Mutex
+	content []byte
 }
 
 var (
@@ -323,7 +339,16 @@ func (f *ctlFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrO
 		out.Size = uint64(len(h.content))
 	} else {
 		caller, _ := fuse.FromContext(ctx)
-		out.Size = uint64(len(f.read(caller)))
+		content := f.read(caller)
+		out.Size = uint64(len(content))
+		if f.dir != nil && f.dir.withoutHandles {
+			// The kernel will read no further than this size: the
+			// caller's reads answer from this content (readHandleless).
+			snap := f.sized.get(caller, true)
+			snap.mu.Lock()
+			snap.content = content
+			snap.mu.Unlock()
+		}
 	}
 	// The content changes with every select or denial; let the kernel keep
 	// the size for no time (0 would mean the mount's default, a second).
@@ -472,6 +497,21 @@ func (f *ctlFile) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 // readHandleless reads the content as it is now (see handleless.go).
 func (f *ctlFile) readHandleless(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	caller, _ := fuse.FromContext(ctx)
+	if snap := f.sized.get(caller, false); snap != nil {
+		snap.mu.Lock()
+		content := snap.content
+		end := min(off+int64(len(dest)), int64(len(content)))
+		if content != nil && end == int64(len(content)) {
+			snap.content = nil // read to its end: the next reader sizes anew
+		}
+		snap.mu.Unlock()
+		if content != nil {
+			if off >= end {
+				return fuse.ReadResultData(nil), 0
+			}
+			return fuse.ReadResultData(content[off:end]), 0
+		}
+	}
 	var content []byte
 	read := func() error { content = f.read(caller); return nil }
 	if f.dir != nil && f.dir.asDaemon != nil {
