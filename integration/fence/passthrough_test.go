@@ -15,6 +15,10 @@ import (
 func TestReadsAndWritesBypassTheDaemon(t *testing.T) {
 	testenv.Parallel(t)
 	e := testenv.Mount(t, testenv.ScopePolicy, "INT-002", nil)
+	if testenv.TestDataPath() == "cached" {
+		readsFromThePageCache(t, e)
+		return
+	}
 	if !e.D.Status().Passthrough {
 		t.Skip("the kernel offers no FUSE passthrough here (Linux 6.9+ and a root daemon are needed)")
 	}
@@ -41,5 +45,37 @@ func TestReadsAndWritesBypassTheDaemon(t *testing.T) {
 	r := e.WaitRecord("create", testenv.Event("create", "big.bin"))
 	if r.Gov().PostHash == nil || *r.Gov().PostHash != testenv.ShaOf(data) {
 		t.Fatal("post hash of a passthrough write is wrong")
+	}
+}
+
+// readsFromThePageCache is TestReadsAndWritesBypassTheDaemon on the cached
+// data path, which has no kernel passthrough: writes reach the daemon
+// (they are decided there), and reads of a file the page cache holds
+// reach it not at all, open after open, with no OPEN, READ, FLUSH or
+// RELEASE.
+func readsFromThePageCache(t *testing.T, e *testenv.Env) {
+	data := bytes.Repeat([]byte("page cache "), 4<<20/11)
+	p := filepath.Join(e.Mnt, "big.bin")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e.WaitRecord("create", testenv.Event("create", "big.bin"))
+	if r.Gov().PostHash == nil || *r.Gov().PostHash != testenv.ShaOf(data) {
+		t.Fatal("post hash of the cached path's write is wrong")
+	}
+	if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) { // warms the page cache
+		t.Fatalf("read back %d bytes, err %v", len(got), err)
+	}
+	before := e.D.Status().Ops
+	for range 3 {
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read back %d bytes, err %v", len(got), err)
+		}
+	}
+	after := e.D.Status().Ops
+	for _, op := range []string{"OPEN", "READ", "FLUSH", "RELEASE"} {
+		if after[op] != before[op] {
+			t.Errorf("warm reads sent %s: %d before, %d after (%v)", op, before[op], after[op], after)
+		}
 	}
 }
