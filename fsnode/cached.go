@@ -113,6 +113,9 @@ type cachedWriter struct {
 	pid    uint32
 	intent string
 	timer  *time.Timer
+	// wrote says a write went through it: a truncation after that
+	// starts a new version (see truncateThroughWriter).
+	wrote bool
 }
 
 // cachedHandle is a handle a cachedWriter writes through: a File, or the
@@ -191,7 +194,11 @@ func (n *Node) cachedWrite(ctx context.Context, data []byte, off int64) (uint32,
 		return 0, errno
 	}
 	defer n.cachedMu.Unlock()
-	return f.Write(ctx, data, off)
+	written, errno := f.Write(ctx, data, off)
+	if errno == 0 && n.cw != nil {
+		n.cw.wrote = true
+	}
+	return written, errno
 }
 
 // cachedWriterFor returns the writer the request in ctx writes through,

@@ -198,7 +198,15 @@ func (n *Node) truncateInto(ctx context.Context, lf *File, rel string, g grant, 
 // one change, recorded once they pause, from the content before the
 // truncation, as the passthrough path records an O_TRUNC open and its
 // writes (truncateInto). It declines (false) where truncateInto does.
+// A writer that has written is recorded first: what it wrote is a version
+// of its own (`echo a > f; echo b > f` in one shell leaves two), not to
+// be lost under the next.
 func (n *Node) truncateThroughWriter(ctx context.Context, rel string, g grant, in *fuse.SetAttrIn, out *fuse.AttrOut) (bool, syscall.Errno) {
+	n.cachedMu.Lock()
+	if cw := n.cw; cw != nil && cw.wrote {
+		n.endCachedWriterLocked()
+	}
+	n.cachedMu.Unlock()
 	w, errno := n.cachedWriterFor(ctx)
 	if errno != 0 {
 		return true, errno
