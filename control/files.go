@@ -378,6 +378,20 @@ type ctlHandle struct {
 	// pending is what was written of a command that is not complete
 	// yet (see ctlFile.partial).
 	pending []byte
+	// incomplete refuses pending once the writes pause, where no FLUSH
+	// will (see refuseIncompleteLater).
+	incomplete pendingTimer
+}
+
+// pendingTimer is a timer that may not be set.
+type pendingTimer struct{ timer *time.Timer }
+
+// Stop stops the timer, if set.
+func (p *pendingTimer) Stop() {
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
 }
 
 func (f *ctlFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -448,16 +462,21 @@ func (f *ctlFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off 
 	}
 	caller, _ := fuse.FromContext(ctx)
 	n := uint32(len(data)) // what this write(2) wrote, whatever it completes
-	if fh == nil && f.partial != nil {
+	handleless := fh == nil
+	if handleless && f.partial != nil {
 		fh = f.handleless.get(caller, true)
 	}
 	if h, ok := fh.(*ctlHandle); ok && f.partial != nil {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		h.incomplete.Stop()
 		if len(h.pending)+len(data) <= maxControlWrite {
 			cmd := append(h.pending, data...)
 			if f.partial(cmd) {
 				h.pending = cmd
+				if handleless {
+					f.refuseIncompleteLater(h, caller)
+				}
 				return n, 0
 			}
 			h.pending = nil
@@ -471,6 +490,32 @@ func (f *ctlFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off 
 		return 0, errno
 	}
 	return n, 0
+}
+
+// incompleteAfter is how long a command written with no handle may wait
+// for the write that completes it (see refuseIncompleteLater).
+const incompleteAfter = 500 * time.Millisecond
+
+// refuseIncompleteLater refuses h's pending command, as Flush does at
+// close, once the writes of its process have paused for incompleteAfter
+// without completing it: with no handle (the cached data path) no FLUSH
+// comes at close, and a command left incomplete must still be refused and
+// recorded, never left pending. h.mu is held.
+func (f *ctlFile) refuseIncompleteLater(h *ctlHandle, caller *fuse.Caller) {
+	var by *fuse.Caller
+	if caller != nil {
+		c := *caller // the request's caller is not the daemon's to keep
+		by = &c
+	}
+	h.incomplete.timer = time.AfterFunc(incompleteAfter, func() {
+		h.mu.Lock()
+		left := h.pending
+		h.pending = nil
+		h.mu.Unlock()
+		if len(left) > 0 {
+			f.write(left, by)
+		}
+	})
 }
 
 // Flush refuses a command left incomplete (see ctlFile.partial): the

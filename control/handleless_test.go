@@ -1,7 +1,10 @@
 package control
 
 import (
+	"context"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -91,5 +94,48 @@ func TestCheckAnswerReadWithoutHandle(t *testing.T) {
 		if string(got) != c.want {
 			t.Errorf("read %d at %d: %q, want %q", c.n, c.off, got, c.want)
 		}
+	}
+}
+
+// TestHandlelessIncompleteCommandIsRefused: a command written in parts
+// with no handle (the cached data path, where no FLUSH comes at close)
+// is refused, as Flush refuses it, once its process's writes pause; one
+// completed in time is applied whole.
+func TestHandlelessIncompleteCommandIsRefused(t *testing.T) {
+	type applied struct {
+		data string
+		pid  uint32
+	}
+	got := make(chan applied, 4)
+	f := &ctlFile{partial: partialScopeRequest, write: func(data []byte, caller *fuse.Caller) syscall.Errno {
+		got <- applied{string(data), caller.Pid}
+		return 0
+	}}
+	f.handleless.parentOf = func(uint32) (uint32, bool) { return 0, false }
+	write := func(pid uint32, data string) {
+		t.Helper()
+		ctx := fuse.NewContext(context.Background(), &fuse.Caller{Pid: pid})
+		if n, errno := f.Write(ctx, nil, []byte(data), 0); errno != 0 || int(n) != len(data) {
+			t.Fatalf("write %q: %d %v", data, n, errno)
+		}
+	}
+	write(7, "paths: docs/**\n")
+	write(7, "why: a page\n")
+	if a := <-got; a.data != "paths: docs/**\nwhy: a page\n" || a.pid != 7 {
+		t.Fatalf("the completed command: %+v", a)
+	}
+	write(8, "paths: docs/**\n")
+	select {
+	case a := <-got:
+		if a.data != "paths: docs/**\n" || a.pid != 8 {
+			t.Fatalf("the incomplete command was given on as %+v", a)
+		}
+	case <-time.After(10 * incompleteAfter):
+		t.Fatal("the incomplete command was left pending")
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("more given on: %+v", a)
+	case <-time.After(2 * incompleteAfter):
 	}
 }
