@@ -116,7 +116,18 @@ type cachedWriter struct {
 	// wrote says a write went through it: a truncation after that
 	// starts a new version (see truncateThroughWriter).
 	wrote bool
+	// truncated says it was opened by a truncation (an O_TRUNC open);
+	// until it writes, its pause is waited for longer (see
+	// settleCachedWriter).
+	truncated bool
 }
+
+// cachedTruncateQuiet is how long a writer that has truncated the file
+// and written nothing yet waits for its writes: an O_TRUNC open and its
+// first write are one change, and a record of the emptied file between
+// them (a loaded machine can hold the writer past cachedWriteQuiet) would
+// be a version no one wrote.
+const cachedTruncateQuiet = 2 * time.Second
 
 // cachedHandle is a handle a cachedWriter writes through: a File, or the
 // handle of a file git creates from the upstream.
@@ -293,9 +304,15 @@ func (n *Node) adoptCreated(ctx context.Context, fh fs.FileHandle) bool {
 func (n *Node) settleCachedWriter(cw *cachedWriter) {
 	n.cachedMu.Lock()
 	defer n.cachedMu.Unlock()
-	if n.cw == cw {
-		n.endCachedWriterLocked()
+	if n.cw != cw {
+		return
 	}
+	if cw.truncated && !cw.wrote && n.root.cachedQuiet < cachedTruncateQuiet {
+		cw.truncated = false // once
+		cw.timer.Reset(cachedTruncateQuiet - n.root.cachedQuiet)
+		return
+	}
+	n.endCachedWriterLocked()
 }
 
 // Read reads through the handle the kernel names, or, for handle 0 (the

@@ -3,6 +3,7 @@ package fsnode
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -302,6 +303,14 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	newRel, ok2 := dst.childPath(newName)
 	if !ok1 || !ok2 {
 		return syscall.ENOENT
+	}
+	if n.root.cached && strings.HasPrefix(newRel, ".git/") {
+		// git puts its index, refs and HEAD in place last, by renaming
+		// a lock file: what it wrote in the worktree before (a checkout,
+		// a merge, files from the upstream) is recorded, and published,
+		// first, as their closes would have on the passthrough path,
+		// not after git has ended.
+		n.root.SettleWrites()
 	}
 	var srcSt, dstSt syscall.Stat_t
 	dstExists := false

@@ -216,7 +216,11 @@ func (n *Node) truncateThroughWriter(ctx context.Context, rel string, g grant, i
 	if !ok {
 		return false, 0
 	}
-	return n.truncateInto(ctx, lf, rel, g, in, out)
+	folded, errno := n.truncateInto(ctx, lf, rel, g, in, out)
+	if folded && errno == 0 && n.cw != nil && !n.cw.wrote {
+		n.cw.truncated = true
+	}
+	return folded, errno
 }
 
 // setattrAt applies a SETATTR to name in dirfd without following a final
