@@ -116,6 +116,9 @@ type cachedWriter struct {
 	// wrote says a write went through it: a truncation after that
 	// starts a new version (see truncateThroughWriter).
 	wrote bool
+	// session says its process is in an agent session, whose reads are
+	// remembered for the stale-write check (see notifyChanged).
+	session bool
 	// truncated says it was opened by a truncation (an O_TRUNC open);
 	// until it writes, its pause is waited for longer (see
 	// settleCachedWriter).
@@ -195,6 +198,9 @@ func (n *Node) endCachedWriterLocked() {
 	cw.timer.Stop()
 	n.root.cachedWriters.remove(n)
 	cw.file.Release(context.Background())
+	if cw.session && cw.wrote {
+		n.notifyChanged()
+	}
 }
 
 // cachedWrite is a WRITE with handle 0: through the node's cachedWriter
@@ -207,9 +213,21 @@ func (n *Node) cachedWrite(ctx context.Context, data []byte, off int64) (uint32,
 	defer n.cachedMu.Unlock()
 	written, errno := f.Write(ctx, data, off)
 	if errno == 0 && n.cw != nil {
+		if n.cw.session && !n.cw.wrote {
+			n.notifyChanged()
+		}
 		n.cw.wrote = true
 	}
 	return written, errno
+}
+
+// notifyChanged drops the kernel's pages of n after a session changed it,
+// so that another session's next read of it reaches the daemon (Read), and
+// is remembered for the stale-write check, instead of being served from
+// the page cache where no one sees it. Asynchronous: the kernel may hold
+// the inode's locks for the request being answered.
+func (n *Node) notifyChanged() {
+	go n.NotifyContent(0, 0)
 }
 
 // cachedWriterFor returns the writer the request in ctx writes through,
@@ -226,7 +244,8 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 		n.root.log.Warn("a write without caller (shared writable mapping) to a file opened on the cached data path is refused", "path", rel)
 		return nil, syscall.EACCES
 	}
-	intent := n.root.actorOf(caller).Intent
+	actor := n.root.actorOf(caller)
+	intent := actor.Intent
 	n.cachedMu.Lock()
 	if cw := n.cw; cw != nil {
 		if cw.pid == caller.Pid && cw.intent == intent {
@@ -261,6 +280,7 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 		return nil, syscall.EBADF
 	}
 	n.installCachedWriterLocked(f, caller.Pid, intent)
+	n.cw.session = actor.Versions != nil
 	return f, 0
 }
 
@@ -326,7 +346,9 @@ func (n *Node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64
 	var m int
 	errno := n.withReadFd(func(fd int) error {
 		var err error
-		m, err = syscall.Pread(fd, dest, off)
+		if m, err = syscall.Pread(fd, dest, off); err == nil {
+			n.sawRead(ctx, fd)
+		}
 		return err
 	})
 	if errno != 0 {
@@ -479,5 +501,21 @@ func (n *Node) holdForRemoval() (removed func()) {
 func (n *Node) visibleNlink(st *syscall.Stat_t) {
 	if extra := uint64(n.storeLinks.Load()); extra > 0 {
 		st.Nlink -= min(st.Nlink, extra)
+	}
+}
+
+// sawRead tells the reader's session, if any, that it now knows the
+// version of n open at fd: on the cached data path no OPEN shows a read,
+// only a READ the page cache could not serve (a session's change drops
+// the pages, see notifyChanged).
+func (n *Node) sawRead(ctx context.Context, fd int) {
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || caller == nil || caller.Pid == 0 {
+		return
+	}
+	if a := n.root.actorOf(caller); a.Versions != nil {
+		if rel, ok := n.relPath(); ok {
+			a.sawFd(rel, fd)
+		}
 	}
 }
