@@ -9,6 +9,9 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/internal/upstreamplan"
 )
 
 // Data paths: how reads and writes of existing files reach the source.
@@ -113,6 +116,10 @@ type cachedWriter struct {
 	pid    uint32
 	intent string
 	timer  *time.Timer
+	// quiet is how long its writes must pause before it is ended.
+	quiet time.Duration
+	// caller is the process it writes for, for the checks at its end.
+	caller fuse.Caller
 	// wrote says a write went through it: a truncation after that
 	// starts a new version (see truncateThroughWriter).
 	wrote bool
@@ -197,6 +204,13 @@ func (n *Node) endCachedWriterLocked() {
 	n.cw = nil
 	cw.timer.Stop()
 	n.root.cachedWriters.remove(n)
+	if up, ok := cw.file.(*upstreamFile); ok {
+		// A file git creates from the upstream is checked and published
+		// at its close (FLUSH), which never comes on this path: here,
+		// when git ends, or at a settle (git's renames into .git), as
+		// the process that wrote it.
+		up.Flush(fuse.NewContext(context.Background(), &cw.caller))
+	}
 	cw.file.Release(context.Background())
 	if cw.session && cw.wrote {
 		n.notifyChanged()
@@ -249,7 +263,7 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 	n.cachedMu.Lock()
 	if cw := n.cw; cw != nil {
 		if cw.pid == caller.Pid && cw.intent == intent {
-			cw.timer.Reset(n.root.cachedQuiet)
+			cw.timer.Reset(cw.quiet)
 			return cw.file, 0
 		}
 		n.endCachedWriterLocked()
@@ -279,18 +293,51 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 		}
 		return nil, syscall.EBADF
 	}
-	n.installCachedWriterLocked(f, caller.Pid, intent)
+	n.installCachedWriterLocked(f, caller, intent)
 	n.cw.session = actor.Versions != nil
 	return f, 0
 }
 
-// installCachedWriterLocked makes f the node's writer for pid under
+// installCachedWriterLocked makes f the node's writer for caller under
 // intent; n.cachedMu is held.
-func (n *Node) installCachedWriterLocked(f cachedHandle, pid uint32, intent string) {
-	cw := &cachedWriter{file: f, pid: pid, intent: intent}
-	cw.timer = time.AfterFunc(n.root.cachedQuiet, func() { n.settleCachedWriter(cw) })
+func (n *Node) installCachedWriterLocked(f cachedHandle, caller *fuse.Caller, intent string) {
+	cw := &cachedWriter{file: f, pid: caller.Pid, intent: intent, quiet: n.root.cachedQuiet, caller: *caller}
+	_, upstream := f.(*upstreamFile)
+	if upstream {
+		// Published when git ends (settleAtExit), or at a settle; a
+		// pause in its writes is no close. Bounded within the time git
+		// may keep such a file (publish refuses it past that).
+		cw.quiet = upstreamplan.SinkFor / 2
+	}
+	cw.timer = time.AfterFunc(cw.quiet, func() { n.settleCachedWriter(cw) })
 	n.cw = cw
 	n.root.cachedWriters.add(n)
+	if upstream {
+		n.settleAtExit(cw)
+	}
+}
+
+// settleAtExit ends cw when its process ends, within the writer's quiet;
+// a process that cannot be watched leaves it to the writer's timer.
+func (n *Node) settleAtExit(cw *cachedWriter) {
+	pidfd, err := unix.PidfdOpen(int(cw.pid), 0)
+	if err != nil {
+		return
+	}
+	go func() {
+		defer unix.Close(pidfd)
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		for {
+			ready, err := unix.Poll(fds, int(cw.quiet/time.Millisecond))
+			if err == unix.EINTR {
+				continue
+			}
+			if err == nil && ready > 0 {
+				n.settleCachedWriter(cw)
+			}
+			return
+		}
+	}()
 }
 
 // adoptCreated makes the handle of a file just created by CREATE the
@@ -315,7 +362,7 @@ func (n *Node) adoptCreated(ctx context.Context, fh fs.FileHandle) bool {
 	n.cachedMu.Lock()
 	defer n.cachedMu.Unlock()
 	n.endCachedWriterLocked()
-	n.installCachedWriterLocked(f, caller.Pid, intent)
+	n.installCachedWriterLocked(f, caller, intent)
 	return true
 }
 
