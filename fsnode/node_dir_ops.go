@@ -514,11 +514,20 @@ func (n *Node) childNode(name string) *Node {
 }
 
 // checkpointChild records pending writes of handles open on child name, if
-// the kernel knows it.
+// the kernel knows it. On the cached data path its writer is ended too:
+// the process that wrote it has most likely closed it (an editor's or
+// sed's temporary, renamed into place), and a writer kept past the rename
+// or removal would take a change made at the source meanwhile for its
+// own at its end; a later write is decided anew.
 func (n *Node) checkpointChild(name string) {
 	if ch := n.GetChild(name); ch != nil {
 		if c, ok := ch.Operations().(*Node); ok {
 			c.checkpointOpen()
+			if n.root.cached {
+				c.cachedMu.Lock()
+				c.endCachedWriterLocked()
+				c.cachedMu.Unlock()
+			}
 		}
 	}
 }
