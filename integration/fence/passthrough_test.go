@@ -4,6 +4,7 @@ import (
 	"github.com/intentfs/intentfs/integration/testenv"
 
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,19 +64,25 @@ func readsFromThePageCache(t *testing.T, e *testenv.Env) {
 	if r.Gov().PostHash == nil || *r.Gov().PostHash != testenv.ShaOf(data) {
 		t.Fatal("post hash of the cached path's write is wrong")
 	}
-	if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) { // warms the page cache
-		t.Fatalf("read back %d bytes, err %v", len(got), err)
-	}
-	before := e.D.Status().Ops
-	for range 3 {
+	// The source watch may still drop the pages for the daemon's own
+	// writes of the file a little later: the reads must reach a state
+	// where a whole read costs no request.
+	var last string
+	testenv.WaitFor(t, func() bool {
+		before := e.D.Status().Ops
 		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("read back %d bytes, err %v", len(got), err)
 		}
-	}
-	after := e.D.Status().Ops
-	for _, op := range []string{"OPEN", "READ", "FLUSH", "RELEASE"} {
-		if after[op] != before[op] {
-			t.Errorf("warm reads sent %s: %d before, %d after (%v)", op, before[op], after[op], after)
+		after := e.D.Status().Ops
+		last = ""
+		for _, op := range []string{"OPEN", "READ", "FLUSH", "RELEASE"} {
+			if after[op] != before[op] {
+				last += fmt.Sprintf(" %s: %d before, %d after;", op, before[op], after[op])
+			}
 		}
-	}
+		if last != "" {
+			t.Logf("a read reached the daemon:%s", last)
+		}
+		return last == ""
+	}, "a warm read of the file to send no OPEN, READ, FLUSH or RELEASE")
 }
