@@ -180,8 +180,14 @@ func (c *cachedWriters) nodes() []*Node {
 // SettleWrites records, now, what the cached data path's writers have
 // written and not yet recorded: before a select, a status, the commit
 // gate, a notes sync or an unmount reads the ledger.
-func (r *Root) SettleWrites() {
+func (r *Root) SettleWrites() { r.settleWritesExcept(nil) }
+
+// settleWritesExcept is SettleWrites for every writer but skip's.
+func (r *Root) settleWritesExcept(skip *Node) {
 	for _, node := range r.cachedWriters.nodes() {
+		if node == skip {
+			continue
+		}
 		node.cachedMu.Lock()
 		node.endCachedWriterLocked()
 		node.cachedMu.Unlock()
@@ -215,6 +221,13 @@ func (n *Node) endCachedWriterLocked() {
 	if cw.session && cw.wrote {
 		n.notifyChanged()
 	}
+}
+
+// endCachedWriter records and closes the node's cached writer, if any.
+func (n *Node) endCachedWriter() {
+	n.cachedMu.Lock()
+	defer n.cachedMu.Unlock()
+	n.endCachedWriterLocked()
 }
 
 // cachedWrite is a WRITE with handle 0: through the node's cachedWriter

@@ -309,8 +309,9 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		// a lock file: what it wrote in the worktree before (a checkout,
 		// a merge, files from the upstream) is recorded, and published,
 		// first, as their closes would have on the passthrough path,
-		// not after git has ended.
-		n.root.SettleWrites()
+		// not after git has ended. The lock file's own writer ends once
+		// it is renamed (below).
+		n.root.settleWritesExcept(n.childNode(name))
 	}
 	var srcSt, dstSt syscall.Stat_t
 	dstExists := false
@@ -445,6 +446,15 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return errno
 	}
 	replacedName()
+	if n.root.cached && movedNode != nil {
+		// The file has most likely been closed by the process that
+		// wrote it (an editor's or sed's temporary, put in place): its
+		// writer ends once the rename is recorded, or a change made at
+		// the source within its pause would be taken for its own at its
+		// end. Not before the rename: until the kernel learns the new
+		// name, the writer's descriptor tells the file's attributes.
+		defer movedNode.endCachedWriter()
+	}
 	if g.refContent != nil {
 		n.root.replaceRef(ctx, dst, newName, newRel, g.refContent, srcSt.Mode)
 	}
@@ -514,20 +524,11 @@ func (n *Node) childNode(name string) *Node {
 }
 
 // checkpointChild records pending writes of handles open on child name, if
-// the kernel knows it. On the cached data path its writer is ended too:
-// the process that wrote it has most likely closed it (an editor's or
-// sed's temporary, renamed into place), and a writer kept past the rename
-// or removal would take a change made at the source meanwhile for its
-// own at its end; a later write is decided anew.
+// the kernel knows it.
 func (n *Node) checkpointChild(name string) {
 	if ch := n.GetChild(name); ch != nil {
 		if c, ok := ch.Operations().(*Node); ok {
 			c.checkpointOpen()
-			if n.root.cached {
-				c.cachedMu.Lock()
-				c.endCachedWriterLocked()
-				c.cachedMu.Unlock()
-			}
 		}
 	}
 }
