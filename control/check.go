@@ -114,7 +114,7 @@ func (f *checkFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Att
 		// start or from after the question.
 		caller, _ := fuse.FromContext(ctx)
 		size := int64(len(checkUsage))
-		if h := f.handleless.getOrParent(caller); h != nil {
+		if h := f.handleless.get(caller, false); h != nil {
 			h.mu.Lock()
 			size = h.base + int64(len(h.answer))
 			h.mu.Unlock()
@@ -140,11 +140,10 @@ func (f *checkFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 func (f *checkFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if fh == nil {
 		caller, _ := fuse.FromContext(ctx)
-		h := f.handleless.getOrParent(caller)
-		if h == nil {
-			h = &checkHandle{answer: []byte(checkUsage)}
+		if h := f.handleless.get(caller, false); h != nil {
+			return h.readPadded(dest, off), 0
 		}
-		return h.readAsFile(dest, off), 0
+		fh = &checkHandle{answer: []byte(checkUsage)}
 	}
 	h, ok := fh.(*checkHandle)
 	if !ok {
@@ -166,30 +165,6 @@ func (f *checkFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off
 	}
 	end := min(off+int64(len(dest)), int64(len(h.answer)))
 	return fuse.ReadResultData(slices.Clone(h.answer[off:end])), 0
-}
-
-// readAsFile reads the answer as a file would that held base blanks and
-// then the answer: the kernel reads a handle-less file through its page
-// cache, a page from offset 0, and serves a sequential reader (cat <&3,
-// at the offset just past the question) the bytes from there, so the
-// answer must start at base; a reader from offset 0 reads blanks first,
-// which a JSON reader skips.
-func (h *checkHandle) readAsFile(dest []byte, off int64) fuse.ReadResult {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	size := h.base + int64(len(h.answer))
-	if off < 0 || off >= size {
-		return fuse.ReadResultData(nil)
-	}
-	out := make([]byte, min(int64(len(dest)), size-off))
-	for i := range out {
-		if p := off + int64(i); p < h.base {
-			out[i] = ' '
-		} else {
-			out[i] = h.answer[p-h.base]
-		}
-	}
-	return fuse.ReadResultData(out)
 }
 
 // Write takes one question per write(2) and keeps its answer on the handle.
@@ -264,4 +239,29 @@ func isDryRunOp(s string) bool {
 		}
 	}
 	return false
+}
+
+// readPadded reads a handle-less answer. The kernel reads through its
+// page cache, whole pages from the file's start, and hands the reader the
+// bytes from its position: after the question for the descriptor that
+// asked it, the start for a new open. Both must read the answer, so the
+// file is the answer after as many spaces as the question had, which a
+// JSON reader from the start skips.
+func (h *checkHandle) readPadded(dest []byte, off int64) fuse.ReadResult {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	size := h.base + int64(len(h.answer))
+	if off < 0 || off >= size {
+		return fuse.ReadResultData(nil)
+	}
+	end := min(off+int64(len(dest)), size)
+	out := make([]byte, 0, end-off)
+	for p := off; p < end; p++ {
+		if p < h.base {
+			out = append(out, ' ')
+		} else {
+			out = append(out, h.answer[p-h.base])
+		}
+	}
+	return fuse.ReadResultData(out)
 }

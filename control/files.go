@@ -51,7 +51,14 @@ type Dir struct {
 	asDaemon func(ctx context.Context, fn func() error) error
 	// snapshots bounds the handles and snapshot bytes each uid holds.
 	snapshots snapshotLimit
+	// withoutHandles says the kernel opens the files with no OPEN (the
+	// cached data path): reads come with no handle (see handleless.go).
+	withoutHandles bool
 }
+
+// ServeWithoutHandles tells the directory that its files are read with
+// no handle (the cached data path); it is called before the mount serves.
+func (d *Dir) ServeWithoutHandles() { d.withoutHandles = true }
 
 // RunAsDaemon makes the directory compute its files' content with the
 // daemon's credentials, through asDaemon (fsnode.Root.AsDaemon).
@@ -300,6 +307,15 @@ type ctlFile struct {
 	// handleless keeps, per process, the pending command of writes
 	// that come without a handle (see handleless.go).
 	handleless byProcess[ctlHandle]
+	// sized keeps, per process, the content whose size its last GETATTR
+	// reported, for its reads without a handle (see handleless.go).
+	sized byProcess[ctlSnapshot]
+}
+
+// ctlSnapshot is the content a handle-less reader was told the size of.
+type ctlSnapshot struct {
+	mu      sync.Mutex
+	content []byte
 }
 
 var (
@@ -323,7 +339,16 @@ func (f *ctlFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrO
 		out.Size = uint64(len(h.content))
 	} else {
 		caller, _ := fuse.FromContext(ctx)
-		out.Size = uint64(len(f.read(caller)))
+		content := f.read(caller)
+		out.Size = uint64(len(content))
+		if f.dir != nil && f.dir.withoutHandles {
+			// The kernel will read no further than this size: the
+			// caller's reads answer from this content (readHandleless).
+			snap := f.sized.get(caller, true)
+			snap.mu.Lock()
+			snap.content = content
+			snap.mu.Unlock()
+		}
 	}
 	// The content changes with every select or denial; let the kernel keep
 	// the size for no time (0 would mean the mount's default, a second).
@@ -353,6 +378,20 @@ type ctlHandle struct {
 	// pending is what was written of a command that is not complete
 	// yet (see ctlFile.partial).
 	pending []byte
+	// incomplete refuses pending once the writes pause, where no FLUSH
+	// will (see refuseIncompleteLater).
+	incomplete pendingTimer
+}
+
+// pendingTimer is a timer that may not be set.
+type pendingTimer struct{ timer *time.Timer }
+
+// Stop stops the timer, if set.
+func (p *pendingTimer) Stop() {
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
 }
 
 func (f *ctlFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -423,16 +462,21 @@ func (f *ctlFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off 
 	}
 	caller, _ := fuse.FromContext(ctx)
 	n := uint32(len(data)) // what this write(2) wrote, whatever it completes
-	if fh == nil && f.partial != nil {
+	handleless := fh == nil
+	if handleless && f.partial != nil {
 		fh = f.handleless.get(caller, true)
 	}
 	if h, ok := fh.(*ctlHandle); ok && f.partial != nil {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		h.incomplete.Stop()
 		if len(h.pending)+len(data) <= maxControlWrite {
 			cmd := append(h.pending, data...)
 			if f.partial(cmd) {
 				h.pending = cmd
+				if handleless {
+					f.refuseIncompleteLater(h, caller)
+				}
 				return n, 0
 			}
 			h.pending = nil
@@ -446,6 +490,32 @@ func (f *ctlFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off 
 		return 0, errno
 	}
 	return n, 0
+}
+
+// incompleteAfter is how long a command written with no handle may wait
+// for the write that completes it (see refuseIncompleteLater).
+const incompleteAfter = 500 * time.Millisecond
+
+// refuseIncompleteLater refuses h's pending command, as Flush does at
+// close, once the writes of its process have paused for incompleteAfter
+// without completing it: with no handle (the cached data path) no FLUSH
+// comes at close, and a command left incomplete must still be refused and
+// recorded, never left pending. h.mu is held.
+func (f *ctlFile) refuseIncompleteLater(h *ctlHandle, caller *fuse.Caller) {
+	var by *fuse.Caller
+	if caller != nil {
+		c := *caller // the request's caller is not the daemon's to keep
+		by = &c
+	}
+	h.incomplete.timer = time.AfterFunc(incompleteAfter, func() {
+		h.mu.Lock()
+		left := h.pending
+		h.pending = nil
+		h.mu.Unlock()
+		if len(left) > 0 {
+			f.write(left, by)
+		}
+	})
 }
 
 // Flush refuses a command left incomplete (see ctlFile.partial): the
@@ -472,6 +542,21 @@ func (f *ctlFile) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 // readHandleless reads the content as it is now (see handleless.go).
 func (f *ctlFile) readHandleless(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	caller, _ := fuse.FromContext(ctx)
+	if snap := f.sized.get(caller, false); snap != nil {
+		snap.mu.Lock()
+		content := snap.content
+		end := min(off+int64(len(dest)), int64(len(content)))
+		if content != nil && end == int64(len(content)) {
+			snap.content = nil // read to its end: the next reader sizes anew
+		}
+		snap.mu.Unlock()
+		if content != nil {
+			if off >= end {
+				return fuse.ReadResultData(nil), 0
+			}
+			return fuse.ReadResultData(content[off:end]), 0
+		}
+	}
 	var content []byte
 	read := func() error { content = f.read(caller); return nil }
 	if f.dir != nil && f.dir.asDaemon != nil {

@@ -1,90 +1,102 @@
 package control
 
 import (
-	"bytes"
-	"os"
-	"strconv"
 	"sync"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/intentfs/intentfs/internal/procinfo"
 )
 
 // On the cached data path (fsnode.OpenElider) the kernel opens no file
 // with OPEN, so the control files get no handle: reads and writes come
-// with handle 0. Reads then answer from the content now (a read's
-// attributes expire at once and carry a new mtime, so the kernel drops
-// the page cache of a control file before each read), and what a handle
-// would keep between the writes and reads of one open is kept per
-// calling process instead.
+// with handle 0. What a handle would keep between the writes and reads of
+// one open is kept per calling process instead, and found by its
+// children too, as a descriptor they inherit would be
+// (`exec 3<>.intentfs/check; printf q >&3; cat <&3`). A read answers from
+// the content the caller's last GETATTR sized: the kernel reads through
+// its page cache no further than that size, and content that grew since
+// would be cut (see ctlFile.Getattr).
 
 // maxHandlelessStates bounds the per-process states a control file
 // keeps; past it, they start over (a command in progress is then lost,
 // never applied half).
 const maxHandlelessStates = 256
 
+// maxInheritDepth bounds how far up its ancestors a process's state is
+// looked for.
+const maxInheritDepth = 8
+
 // byProcess keeps one state per calling process.
 type byProcess[T any] struct {
 	mu sync.Mutex
-	m  map[uint32]*T
+	m  map[uint32]processState[T]
+	// parentOf names a process's parent (procinfo.ParentPid when nil).
+	parentOf func(pid uint32) (uint32, bool)
 }
 
-// get returns the state of caller's process, made if create is set (nil
-// otherwise when there is none).
+// processState is a state and the uid of the process that made it: only
+// a process of that uid finds it.
+type processState[T any] struct {
+	uid   uint32
+	state *T
+}
+
+// get returns the state of caller's process, or that of its nearest
+// ancestor of the same uid that has one; else, if create is set, a new
+// one of its own (nil otherwise).
 func (b *byProcess[T]) get(caller *fuse.Caller, create bool) *T {
-	var pid uint32
+	var pid, uid uint32
 	if caller != nil {
-		pid = caller.Pid
+		pid, uid = caller.Pid, caller.Uid
+	}
+	b.mu.Lock()
+	s, ok := b.m[pid]
+	empty := len(b.m) == 0
+	b.mu.Unlock()
+	if ok && s.uid == uid {
+		return s.state
+	}
+	if !ok && !empty && pid != 0 {
+		if s := b.inherited(pid, uid); s != nil {
+			return s
+		}
+	}
+	if !create {
+		return nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if s := b.m[pid]; s != nil || !create {
-		return s
-	}
 	if b.m == nil || len(b.m) >= maxHandlelessStates {
-		b.m = map[uint32]*T{}
+		b.m = map[uint32]processState[T]{}
 	}
-	s := new(T)
-	b.m[pid] = s
-	return s
+	st := new(T)
+	b.m[pid] = processState[T]{uid: uid, state: st}
+	return st
 }
 
-// getOrParent returns the state of caller's process, or else that of its
-// parent: a shell that writes a question through a descriptor and lets a
-// child read the answer (`exec 3<>.intentfs/check; printf X >&3; cat <&3`)
-// shares the file as it would share one handle. Only the parent, one
-// level, is asked: the child reads what its parent could read.
-func (b *byProcess[T]) getOrParent(caller *fuse.Caller) *T {
-	if s := b.get(caller, false); s != nil || caller == nil {
-		return s
+// inherited returns the state of pid's nearest ancestor that has one made
+// by uid, if any.
+func (b *byProcess[T]) inherited(pid, uid uint32) *T {
+	parentOf := b.parentOf
+	if parentOf == nil {
+		parentOf = procinfo.ParentPid
 	}
-	ppid, ok := parentPID(caller.Pid)
-	if !ok {
-		return nil
+	for range maxInheritDepth {
+		ppid, ok := parentOf(pid)
+		if !ok || ppid <= 1 || ppid == pid {
+			return nil
+		}
+		pid = ppid
+		b.mu.Lock()
+		s, found := b.m[pid]
+		b.mu.Unlock()
+		if found {
+			if s.uid != uid {
+				return nil
+			}
+			return s.state
+		}
 	}
-	return b.get(&fuse.Caller{Pid: ppid}, false)
-}
-
-// parentPID reads pid's parent from /proc/PID/stat: the field after the
-// command name, whose closing parenthesis is the last one in the line.
-func parentPID(pid uint32) (uint32, bool) {
-	if pid == 0 {
-		return 0, false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 {
-		return 0, false
-	}
-	ppid, err := strconv.ParseUint(string(f[1]), 10, 32)
-	if err != nil || ppid == 0 {
-		return 0, false
-	}
-	return uint32(ppid), true
+	return nil
 }

@@ -9,6 +9,9 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/intentfs/intentfs/internal/upstreamplan"
 )
 
 // Data paths: how reads and writes of existing files reach the source.
@@ -113,7 +116,28 @@ type cachedWriter struct {
 	pid    uint32
 	intent string
 	timer  *time.Timer
+	// quiet is how long its writes must pause before it is ended.
+	quiet time.Duration
+	// caller is the process it writes for, for the checks at its end.
+	caller fuse.Caller
+	// wrote says a write went through it: a truncation after that
+	// starts a new version (see truncateThroughWriter).
+	wrote bool
+	// session says its process is in an agent session, whose reads are
+	// remembered for the stale-write check (see notifyChanged).
+	session bool
+	// truncated says it was opened by a truncation (an O_TRUNC open);
+	// until it writes, its pause is waited for longer (see
+	// settleCachedWriter).
+	truncated bool
 }
+
+// cachedTruncateQuiet is how long a writer that has truncated the file
+// and written nothing yet waits for its writes: an O_TRUNC open and its
+// first write are one change, and a record of the emptied file between
+// them (a loaded machine can hold the writer past cachedWriteQuiet) would
+// be a version no one wrote.
+const cachedTruncateQuiet = 2 * time.Second
 
 // cachedHandle is a handle a cachedWriter writes through: a File, or the
 // handle of a file git creates from the upstream.
@@ -156,8 +180,14 @@ func (c *cachedWriters) nodes() []*Node {
 // SettleWrites records, now, what the cached data path's writers have
 // written and not yet recorded: before a select, a status, the commit
 // gate, a notes sync or an unmount reads the ledger.
-func (r *Root) SettleWrites() {
+func (r *Root) SettleWrites() { r.settleWritesExcept(nil) }
+
+// settleWritesExcept is SettleWrites for every writer but skip's.
+func (r *Root) settleWritesExcept(skip *Node) {
 	for _, node := range r.cachedWriters.nodes() {
+		if node == skip {
+			continue
+		}
 		node.cachedMu.Lock()
 		node.endCachedWriterLocked()
 		node.cachedMu.Unlock()
@@ -180,7 +210,24 @@ func (n *Node) endCachedWriterLocked() {
 	n.cw = nil
 	cw.timer.Stop()
 	n.root.cachedWriters.remove(n)
+	if up, ok := cw.file.(*upstreamFile); ok {
+		// A file git creates from the upstream is checked and published
+		// at its close (FLUSH), which never comes on this path: here,
+		// when git ends, or at a settle (git's renames into .git), as
+		// the process that wrote it.
+		up.Flush(fuse.NewContext(context.Background(), &cw.caller))
+	}
 	cw.file.Release(context.Background())
+	if cw.session && cw.wrote {
+		n.notifyChanged()
+	}
+}
+
+// endCachedWriter records and closes the node's cached writer, if any.
+func (n *Node) endCachedWriter() {
+	n.cachedMu.Lock()
+	defer n.cachedMu.Unlock()
+	n.endCachedWriterLocked()
 }
 
 // cachedWrite is a WRITE with handle 0: through the node's cachedWriter
@@ -191,7 +238,23 @@ func (n *Node) cachedWrite(ctx context.Context, data []byte, off int64) (uint32,
 		return 0, errno
 	}
 	defer n.cachedMu.Unlock()
-	return f.Write(ctx, data, off)
+	written, errno := f.Write(ctx, data, off)
+	if errno == 0 && n.cw != nil {
+		if n.cw.session && !n.cw.wrote {
+			n.notifyChanged()
+		}
+		n.cw.wrote = true
+	}
+	return written, errno
+}
+
+// notifyChanged drops the kernel's pages of n after a session changed it,
+// so that another session's next read of it reaches the daemon (Read), and
+// is remembered for the stale-write check, instead of being served from
+// the page cache where no one sees it. Asynchronous: the kernel may hold
+// the inode's locks for the request being answered.
+func (n *Node) notifyChanged() {
+	go n.NotifyContent(0, 0)
 }
 
 // cachedWriterFor returns the writer the request in ctx writes through,
@@ -209,11 +272,12 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 		n.dropRefusedPages()
 		return nil, syscall.EACCES
 	}
-	intent := n.root.actorOf(caller).Intent
+	actor := n.root.actorOf(caller)
+	intent := actor.Intent
 	n.cachedMu.Lock()
 	if cw := n.cw; cw != nil {
 		if cw.pid == caller.Pid && cw.intent == intent {
-			cw.timer.Reset(n.root.cachedQuiet)
+			cw.timer.Reset(cw.quiet)
 			return cw.file, 0
 		}
 		n.endCachedWriterLocked()
@@ -243,7 +307,8 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 		}
 		return nil, syscall.EBADF
 	}
-	n.installCachedWriterLocked(f, caller.Pid, intent)
+	n.installCachedWriterLocked(f, caller, intent)
+	n.cw.session = actor.Versions != nil
 	return f, 0
 }
 
@@ -276,13 +341,46 @@ func (n *Node) dropRefusedPages() {
 	}()
 }
 
-// installCachedWriterLocked makes f the node's writer for pid under
+// installCachedWriterLocked makes f the node's writer for caller under
 // intent; n.cachedMu is held.
-func (n *Node) installCachedWriterLocked(f cachedHandle, pid uint32, intent string) {
-	cw := &cachedWriter{file: f, pid: pid, intent: intent}
-	cw.timer = time.AfterFunc(n.root.cachedQuiet, func() { n.settleCachedWriter(cw) })
+func (n *Node) installCachedWriterLocked(f cachedHandle, caller *fuse.Caller, intent string) {
+	cw := &cachedWriter{file: f, pid: caller.Pid, intent: intent, quiet: n.root.cachedQuiet, caller: *caller}
+	_, upstream := f.(*upstreamFile)
+	if upstream {
+		// Published when git ends (settleAtExit), or at a settle; a
+		// pause in its writes is no close. Bounded within the time git
+		// may keep such a file (publish refuses it past that).
+		cw.quiet = upstreamplan.SinkFor / 2
+	}
+	cw.timer = time.AfterFunc(cw.quiet, func() { n.settleCachedWriter(cw) })
 	n.cw = cw
 	n.root.cachedWriters.add(n)
+	if upstream {
+		n.settleAtExit(cw)
+	}
+}
+
+// settleAtExit ends cw when its process ends, within the writer's quiet;
+// a process that cannot be watched leaves it to the writer's timer.
+func (n *Node) settleAtExit(cw *cachedWriter) {
+	pidfd, err := unix.PidfdOpen(int(cw.pid), 0)
+	if err != nil {
+		return
+	}
+	go func() {
+		defer unix.Close(pidfd)
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		for {
+			ready, err := unix.Poll(fds, int(cw.quiet/time.Millisecond))
+			if err == unix.EINTR {
+				continue
+			}
+			if err == nil && ready > 0 {
+				n.settleCachedWriter(cw)
+			}
+			return
+		}
+	}()
 }
 
 // adoptCreated makes the handle of a file just created by CREATE the
@@ -307,7 +405,7 @@ func (n *Node) adoptCreated(ctx context.Context, fh fs.FileHandle) bool {
 	n.cachedMu.Lock()
 	defer n.cachedMu.Unlock()
 	n.endCachedWriterLocked()
-	n.installCachedWriterLocked(f, caller.Pid, intent)
+	n.installCachedWriterLocked(f, caller, intent)
 	return true
 }
 
@@ -316,9 +414,15 @@ func (n *Node) adoptCreated(ctx context.Context, fh fs.FileHandle) bool {
 func (n *Node) settleCachedWriter(cw *cachedWriter) {
 	n.cachedMu.Lock()
 	defer n.cachedMu.Unlock()
-	if n.cw == cw {
-		n.endCachedWriterLocked()
+	if n.cw != cw {
+		return
 	}
+	if cw.truncated && !cw.wrote && n.root.cachedQuiet < cachedTruncateQuiet {
+		cw.truncated = false // once
+		cw.timer.Reset(cachedTruncateQuiet - n.root.cachedQuiet)
+		return
+	}
+	n.endCachedWriterLocked()
 }
 
 // Read reads through the handle the kernel names, or, for handle 0 (the
@@ -332,7 +436,9 @@ func (n *Node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64
 	var m int
 	errno := n.withReadFd(func(fd int) error {
 		var err error
-		m, err = syscall.Pread(fd, dest, off)
+		if m, err = syscall.Pread(fd, dest, off); err == nil {
+			n.sawRead(ctx, fd)
+		}
 		return err
 	})
 	if errno != 0 {
@@ -452,4 +558,54 @@ func (n *Node) fstatHeld(st *syscall.Stat_t) bool {
 func (n *Node) sameInode(st *syscall.Stat_t) bool {
 	id := n.root.idFromStat(st)
 	return id.Ino == n.StableAttr().Ino && id.Mode&syscall.S_IFMT == n.StableAttr().Mode&syscall.S_IFMT
+}
+
+// holdForRemoval is called, on the cached data path, before the name of
+// n, a file the kernel knows, is removed (an unlink, a rename over it). A
+// process may have it open, and the daemon holds no handle of that open:
+// its fstat(2) and reads after the name is gone go through a descriptor
+// the daemon takes now (withReadFd), within the mount's share. The
+// returned func, called once the name is removed, notes the link the
+// pre-image store may have taken of the inode (a pre-image is linked, not
+// copied, when no handle is open), which fstat must not report.
+func (n *Node) holdForRemoval() (removed func()) {
+	if !n.root.cached || n.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return func() {}
+	}
+	var before syscall.Stat_t
+	held := n.withReadFd(func(fd int) error { return syscall.Fstat(fd, &before) }) == 0
+	return func() {
+		var after syscall.Stat_t
+		// Only a file with one link has its pre-image linked
+		// (mayLinkPreImage): with its name gone, a link left is the
+		// store's.
+		if !held || before.Nlink != 1 || !n.fstatHeld(&after) || after.Ino != before.Ino {
+			return
+		}
+		n.storeLinks.Store(uint32(min(after.Nlink, 1)))
+	}
+}
+
+// visibleNlink is the link count fstat(2) reports for st, an fstat of n's
+// inode: without the links the pre-image store holds.
+func (n *Node) visibleNlink(st *syscall.Stat_t) {
+	if extra := uint64(n.storeLinks.Load()); extra > 0 {
+		st.Nlink -= min(st.Nlink, extra)
+	}
+}
+
+// sawRead tells the reader's session, if any, that it now knows the
+// version of n open at fd: on the cached data path no OPEN shows a read,
+// only a READ the page cache could not serve (a session's change drops
+// the pages, see notifyChanged).
+func (n *Node) sawRead(ctx context.Context, fd int) {
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || caller == nil || caller.Pid == 0 {
+		return
+	}
+	if a := n.root.actorOf(caller); a.Versions != nil {
+		if rel, ok := n.relPath(); ok {
+			a.sawFd(rel, fd)
+		}
+	}
 }

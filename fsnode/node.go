@@ -54,6 +54,10 @@ type Node struct {
 	readMu   sync.RWMutex
 	readFd   int
 	readGone bool
+	// storeLinks is how many links of the inode its removal left in the
+	// pre-image store (see holdForRemoval): fstat(2) of an open file
+	// whose name is gone must not count them.
+	storeLinks atomic.Uint32
 	// cw is the writer of the cached data path (see cachedWriter).
 	cachedMu sync.Mutex
 	cw       *cachedWriter
@@ -262,6 +266,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		// must never be another file's. A descriptor the daemon holds
 		// on the inode still tells its own.
 		if n.fstatHeld(&st) {
+			n.visibleNlink(&st)
 			out.FromStat(&st)
 			return 0
 		}

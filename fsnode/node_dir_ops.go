@@ -3,6 +3,7 @@ package fsnode
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -134,6 +135,10 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if g.upstream != nil && g.upstream.Rewrite {
 		return n.unlinkForUpstream(ctx, name, rel, g)
 	}
+	removedName := func() {}
+	if child := n.childNode(name); child != nil {
+		removedName = child.holdForRemoval()
+	}
 	mode := ""
 	var st syscall.Stat_t
 	var lostErr error
@@ -180,6 +185,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		// The pending link, if any, is adopted at the next start.
 		return errno
 	}
+	removedName()
 	if g.provisional {
 		// A temporary its tool removed: nothing of it is left to record.
 		n.root.prov.drop(rel, uint64(st.Dev), st.Ino)
@@ -339,6 +345,15 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if !ok1 || !ok2 {
 		return syscall.ENOENT
 	}
+	if n.root.cached && strings.HasPrefix(newRel, ".git/") {
+		// git puts its index, refs and HEAD in place last, by renaming
+		// a lock file: what it wrote in the worktree before (a checkout,
+		// a merge, files from the upstream) is recorded, and published,
+		// first, as their closes would have on the passthrough path,
+		// not after git has ended. The lock file's own writer ends once
+		// it is renamed (below).
+		n.root.settleWritesExcept(n.childNode(name))
+	}
 	var srcSt, dstSt syscall.Stat_t
 	dstExists := false
 	errno := n.withChild(name, func(dirfd int, name string) error { return fstatat(dirfd, name, &srcSt) })
@@ -438,6 +453,10 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		dst.checkpointChild(newName)
 	}
 	movedNode, swappedNode := n.childNode(name), dst.childNode(newName)
+	replacedName := func() {}
+	if swappedNode != nil && swappedNode != movedNode && flags&policy.RenameExchange == 0 {
+		replacedName = swappedNode.holdForRemoval()
+	}
 	if cross == policy.CrossOut && isDir {
 		checkpointBelow(movedNode)
 	}
@@ -480,6 +499,16 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	if errno != 0 {
 		return errno
+	}
+	replacedName()
+	if n.root.cached && movedNode != nil {
+		// The file has most likely been closed by the process that
+		// wrote it (an editor's or sed's temporary, put in place): its
+		// writer ends once the rename is recorded, or a change made at
+		// the source within its pause would be taken for its own at its
+		// end. Not before the rename: until the kernel learns the new
+		// name, the writer's descriptor tells the file's attributes.
+		defer movedNode.endCachedWriter()
 	}
 	if g.refContent != nil {
 		n.root.replaceRef(ctx, dst, newName, newRel, g.refContent, srcSt.Mode)

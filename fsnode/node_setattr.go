@@ -61,6 +61,11 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 			return errno
 		}
 	}
+	if f == nil && n.root.cached && !n.IsDir() && g.traced() && onlyResizes(in) {
+		if folded, errno := n.truncateThroughWriter(ctx, rel, g, in, out); folded {
+			return errno
+		}
+	}
 	c := ledger.Change{Event: ev, Path: rel, Op: "setattr"}
 	if _, size := in.GetSize(); size && g.traced() {
 		// As an open with O_TRUNC: the handles open on the file are
@@ -184,6 +189,38 @@ func (n *Node) truncateInto(ctx context.Context, lf *File, rel string, g grant, 
 	// A session's own truncate is no change behind its back.
 	g.actor.sawAt(n.root, rel)
 	return true, 0
+}
+
+// truncateThroughWriter folds a truncation with no handle (the cached
+// data path, where an O_TRUNC open arrives as a SETATTR and no OPEN) into
+// the caller's writer of the file, opened and decided as its first WRITE
+// would be (cachedWriterFor): the truncation and the writes after it are
+// one change, recorded once they pause, from the content before the
+// truncation, as the passthrough path records an O_TRUNC open and its
+// writes (truncateInto). It declines (false) where truncateInto does.
+// A writer that has written is recorded first: what it wrote is a version
+// of its own (`echo a > f; echo b > f` in one shell leaves two), not to
+// be lost under the next.
+func (n *Node) truncateThroughWriter(ctx context.Context, rel string, g grant, in *fuse.SetAttrIn, out *fuse.AttrOut) (bool, syscall.Errno) {
+	n.cachedMu.Lock()
+	if cw := n.cw; cw != nil && cw.wrote {
+		n.endCachedWriterLocked()
+	}
+	n.cachedMu.Unlock()
+	w, errno := n.cachedWriterFor(ctx)
+	if errno != 0 {
+		return true, errno
+	}
+	defer n.cachedMu.Unlock()
+	lf, ok := w.(*File)
+	if !ok {
+		return false, 0
+	}
+	folded, errno := n.truncateInto(ctx, lf, rel, g, in, out)
+	if folded && errno == 0 && n.cw != nil && !n.cw.wrote {
+		n.cw.truncated = true
+	}
+	return folded, errno
 }
 
 // setattrAt applies a SETATTR to name in dirfd without following a final

@@ -129,7 +129,12 @@ func TestObserveModeKeepsGovernanceEnforced(t *testing.T) {
 		"echo '**' >> .intentignore",
 		"mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit",
 	} {
-		if out, err := e.AsAgent1000(script); err == nil || !strings.Contains(out, "Permission denied") {
+		// On the cached data path an append is refused at write(2),
+		// which the shell's built-in echo reports as "I/O error"
+		// whatever the errno; the files are compared below either way.
+		out, err := e.AsAgent1000(script)
+		refused := strings.Contains(out, "Permission denied") || testenv.TestDataPath() == "cached" && strings.Contains(out, "I/O error")
+		if err == nil || !refused {
 			t.Errorf("%s: want Permission denied in observe mode, got %v\n%s", script, err, out)
 		}
 	}

@@ -54,11 +54,21 @@ func TestDeniedChangesLeaveSourceUnchanged(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e.T = t
-			e.MustDeny(tt.script)
+			cached := testenv.TestDataPath() == "cached"
+			if out, err := e.Sh(tt.script); err == nil || !strings.Contains(out, "Permission denied") &&
+				// On the cached data path an append is refused at
+				// write(2), which the shell's built-in echo reports as
+				// "I/O error" whatever the errno.
+				!(cached && strings.Contains(out, "I/O error")) {
+				t.Fatalf("%s: want Permission denied, got err=%v\n%s", tt.script, err, out)
+			}
 			r := e.WaitRecord("denial of "+tt.path, func(r *ledger.Record) bool {
 				g := r.Gov()
 				ok, _ := filepath.Match(tt.path, r.Path())
-				return g.Event == ledger.EventDenied && ok && g.Op == tt.op
+				// With no OPEN, an O_TRUNC open is decided at the
+				// truncation it sends (SETATTR) on the cached data path.
+				opOK := g.Op == tt.op || cached && tt.op == string(policy.OpOpenWrite) && g.Op == string(policy.OpTruncate)
+				return g.Event == ledger.EventDenied && ok && opOK
 			})
 			g := r.Gov()
 			if g.Reason == "" || g.Code == "" || g.ScopeValidation != "FAIL" || g.Process == nil || g.Process.Pid == 0 {

@@ -450,11 +450,17 @@ func TestUpstreamAttack2ExchangeParentOfSink(t *testing.T) {
 	cmd.Wait()
 	t.Logf("shimmed git:\n%s", out)
 	var where []string
-	for _, p := range []string{"docs/a/b/logo.txt", "docs/c/logo.txt", "docs/c/b/logo.txt", "docs/c/d/logo.txt", "docs/a/d/logo.txt", "docs/z/b/logo.txt"} {
-		if _, err := os.Stat(filepath.Join(src, p)); err == nil {
-			where = append(where, p)
+	// Published at git's close; on the cached data path, which sees no
+	// close, once git has ended.
+	testenv.WaitFor(t, func() bool {
+		where = nil
+		for _, p := range []string{"docs/a/b/logo.txt", "docs/c/logo.txt", "docs/c/b/logo.txt", "docs/c/d/logo.txt", "docs/a/d/logo.txt", "docs/z/b/logo.txt"} {
+			if _, err := os.Stat(filepath.Join(src, p)); err == nil {
+				where = append(where, p)
+			}
 		}
-	}
+		return len(where) > 0
+	}, "git's file to be published")
 	t.Logf("published at: %v", where)
 	if strings.Contains(r1+r2+r3, "exchanged") || strings.Contains(r3, "renamed") || len(where) != 1 || where[0] != "docs/a/b/logo.txt" {
 		t.Fatalf("a directory above git's pending file moved, or the file was published elsewhere: %s / %s / %s; published at %v", r1, r2, r3, where)

@@ -27,6 +27,10 @@ func (d *Daemon) Accept(r accept.Request, by *ledger.Process) ([]accept.Result, 
 	if err := accept.Validate(r); err != nil {
 		return nil, err
 	}
+	// What the cached data path's writers wrote is recorded first: an
+	// agent's change not yet in the ledger must not be accepted as the
+	// human's.
+	d.settleWrites()
 	s, err := d.actors.sessionOf(by)
 	switch {
 	case err != nil:

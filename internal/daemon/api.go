@@ -83,6 +83,9 @@ func (d *Daemon) Denials(by *ledger.Process) []control.Denial {
 // who asked; each step is recorded under the intent of the record it
 // undoes.
 func (d *Daemon) Revert(r history.Request, by *ledger.Process) (*history.Plan, int, error) {
+	// What the cached data path's writers wrote is recorded first: a
+	// change not yet in the ledger would not be undone.
+	d.settleWrites()
 	return d.opened.Revert(r, by)
 }
 

@@ -407,6 +407,7 @@ func Start(cfg Config) (_ *Daemon, err error) {
 	if dataPath == fsnode.DataPathCached {
 		elider = fsnode.ElideOpen(raw, d.root)
 		raw = elider
+		ctlDir.ServeWithoutHandles()
 	}
 	d.ops = rawfs.CountOps(raw)
 	if d.server, d.transport, err = mountTransport(cfg.Transport, cfg.Mountpoint, d.ops, &opts.MountOptions, cfg.Log); err != nil {

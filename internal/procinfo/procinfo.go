@@ -392,3 +392,31 @@ func StartTime(pid uint32) (uint64, bool) {
 	st, ok := parseStat(b)
 	return st.start, ok
 }
+
+// ParentPid returns the parent of process pid (field 4 of /proc/PID/stat),
+// and false for a process that is gone.
+func ParentPid(pid uint32) (uint32, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	return parsePpid(b)
+}
+
+// parsePpid extracts the parent pid from the content of /proc/PID/stat:
+// the second field after comm, which is found from the last ')'.
+func parsePpid(b []byte) (uint32, bool) {
+	closing := bytes.LastIndexByte(b, ')')
+	if closing < 0 {
+		return 0, false
+	}
+	fields := bytes.Fields(b[closing+1:])
+	if len(fields) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.ParseUint(string(fields[1]), 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return uint32(ppid), true
+}
