@@ -19,15 +19,7 @@ import (
 // program, and the mount stays busy (EBUSY at unmount) for as long as the
 // program lives.
 func TestMountLeaksNoDescriptorToChildren(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		if os.Getenv("INTENTFS_REQUIRE_FUSE") == "1" {
-			t.Fatalf("no /dev/fuse: %v", err)
-		}
-		t.Skipf("no /dev/fuse: %v", err)
-	}
+	requireMount(t)
 	base := t.TempDir()
 	stop := make(chan struct{})
 	var (
@@ -73,4 +65,23 @@ func TestMountLeaksNoDescriptorToChildren(t *testing.T) {
 	if len(leaked) > 0 {
 		t.Errorf("a program started while a mount came up inherited a descriptor into the mount: %q", leaked)
 	}
+}
+
+// requireMount skips a test that mounts where this process cannot, and
+// fails it instead under INTENTFS_REQUIRE_FUSE=1 (CI).
+func requireMount(t *testing.T) {
+	t.Helper()
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "mounting needs root"
+	} else if _, err := os.Stat("/dev/fuse"); err != nil {
+		why = "no /dev/fuse: " + err.Error()
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("INTENTFS_REQUIRE_FUSE") == "1" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
 }

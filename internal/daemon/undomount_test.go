@@ -19,15 +19,7 @@ import (
 // and the mount was left behind, served by a daemon whose ledger and
 // lock were then closed.
 func TestUndoMountOfABusyMount(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		if os.Getenv("INTENTFS_REQUIRE_FUSE") == "1" {
-			t.Fatalf("no /dev/fuse: %v", err)
-		}
-		t.Skipf("no /dev/fuse: %v", err)
-	}
+	requireMount(t)
 	for _, transport := range []string{TransportDev, TransportAuto} {
 		t.Run(transport, func(t *testing.T) {
 			mnt := filepath.Join(t.TempDir(), "mnt")
