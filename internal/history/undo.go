@@ -311,11 +311,19 @@ func apply(rootFd int, store *objects.Store, s Step) error {
 			return err
 		}
 		defer syscall.Close(todir)
+		// The file the rename replaced comes back with the mode of the
+		// file that replaced it: a save's copy takes the saved file's
+		// mode (sed -i, editors), and nothing else records it.
+		mode := os.FileMode(0o644)
+		var st unix.Stat_t
+		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			mode = os.FileMode(st.Mode) & os.ModePerm
+		}
 		if err := unix.Renameat2(dirfd, name, todir, toname, unix.RENAME_NOREPLACE); err != nil {
 			return err
 		}
 		if s.Hash != "" {
-			return writeVersion(dirfd, name, store, s.Hash, 0o644)
+			return writeVersion(dirfd, name, store, s.Hash, mode)
 		}
 		return nil
 	}
