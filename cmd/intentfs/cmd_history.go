@@ -120,6 +120,7 @@ owner, times and xattrs are not reverted.
 Examples:
   intentfs revert --intent INT-001 --dry-run
   intentfs revert --intent INT-001
+  intentfs log --path src/api.go --json | jq -r .id   # the ids of a file's records
   intentfs revert 83e69104-61d8-46c5-a89e-5c873aedc895 --force`,
 		flags: func(fs *pflag.FlagSet) {
 			sourceFlag(fs)
