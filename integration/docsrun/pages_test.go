@@ -189,6 +189,7 @@ cp repo/.orchestration/active_intents.yaml clone/.orchestration/
 				{glue: gitRepo + `printf 'package api\n// human\n\nfunc util() {}\n' > repo/src/util.go
 share_with_agent repo
 ` + strings.Replace(mountedRepo, `"$MNT"`, `"$MNT" --intent INT-001`, 1) + `(cd "$MNT" && as_agent sh -c 'echo "// agent" >> src/util.go')
+wait_record src/util.go write
 `, doc: "$ intentfs blame src/util.go", dir: "workspace"},
 			},
 		},

@@ -91,6 +91,17 @@ type world struct {
 const prelude = `set -e -o pipefail
 # run_for SECONDS CMD...: a command that runs until stopped (watch, ui), stopped after SECONDS.
 run_for() { local s=$1; shift; timeout "$s" "$@" || [ $? -eq 124 ]; }
+# wait_record PATH EVENT: until the mount's ledger holds an EVENT record of
+# PATH (a change is recorded once its file is released, after the writer
+# has exited), at most 20 seconds.
+wait_record() {
+	for _ in $(seq 200); do
+		[ -n "$(intentfs log --mount "$MNT" --path "$1" --event "$2" --json --limit 1)" ] && return 0
+		sleep 0.1
+	done
+	echo "no $2 record of $1 after 20 s" >&2
+	return 1
+}
 # as_agent CMD...: CMD as the agent's user, outside a session.
 as_agent() { setpriv --reuid="$AGENT" --regid="$AGENT" --init-groups -- "$@"; }
 # share_with_agent DIR: the checkout's owner is root, not the agent (the
