@@ -394,8 +394,8 @@ func (r *soakResult) judge() {
 		r.problem("the daemon's RSS grew: %.1f MB → %.1f MB (medians after the warm-up; allowed +%.1f MB)", r.RSSMB.Start, r.RSSMB.End, r.RSSMB.Allowed)
 	}
 	if r.FDLeak.Verdict == "leaking" {
-		r.problem("the daemon's open descriptors grew: %d not cache entries of live paths before the work, %d after it settled (allowed +%d; some: %s)",
-			r.FDLeak.Before.Unexplained(), r.FDLeak.Settled.Unexplained(), r.FDLeak.Allowed, strings.Join(r.FDLeak.Settled.Other, ", "))
+		r.problem("the daemon's open descriptors grew: %d not cache entries of live paths before the work, %d after it settled (allowed +%d; before: %s; after: %s)",
+			r.FDLeak.Before.Unexplained(), r.FDLeak.Settled.Unexplained(), r.FDLeak.Allowed, r.FDLeak.Before.OtherText(), r.FDLeak.Settled.OtherText())
 	}
 	for _, s := range r.Sessions {
 		switch {

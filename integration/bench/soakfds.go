@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -41,10 +42,14 @@ const (
 	// fdSettleWait bounds the wait for the kernel's forgets after the
 	// sessions end.
 	fdSettleWait = 15 * time.Second
-	// soakCallersAtOnce generously bounds the processes of the soak that
-	// call into the mount at the same time: each session's shell runs a
-	// pipeline, make, and a compiler's driver and passes.
-	soakCallersAtOnce = soakSessions * 8
+	// soakCallersAtOnce bounds the processes of the soak that are alive
+	// at once, which a sweep of the process cache keeps: each session's
+	// shell runs a pipeline, make, and a compiler's driver and passes,
+	// and on a loaded machine they live longer, so more overlap (eight
+	// per session were exceeded in CI: 35 handles over that bound, with
+	// nothing else unexplained). A leak of a handle per process, over the
+	// soak's thousands of processes, still exceeds this one.
+	soakCallersAtOnce = soakSessions * 16
 )
 
 // fdCensus sorts a process's open descriptors.
@@ -57,8 +62,48 @@ type fdCensus struct {
 	// many of them the process cache may hold.
 	Processes    int `json:"process_handles"`
 	ProcessBound int `json:"process_handle_bound"`
-	// Other lists a few of the rest, for the report.
-	Other []string `json:"other_examples,omitempty"`
+	// Other counts the rest by kind, for the report.
+	Other map[string]int `json:"other,omitempty"`
+}
+
+// OtherText is Other as text, the most frequent kind first.
+func (c fdCensus) OtherText() string {
+	kinds := make([]string, 0, len(c.Other))
+	for k := range c.Other {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if c.Other[kinds[i]] != c.Other[kinds[j]] {
+			return c.Other[kinds[i]] > c.Other[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s ×%d", k, c.Other[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fdKind names what a descriptor target below or beside src is, for the
+// report: pipes and sockets without their inode numbers, paths of the
+// source by what became of them.
+func fdKind(t, src string, live bool) string {
+	for _, p := range []string{"pipe:", "socket:"} {
+		if strings.HasPrefix(t, p) {
+			return strings.TrimSuffix(p, ":")
+		}
+	}
+	if t != src && !strings.HasPrefix(t, src+"/") {
+		return strconv.Quote(t)
+	}
+	switch {
+	case strings.HasSuffix(t, " (deleted)"):
+		return "a deleted file of the source"
+	case live:
+		return "a further handle of a live path of the source"
+	}
+	return "a path gone from the source"
 }
 
 // Unexplained is how many descriptors are neither cache entries of live
@@ -108,9 +153,10 @@ func censusOf(targets []string, src string, procBound int, exists func(string) b
 			c.Cached++
 			continue
 		}
-		if len(c.Other) < 8 {
-			c.Other = append(c.Other, strconv.Quote(t))
+		if c.Other == nil {
+			c.Other = map[string]int{}
 		}
+		c.Other[fdKind(t, src, live)]++
 	}
 	return c
 }
