@@ -39,6 +39,9 @@ const (
 	// watcher opened on first use); a leak of one descriptor per
 	// operation, over the soak's thousands of operations, exceeds it.
 	fdLeakSlack = 16
+	// spliceBound bounds the descriptors of go-fuse's splice pairs: two
+	// per READ in flight, which the soak's callers bound.
+	spliceBound = 2 * soakCallersAtOnce
 	// fdSettleWait bounds the wait for the kernel's forgets after the
 	// sessions end.
 	fdSettleWait = 15 * time.Second
@@ -62,6 +65,11 @@ type fdCensus struct {
 	// many of them the process cache may hold.
 	Processes    int `json:"process_handles"`
 	ProcessBound int `json:"process_handle_bound"`
+	// SplicePipes counts the pipes both of whose ends the daemon holds:
+	// go-fuse's pool of splice pairs, kept for replies to READ, which
+	// grows to the READs in flight at once and is never emptied; they
+	// count up to spliceBound.
+	SplicePipes int `json:"splice_pipes"`
 	// Other counts the rest by kind, for the report.
 	Other map[string]int `json:"other,omitempty"`
 }
@@ -89,10 +97,14 @@ func (c fdCensus) OtherText() string {
 // report: pipes and sockets without their inode numbers, paths of the
 // source by what became of them.
 func fdKind(t, src string, live bool) string {
-	for _, p := range []string{"pipe:", "socket:"} {
-		if strings.HasPrefix(t, p) {
-			return strings.TrimSuffix(p, ":")
+	if strings.HasPrefix(t, "pipe:") {
+		if _, to, ok := strings.Cut(t, " to "); ok {
+			return "pipe to " + strconv.Quote(to)
 		}
+		return "pipe with one end"
+	}
+	if strings.HasPrefix(t, "socket:") {
+		return "socket"
 	}
 	if t != src && !strings.HasPrefix(t, src+"/") {
 		return strconv.Quote(t)
@@ -108,7 +120,9 @@ func fdKind(t, src string, live bool) string {
 
 // Unexplained is how many descriptors are neither cache entries of live
 // paths nor process handles within the process cache's bound.
-func (c fdCensus) Unexplained() int { return c.Total - c.Cached - min(c.Processes, c.ProcessBound) }
+func (c fdCensus) Unexplained() int {
+	return c.Total - c.Cached - min(c.Processes, c.ProcessBound) - min(c.SplicePipes, spliceBound)
+}
 
 // takeFdCensus reads pid's descriptors and sorts them by what they point
 // at, src being the source directory the daemon serves and procBound the
@@ -131,10 +145,50 @@ func takeFdCensus(pid int, src string, procBound int) (fdCensus, error) {
 		}
 		targets = append(targets, t)
 	}
+	pipeEnds(pid, targets)
 	return censusOf(targets, src, procBound, func(p string) bool {
 		_, err := os.Lstat(p)
 		return err == nil
 	}), nil
+}
+
+// pipeEnds names, in targets, the processes that hold the other ends of
+// the daemon's pipes ("pipe:[N] to git"): a pipe left after the work is a
+// child still running, or one whose end the daemon never closed.
+func pipeEnds(pid int, targets []string) {
+	pipes := map[string][]int{}
+	for i, t := range targets {
+		if strings.HasPrefix(t, "pipe:") {
+			pipes[t] = append(pipes[t], i)
+		}
+	}
+	if len(pipes) == 0 {
+		return
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		other, err := strconv.Atoi(p.Name())
+		if err != nil || other == pid {
+			continue
+		}
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", other))
+		for _, fd := range fds {
+			t, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", other, fd.Name()))
+			if err != nil {
+				continue
+			}
+			idx, ok := pipes[t]
+			if !ok {
+				continue
+			}
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", other))
+			for _, i := range idx {
+				if !strings.Contains(targets[i], " to ") {
+					targets[i] += " to " + strings.TrimSpace(string(comm))
+				}
+			}
+		}
+	}
 }
 
 // censusOf sorts descriptor targets (as /proc/PID/fd's links read) below
@@ -142,7 +196,17 @@ func takeFdCensus(pid int, src string, procBound int) (fdCensus, error) {
 func censusOf(targets []string, src string, procBound int, exists func(string) bool) fdCensus {
 	c := fdCensus{Total: len(targets), ProcessBound: procBound}
 	perPath := map[string]int{}
+	ends := map[string]int{}
 	for _, t := range targets {
+		if strings.HasPrefix(t, "pipe:") {
+			ends[t]++
+		}
+	}
+	for _, t := range targets {
+		if ends[t] >= 2 {
+			c.SplicePipes++
+			continue
+		}
 		if isProcessHandle(t) {
 			c.Processes++
 			continue

@@ -81,6 +81,13 @@ func TestJudgeFds(t *testing.T) {
 		// /proc handle left open per process.
 		{"process handles beyond the cache's bound", daemonFds(14, 5), daemonFds(14, 5, processHandles(200, true)...), "leaking"},
 		{"pidfds beyond the cache's bound", daemonFds(14, 5), daemonFds(14, 5, processHandles(160, false)...), "leaking"},
+		// go-fuse's splice pairs: both ends of each pipe in the daemon,
+		// as many as READs were in flight at once; and beyond any such
+		// count, a leak.
+		{"splice pairs of READs in flight", daemonFds(13, 5), daemonFds(13, 5, splicePairs(8)...), "flat"},
+		{"splice pairs beyond the READs in flight", daemonFds(13, 5), daemonFds(13, 5, splicePairs(200)...), "leaking"},
+		// A pipe to a child still running, one per command: a leak.
+		{"pipes to children", daemonFds(13, 5), daemonFds(13, 5, repeat(40, func(i int) string { return fmt.Sprintf("pipe:[%d] to git", i) })...), "leaking"},
 		// A path outside the source is no cache entry.
 		{"outside the source", daemonFds(30, 5), daemonFds(30, 5, repeat(40, func(i int) string { return fmt.Sprintf("/srcother/f%d", i) })...), "leaking"},
 	}
@@ -138,4 +145,15 @@ func TestTakeFdCensus(t *testing.T) {
 	if v := judgeFds(before, leaked); v.Verdict != "leaking" {
 		t.Errorf("one file held 31 times: unexplained %d → %d, verdict %q", before.Unexplained(), leaked.Unexplained(), v.Verdict)
 	}
+}
+
+// splicePairs is n pipes with both ends open, as go-fuse's splice pool
+// holds them.
+func splicePairs(n int) []string {
+	var out []string
+	for i := range n {
+		p := fmt.Sprintf("pipe:[%d]", 9000+i)
+		out = append(out, p, p)
+	}
+	return out
 }
