@@ -179,6 +179,10 @@ func TestCrashDuringTarThenRemountVerify(t *testing.T) {
 	syscall.Kill(st.Pid, syscall.SIGKILL)
 	tar.Wait() // fails: the filesystem went away
 	syscall.Unmount(ws, syscall.MNT_DETACH)
+	// A killed process holds its files, the mount's lock among them, until
+	// every thread has left the kernel: remounting before that is refused
+	// as a mount still in use, rightly.
+	testenv.WaitFor(t, func() bool { return testenv.ProcessExited(st.Pid) }, "the killed daemon to exit")
 	// Remount: recovery happens at open; the chain must verify.
 	c.Must("mount", repo, ws, "--intent", "INT-002")
 	c.Must("unmount", ws)
