@@ -22,6 +22,9 @@ type queue struct {
 
 	mu            sync.Mutex
 	entries, idle int
+	// starting counts the entries counted in entries and idle that the
+	// kernel does not have yet: idle-starting are free to take a request.
+	starting int
 	// live are the registered entries, for the stall watch.
 	live map[*entry]struct{}
 	// kicks are the kicks under way (see stall.go): when each started.
@@ -32,11 +35,17 @@ type queue struct {
 // add registers one more entry and returns once the kernel has it.
 func (q *queue) add() error {
 	q.mu.Lock()
-	q.entries++
-	q.idle++
+	q.count()
 	q.mu.Unlock()
 	q.s.loops.Add(1)
 	return q.start()
+}
+
+// count counts one more entry, not registered yet (under q.mu).
+func (q *queue) count() {
+	q.entries++
+	q.idle++
+	q.starting++
 }
 
 // start starts the entry that add or busy counted (in the queue and in
@@ -49,6 +58,7 @@ func (q *queue) start() error {
 		q.mu.Lock()
 		q.entries--
 		q.idle--
+		q.starting--
 		q.mu.Unlock()
 		return err
 	}
@@ -62,8 +72,7 @@ func (q *queue) busy() {
 	q.idle--
 	grow := q.idle == 0 && q.entries < q.max
 	if grow {
-		q.entries++
-		q.idle++
+		q.count()
 	}
 	q.mu.Unlock()
 	if grow {
@@ -117,6 +126,9 @@ type entry struct {
 func (q *queue) serve(registered chan<- error) {
 	defer q.s.loops.Done()
 	runtime.LockOSThread()
+	if d := q.s.registerDelay.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
 	e, err := q.newEntry()
 	if err != nil {
 		registered <- err
@@ -133,6 +145,7 @@ func (q *queue) serve(registered chan<- error) {
 	}
 	q.mu.Lock()
 	q.live[e] = struct{}{}
+	q.starting--
 	q.mu.Unlock()
 	defer func() {
 		q.mu.Lock()

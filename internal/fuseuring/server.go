@@ -59,6 +59,9 @@ type Server struct {
 	// looks counts the stall watch's looks, for tests.
 	looks   atomic.Uint64
 	unmount sync.Mutex
+	// registerDelay holds back each entry added after the mount's own
+	// before it registers, for tests: a loaded machine's slow thread start.
+	registerDelay atomic.Int64 // nanoseconds
 }
 
 // Mount mounts fs at mountpoint and serves it over io_uring, on a kernel

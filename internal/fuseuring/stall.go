@@ -34,13 +34,15 @@ import (
 // request, if any. Each long wait kicks once, so every request that
 // waited behind one gets an entry that commits: either it is short and
 // its own commit fetches the next, or it becomes a long wait and kicks
-// in turn. A kick can itself arrive while the queue is full (the free
-// entry it was meant for was taken, or was still registering) and wait
-// in the list like any request; a kick still unanswered after LongWait
-// is followed by another, up to maxKicks under way per queue. A queue
-// that has no free entry left and cannot grow (at MaxEntriesPerQueue)
-// still waits for a commit; that bound keeps the daemon's threads
-// bounded.
+// in turn. A kick is sent only while its queue has a registered free
+// entry: one sent while the new entries were still registering would
+// wait in the list behind the very requests it was meant to free, and
+// once maxKicks of them waited so, nothing kicked again and the rest of
+// a burst waited as long as the holds did. A kick can still arrive after the free entry it was meant
+// for was taken, and wait in the list like any request; a kick still
+// unanswered after LongWait is followed by another. A queue that has no
+// free entry left and cannot grow (at MaxEntriesPerQueue) still waits
+// for a commit; that bound keeps the daemon's threads bounded.
 
 // DefaultLongWait is Options.LongWait's default: far above what a
 // request answered from the page cache or a local disk takes, short
@@ -104,43 +106,57 @@ func (s *Server) kicking() bool {
 	return false
 }
 
-// maxKicks bounds the kicks under way on one queue: each is a thread
-// waiting for its reply.
+// maxKicks bounds the kicks under way on one queue that may still be
+// answered soon: each is a thread waiting for its reply. A kick that has
+// waited LongWait is stuck in the kernel's list (the root's GETATTR is
+// short) and does not hold the room: the queue needs another to move,
+// so those are bounded by the queue's entries instead.
 const maxKicks = 8
 
 // watch kicks q once for each of its entries that became a long wait
 // since it last looked, and once more if a kick has waited long itself.
+//
+// A kick only helps if a free entry takes it: one that finds none waits
+// in the kernel's list with the requests it was meant to free. So kicks
+// are sent only while the queue has a registered free entry (as many as
+// it has), after growing one if none is free or on its way; while the
+// queue's new entries are still registering (a loaded machine is slow to
+// start their threads), the long waits keep their kicks for a later look.
 func (q *queue) watch(now, longWait int64) {
 	q.mu.Lock()
-	room := maxKicks - len(q.kicks)
-	kicks := 0
-	for e := range q.live {
-		if kicks == room {
-			break // the rest are kicked for at a later look
+	fresh, stale := 0, 0
+	for _, started := range q.kicks {
+		if now-started >= longWait {
+			stale++
+		} else {
+			fresh++
 		}
+	}
+	var waits []*entry
+	for e := range q.live {
 		since := e.since.Load()
 		if since != 0 && now-since >= longWait && e.kicked != since {
-			e.kicked = since
-			kicks++
+			waits = append(waits, e)
 		}
 	}
-	if kicks == 0 && room > 0 {
-		for _, started := range q.kicks {
-			if now-started >= longWait {
-				kicks = 1
-				break
-			}
-		}
+	want := len(waits)
+	if want == 0 && stale > 0 {
+		want = 1
 	}
-	// A kick needs a free entry: grow if there is none (growing
-	// failed, or has not caught up) and there is room. The new entry
-	// is counted in loops while a live entry, counted there too, holds
-	// the count above zero: the transport cannot be seen as stopped.
-	grow := kicks > 0 && q.idle <= 0 && q.entries < q.max && len(q.live) > 0
+	room := min(maxKicks-fresh, q.max-len(q.kicks))
+	free := q.idle - q.starting
+	// A new entry is counted in loops while a live entry, counted there
+	// too, holds the count above zero: the transport cannot be seen as
+	// stopped.
+	grow := want > 0 && room > 0 && free <= 0 && q.starting == 0 && q.entries < q.max && len(q.live) > 0
 	if grow {
-		q.entries++
-		q.idle++
+		q.count()
 		q.s.loops.Add(1)
+		free = 1
+	}
+	kicks := max(0, min(want, room, free))
+	for i := 0; i < kicks && i < len(waits); i++ {
+		waits[i].kicked = waits[i].since.Load()
 	}
 	ids := make([]uint64, 0, kicks)
 	for range kicks {
@@ -150,8 +166,19 @@ func (q *queue) watch(now, longWait int64) {
 	}
 	q.mu.Unlock()
 	if grow {
-		if err := q.start(); err != nil && !connectionGone(err) {
-			q.s.log.Warn("adding a FUSE ring entry failed", "queue", q.qid, "err", err)
+		if err := q.start(); err != nil {
+			if !connectionGone(err) {
+				q.s.log.Warn("adding a FUSE ring entry failed", "queue", q.qid, "err", err)
+			}
+			q.mu.Lock()
+			for _, id := range ids {
+				delete(q.kicks, id)
+			}
+			for i := 0; i < kicks && i < len(waits); i++ {
+				waits[i].kicked = 0
+			}
+			q.mu.Unlock()
+			return
 		}
 	}
 	for _, id := range ids {
