@@ -75,6 +75,9 @@ type checkFile struct {
 	// handleless keeps each process's question and answer when the
 	// file is used without a handle (see handleless.go).
 	handleless byProcess[checkHandle]
+	// view is the view whose answers this inode holds, on the cached
+	// data path (nil: every caller's, see views.go).
+	view *viewKey
 }
 
 var (
@@ -105,6 +108,9 @@ const (
 )
 
 func (f *checkFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if errno := f.dir.refuseOtherViews(ctx, f.view); errno != 0 {
+		return errno
+	}
 	out.Mode = syscall.S_IFREG | 0o666
 	out.Nlink = 1
 	setTimes(&out.Attr)
@@ -138,6 +144,9 @@ func (f *checkFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 }
 
 func (f *checkFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if errno := f.dir.refuseOtherViews(ctx, f.view); errno != 0 {
+		return nil, errno
+	}
 	if fh == nil {
 		caller, _ := fuse.FromContext(ctx)
 		if h := f.handleless.get(caller, false); h != nil {
@@ -169,6 +178,9 @@ func (f *checkFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off
 
 // Write takes one question per write(2) and keeps its answer on the handle.
 func (f *checkFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := f.dir.refuseOtherViews(ctx, f.view); errno != 0 {
+		return 0, errno
+	}
 	if fh == nil {
 		caller, _ := fuse.FromContext(ctx)
 		fh = f.handleless.get(caller, true)

@@ -54,6 +54,15 @@ type Dir struct {
 	// withoutHandles says the kernel opens the files with no OPEN (the
 	// cached data path): reads come with no handle (see handleless.go).
 	withoutHandles bool
+	// files are the control files by name, as OnAdd made them.
+	files map[string]*fs.Inode
+	// views are the per-view inodes of the cached data path (views.go).
+	views struct {
+		sync.Mutex
+		nodes map[viewSlot]*fs.Inode
+		order []viewSlot
+		inos  map[uint64]bool
+	}
 }
 
 // ServeWithoutHandles tells the directory that its files are read with
@@ -91,27 +100,39 @@ func (d *Dir) OnAdd(ctx context.Context) {
 		{name: "request", mode: 0o222, read: func(*fuse.Caller) []byte { return nil }, write: d.writeRequest, partial: partialScopeRequest},
 		{name: "README.md", mode: 0o444, read: func(*fuse.Caller) []byte { return []byte(AgentGuide) }},
 	}
+	d.files = map[string]*fs.Inode{}
 	for _, f := range files {
 		f.dir = d
-		d.AddChild(f.name, d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG}), false)
+		d.files[f.name] = d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG})
 	}
-	d.AddChild("check", d.NewPersistentInode(ctx, &checkFile{dir: d}, fs.StableAttr{Mode: syscall.S_IFREG}), false)
+	d.files["check"] = d.NewPersistentInode(ctx, &checkFile{dir: d}, fs.StableAttr{Mode: syscall.S_IFREG})
+	for name, n := range d.files {
+		d.AddChild(name, n, false)
+	}
 }
 
 // Readdir lists the control files after "." and "..", as any directory
 // lists them (go-fuse's default listing has only the children).
 func (d *Dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	entries, errno := d.listing()
+	if errno != 0 {
+		return nil, errno
+	}
+	return fs.NewListDirStream(entries), 0
+}
+
+// listing is the directory's entries, "." and ".." first. A per-view
+// file is listed with the number of the inode OnAdd made for it.
+func (d *Dir) listing() ([]fuse.DirEntry, syscall.Errno) {
 	entries := []fuse.DirEntry{
 		{Name: ".", Mode: syscall.S_IFDIR, Ino: d.StableAttr().Ino},
 		{Name: "..", Mode: syscall.S_IFDIR},
 	}
-	children := d.Children()
-	names := slices.Sorted(maps.Keys(children))
-	for _, name := range names {
-		ch := children[name]
+	for _, name := range slices.Sorted(maps.Keys(d.files)) {
+		ch := d.files[name]
 		entries = append(entries, fuse.DirEntry{Name: name, Mode: ch.Mode(), Ino: ch.StableAttr().Ino})
 	}
-	return fs.NewListDirStream(entries), 0
+	return entries, 0
 }
 
 // Getattr reports a read-only directory.
@@ -130,14 +151,17 @@ func (d *Dir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) s
 // denials nobody looks at costs nothing here.
 func (d *Dir) Changed(names ...string) {
 	for _, name := range names {
-		child := d.GetChild(name)
+		child := d.files[name]
 		if child == nil {
 			continue
 		}
-		if f, ok := child.Operations().(*ctlFile); ok && f.cached.Swap(false) {
-			// INVAL_INODE of a control file, which has no page cache,
-			// takes no lock a pending request holds.
-			_ = child.NotifyContent(0, 0)
+		for _, n := range append(d.viewNodes(name), child) {
+			if f, ok := n.Operations().(*ctlFile); ok && f.cached.Swap(false) {
+				// INVAL_INODE of a control file, which holds a few
+				// bytes of page cache at most, takes no lock a pending
+				// request holds.
+				_ = n.NotifyContent(0, 0)
+			}
 		}
 	}
 }
@@ -310,6 +334,9 @@ type ctlFile struct {
 	// sized keeps, per process, the content whose size its last GETATTR
 	// reported, for its reads without a handle (see handleless.go).
 	sized byProcess[ctlSnapshot]
+	// view is the view whose content this inode holds, on the cached
+	// data path (nil: every caller's, see views.go).
+	view *viewKey
 }
 
 // ctlSnapshot is the content a handle-less reader was told the size of.
@@ -329,6 +356,9 @@ var (
 )
 
 func (f *ctlFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if errno := f.dir.refuseOtherViews(ctx, f.view); errno != 0 {
+		return errno
+	}
 	out.Mode = syscall.S_IFREG | f.mode
 	out.Nlink = 1
 	// The real size, so `test -s` and a listing tell an empty file from a
@@ -441,6 +471,9 @@ func (h *ctlHandle) Release(ctx context.Context) syscall.Errno {
 }
 
 func (f *ctlFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if errno := f.dir.refuseOtherViews(ctx, f.view); errno != 0 {
+		return nil, errno
+	}
 	if fh == nil {
 		return f.readHandleless(ctx, dest, off)
 	}
@@ -459,6 +492,9 @@ func (f *ctlFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off i
 func (f *ctlFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	if f.write == nil {
 		return 0, syscall.EACCES
+	}
+	if errno := f.dir.refuseOtherViews(ctx, f.view); errno != 0 {
+		return 0, errno
 	}
 	caller, _ := fuse.FromContext(ctx)
 	n := uint32(len(data)) // what this write(2) wrote, whatever it completes

@@ -18,9 +18,14 @@ var _ = (fs.NodeLookuper)((*Dir)(nil))
 // changes with every select or denial. The names themselves never change,
 // so the entry may be kept.
 func (d *Dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	child := d.GetChild(name)
+	child := d.files[name]
 	if child == nil {
 		return nil, syscall.ENOENT
+	}
+	if d.withoutHandles && perCallerFiles[name] {
+		// The caller's own inode (views.go).
+		caller, _ := fuse.FromContext(ctx)
+		child = d.viewNode(ctx, name, caller)
 	}
 	if ga, ok := child.Operations().(fs.NodeGetattrer); ok {
 		var a fuse.AttrOut

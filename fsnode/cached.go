@@ -89,6 +89,28 @@ func (e *OpenElider) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 	return fuse.ENOSYS
 }
 
+// perCallerEntries is a control directory whose files are one inode per
+// caller on the cached data path (control.Dir): their entries must be
+// looked up at each use.
+type perCallerEntries interface {
+	PerCallerEntry(name string, ino uint64) bool
+}
+
+// Lookup answers a lookup, with an entry timeout of zero for a control
+// file that is one inode per caller: kept for even a clock tick, the
+// entry would hand the next caller, of another session, this caller's
+// inode and its page cache. go-fuse's node layer cannot answer zero (it
+// means "the mount's default" there).
+func (e *OpenElider) Lookup(cancel <-chan struct{}, header *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	st := e.RawFileSystem.Lookup(cancel, header, name, out)
+	if st.Ok() && e.elide {
+		if pc, ok := e.root.control.(perCallerEntries); ok && pc.PerCallerEntry(name, out.Attr.Ino) {
+			out.EntryValid, out.EntryValidNsec = 0, 0
+		}
+	}
+	return st
+}
+
 // Flush declines, once: a handle-less file has nothing to flush (writes
 // go to the source as they come), and a created file's handle asks for
 // no FLUSH (openFlags).

@@ -509,12 +509,10 @@ func startSoakDaemon(bin, src, mnt, run, logPath string) (*soakDaemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The soak's sessions read .intentfs/active at once, each for its own
-	// intent. On the cached data path those reads share the kernel's page
-	// cache of the one control file, and a session can read another's
-	// content (docs/security.md, "Known limits"): the soak measures the
-	// passthrough path, the default, whatever INTENTFS_DATA_PATH says.
-	cmd := exec.Command(bin, "mount", "--foreground", "--data-path", "passthrough", src, mnt)
+	// The data path is INTENTFS_DATA_PATH's, as the suite's: the soak's
+	// sessions, reading .intentfs/active at once, each for its own
+	// intent, hold on both.
+	cmd := exec.Command(bin, "mount", "--foreground", src, mnt)
 	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+run)
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
