@@ -166,6 +166,8 @@ const cachedTruncateQuiet = 2 * time.Second
 type cachedHandle interface {
 	fs.FileWriter
 	fs.FileReleaser
+	// appendWrite writes at the source file's end (see appendCached).
+	appendWrite(ctx context.Context, data []byte) (written uint32, at int64, errno syscall.Errno)
 }
 
 // cachedWriters is the set of nodes with a cachedWriter, for SettleWrites.
@@ -260,7 +262,12 @@ func (n *Node) cachedWrite(ctx context.Context, data []byte, off int64) (uint32,
 		return 0, errno
 	}
 	defer n.cachedMu.Unlock()
-	written, errno := f.Write(ctx, data, off)
+	var written uint32
+	if n.root.appends.has(ctx) {
+		written, errno = n.appendCached(ctx, f, data, off)
+	} else {
+		written, errno = f.Write(ctx, data, off)
+	}
 	if errno == 0 && n.cw != nil {
 		if n.cw.session && !n.cw.wrote {
 			n.notifyChanged()
@@ -338,12 +345,17 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 // refused writeback. The kernel marks a page whose writeback failed clean
 // and keeps it: without this, every later reader of the mount (a human's
 // git commit included) would see the bytes the source refused, as if the
-// change had been made. The kernel waits for the writeback in flight,
-// this very request's among them, before it drops pages, so it runs
-// apart: one goroutine per node at a time, which drops them again when
-// another writeback was refused meanwhile (a page dirtied anew after the
-// drop passed it).
+// change had been made.
 func (n *Node) dropRefusedPages() {
+	n.forgetPagesApart("dropping the pages of a refused writeback from the kernel's cache failed")
+}
+
+// forgetPagesApart has the kernel drop the file's cached pages and
+// attributes, and logs failed if it cannot. The kernel waits for the
+// request in flight, this very one among them, before it drops pages, so
+// it runs apart: one goroutine per node at a time, which drops them again
+// when asked to meanwhile (a page filled anew after the drop passed it).
+func (n *Node) forgetPagesApart(failed string) {
 	n.dropAgain.Store(true)
 	if !n.dropping.CompareAndSwap(false, true) {
 		return
@@ -353,7 +365,7 @@ func (n *Node) dropRefusedPages() {
 			n.dropAgain.Store(false)
 			if errno := n.EmbeddedInode().NotifyContent(0, 0); errno != 0 && errno != syscall.ENOENT {
 				rel, _ := n.relPath()
-				n.root.log.Warn("dropping the pages of a refused writeback from the kernel's cache failed", "path", rel, "err", errno)
+				n.root.log.Warn(failed, "path", rel, "err", errno)
 			}
 			n.dropping.Store(false)
 			if !n.dropAgain.Load() || !n.dropping.CompareAndSwap(false, true) {

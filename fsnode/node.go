@@ -61,9 +61,9 @@ type Node struct {
 	// cw is the writer of the cached data path (see cachedWriter).
 	cachedMu sync.Mutex
 	cw       *cachedWriter
-	// dropping is set while a refused writeback's pages are being
-	// dropped from the kernel's cache, dropAgain when another was refused
-	// since that drop began (see dropRefusedPages).
+	// dropping is set while the file's pages are being dropped from the
+	// kernel's cache, dropAgain when they are to be dropped again since
+	// that drop began (see forgetPagesApart).
 	dropping, dropAgain atomic.Bool
 }
 

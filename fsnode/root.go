@@ -130,6 +130,9 @@ type Root struct {
 	// cachedQuiet is cachedWriteQuiet, but for tests that must not race
 	// the debounce.
 	cachedQuiet time.Duration
+	// appends are the WRITE requests in flight on the cached data path
+	// made through a descriptor opened O_APPEND (see OpenElider.Write).
+	appends appendWrites
 
 	controlInode atomic.Pointer[fs.Inode]
 	// noXattrAt is set when getxattrat(2) is unavailable (probed at the
