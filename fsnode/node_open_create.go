@@ -31,6 +31,20 @@ func cleanOpenFlags(flags uint32) int {
 	return int(flags &^ (syscall.O_APPEND | fuse.FMODE_EXEC | syscall.O_CREAT | syscall.O_EXCL))
 }
 
+// staleIfGone turns ENOENT from a request on a node the kernel found by
+// its entry into ESTALE: the file is gone from the source (removed there,
+// or by intentfs, before the kernel's entry expired), and on ESTALE the
+// kernel walks the path again, asking the daemon, and retries once. An
+// open with O_CREAT then creates the file, as on a disk; any other call
+// gets ENOENT from the new lookup. Without it, `> file` right after the
+// file's removal in the source failed ENOENT.
+func staleIfGone(errno syscall.Errno) syscall.Errno {
+	if errno == syscall.ENOENT {
+		return syscall.ESTALE
+	}
+	return errno
+}
+
 // Open opens the file, counting the handle against the caller's share.
 func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	uid, errno := n.root.takeHandle(ctx)
@@ -40,7 +54,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	fh, fl, errno := n.openFile(ctx, flags)
 	if errno != 0 {
 		n.root.handles.give(uid)
-		return nil, 0, errno
+		return nil, 0, staleIfGone(errno)
 	}
 	fh.(handleHolder).heldBy(&n.root.handles, uid)
 	return fh, fl, 0
