@@ -148,6 +148,9 @@ type cachedWriter struct {
 	// session says its process is in an agent session, whose reads are
 	// remembered for the stale-write check (see notifyChanged).
 	session bool
+	// sessionID is the agent session its process is in, "" for none: the
+	// session's end records it first (SettleSessionWrites).
+	sessionID string
 	// truncated says it was opened by a truncation (an O_TRUNC open);
 	// until it writes, its pause is waited for longer (see
 	// settleCachedWriter).
@@ -205,6 +208,22 @@ func (c *cachedWriters) nodes() []*Node {
 // written and not yet recorded: before a select, a status, the commit
 // gate, a notes sync or an unmount reads the ledger.
 func (r *Root) SettleWrites() { r.settleWritesExcept(nil) }
+
+// SettleSessionWrites records, now, what the writers of the agent session
+// id have written and not yet recorded: the session is ending, and its
+// end is recorded after what it changed. Other writers keep writing.
+func (r *Root) SettleSessionWrites(id string) {
+	for _, node := range r.cachedWriters.nodes() {
+		node.cachedMu.Lock()
+		if cw := node.cw; cw != nil && cw.sessionID == id {
+			node.endCachedWriterLocked()
+		}
+		node.cachedMu.Unlock()
+	}
+	if r.cached {
+		r.checkpointSessionWriters(id)
+	}
+}
 
 // settleWritesExcept is SettleWrites for every writer but skip's.
 func (r *Root) settleWritesExcept(skip *Node) {
@@ -336,7 +355,7 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 		}
 		return nil, syscall.EBADF
 	}
-	n.installCachedWriterLocked(f, caller, intent)
+	n.installCachedWriterLocked(f, caller, actor)
 	n.cw.session = actor.Versions != nil
 	return f, 0
 }
@@ -375,10 +394,13 @@ func (n *Node) forgetPagesApart(failed string) {
 	}()
 }
 
-// installCachedWriterLocked makes f the node's writer for caller under
-// intent; n.cachedMu is held.
-func (n *Node) installCachedWriterLocked(f cachedHandle, caller *fuse.Caller, intent string) {
-	cw := &cachedWriter{file: f, pid: caller.Pid, intent: intent, quiet: n.root.cachedQuiet, caller: *caller}
+// installCachedWriterLocked makes f the node's writer for caller, placed
+// as actor; n.cachedMu is held.
+func (n *Node) installCachedWriterLocked(f cachedHandle, caller *fuse.Caller, actor Actor) {
+	cw := &cachedWriter{file: f, pid: caller.Pid, intent: actor.Intent, quiet: n.root.cachedQuiet, caller: *caller}
+	if actor.Session != nil {
+		cw.sessionID = actor.Session.ID
+	}
 	_, upstream := f.(*upstreamFile)
 	if upstream {
 		// Published when git ends (settleAtExit), or at a settle; a
@@ -435,11 +457,11 @@ func (n *Node) adoptCreated(ctx context.Context, fh fs.FileHandle) bool {
 	if !ok || !known || caller == nil {
 		return false
 	}
-	intent := n.root.actorOf(caller).Intent
+	actor := n.root.actorOf(caller)
 	n.cachedMu.Lock()
 	defer n.cachedMu.Unlock()
 	n.endCachedWriterLocked()
-	n.installCachedWriterLocked(f, caller, intent)
+	n.installCachedWriterLocked(f, caller, actor)
 	return true
 }
 
