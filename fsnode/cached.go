@@ -266,6 +266,32 @@ func (n *Node) endCachedWriterLocked() {
 	}
 }
 
+// cachedTwins returns the nodes other than known whose cached writer
+// writes the source inode id: the mount may hold two nodes of one file
+// (the kernel forgot the one a CREATE made, whose writer has not ended,
+// and looked the name up anew), and a rename or a replacement names only
+// the one the directory holds.
+func (r *Root) cachedTwins(id fs.StableAttr, known *Node) []*Node {
+	var out []*Node
+	for _, node := range r.cachedWriters.nodes() {
+		st := node.StableAttr()
+		if node != known && st.Ino == id.Ino && st.Mode&syscall.S_IFMT == id.Mode&syscall.S_IFMT {
+			out = append(out, node)
+		}
+	}
+	return out
+}
+
+// checkpointCachedWriter records what the node's cached writer has
+// written so far, if it has one; the writer stays open.
+func (n *Node) checkpointCachedWriter() {
+	n.cachedMu.Lock()
+	defer n.cachedMu.Unlock()
+	if n.cw != nil {
+		n.checkpointOpen()
+	}
+}
+
 // endCachedWriter records and closes the node's cached writer, if any.
 func (n *Node) endCachedWriter() {
 	n.cachedMu.Lock()
