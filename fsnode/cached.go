@@ -148,6 +148,9 @@ type cachedWriter struct {
 	// session says its process is in an agent session, whose reads are
 	// remembered for the stale-write check (see notifyChanged).
 	session bool
+	// sessionID is the agent session its process is in, "" for none: the
+	// session's end records it first (SettleSessionWrites).
+	sessionID string
 	// truncated says it was opened by a truncation (an O_TRUNC open);
 	// until it writes, its pause is waited for longer (see
 	// settleCachedWriter).
@@ -206,6 +209,22 @@ func (c *cachedWriters) nodes() []*Node {
 // gate, a notes sync or an unmount reads the ledger.
 func (r *Root) SettleWrites() { r.settleWritesExcept(nil) }
 
+// SettleSessionWrites records, now, what the writers of the agent session
+// id have written and not yet recorded: the session is ending, and its
+// end is recorded after what it changed. Other writers keep writing.
+func (r *Root) SettleSessionWrites(id string) {
+	for _, node := range r.cachedWriters.nodes() {
+		node.cachedMu.Lock()
+		if cw := node.cw; cw != nil && cw.sessionID == id {
+			node.endCachedWriterLocked()
+		}
+		node.cachedMu.Unlock()
+	}
+	if r.cached {
+		r.checkpointSessionWriters(id)
+	}
+}
+
 // settleWritesExcept is SettleWrites for every writer but skip's.
 func (r *Root) settleWritesExcept(skip *Node) {
 	for _, node := range r.cachedWriters.nodes() {
@@ -244,6 +263,32 @@ func (n *Node) endCachedWriterLocked() {
 	cw.file.Release(context.Background())
 	if cw.session && cw.wrote {
 		n.notifyChanged()
+	}
+}
+
+// cachedTwins returns the nodes other than known whose cached writer
+// writes the source inode id: the mount may hold two nodes of one file
+// (the kernel forgot the one a CREATE made, whose writer has not ended,
+// and looked the name up anew), and a rename or a replacement names only
+// the one the directory holds.
+func (r *Root) cachedTwins(id fs.StableAttr, known *Node) []*Node {
+	var out []*Node
+	for _, node := range r.cachedWriters.nodes() {
+		st := node.StableAttr()
+		if node != known && st.Ino == id.Ino && st.Mode&syscall.S_IFMT == id.Mode&syscall.S_IFMT {
+			out = append(out, node)
+		}
+	}
+	return out
+}
+
+// checkpointCachedWriter records what the node's cached writer has
+// written so far, if it has one; the writer stays open.
+func (n *Node) checkpointCachedWriter() {
+	n.cachedMu.Lock()
+	defer n.cachedMu.Unlock()
+	if n.cw != nil {
+		n.checkpointOpen()
 	}
 }
 
@@ -336,7 +381,7 @@ func (n *Node) cachedWriterFor(ctx context.Context) (cachedHandle, syscall.Errno
 		}
 		return nil, syscall.EBADF
 	}
-	n.installCachedWriterLocked(f, caller, intent)
+	n.installCachedWriterLocked(f, caller, actor)
 	n.cw.session = actor.Versions != nil
 	return f, 0
 }
@@ -375,10 +420,13 @@ func (n *Node) forgetPagesApart(failed string) {
 	}()
 }
 
-// installCachedWriterLocked makes f the node's writer for caller under
-// intent; n.cachedMu is held.
-func (n *Node) installCachedWriterLocked(f cachedHandle, caller *fuse.Caller, intent string) {
-	cw := &cachedWriter{file: f, pid: caller.Pid, intent: intent, quiet: n.root.cachedQuiet, caller: *caller}
+// installCachedWriterLocked makes f the node's writer for caller, placed
+// as actor; n.cachedMu is held.
+func (n *Node) installCachedWriterLocked(f cachedHandle, caller *fuse.Caller, actor Actor) {
+	cw := &cachedWriter{file: f, pid: caller.Pid, intent: actor.Intent, quiet: n.root.cachedQuiet, caller: *caller}
+	if actor.Session != nil {
+		cw.sessionID = actor.Session.ID
+	}
 	_, upstream := f.(*upstreamFile)
 	if upstream {
 		// Published when git ends (settleAtExit), or at a settle; a
@@ -435,11 +483,11 @@ func (n *Node) adoptCreated(ctx context.Context, fh fs.FileHandle) bool {
 	if !ok || !known || caller == nil {
 		return false
 	}
-	intent := n.root.actorOf(caller).Intent
+	actor := n.root.actorOf(caller)
 	n.cachedMu.Lock()
 	defer n.cachedMu.Unlock()
 	n.endCachedWriterLocked()
-	n.installCachedWriterLocked(f, caller, intent)
+	n.installCachedWriterLocked(f, caller, actor)
 	return true
 }
 

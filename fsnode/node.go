@@ -67,8 +67,15 @@ type Node struct {
 	dropping, dropAgain atomic.Bool
 }
 
-// OnForget closes the cached directory handle.
+// OnForget records what the node's cached writer wrote and closes the
+// cached handles.
 func (n *Node) OnForget() {
+	// The kernel no longer knows the node, and may know the file under
+	// another node already (a listing looked it up anew while the
+	// creator still wrote): a rename of it moves that one. Recorded now,
+	// under the name it was written under, the writes come before that
+	// rename, never after it under a name the file no longer has.
+	n.endCachedWriter()
 	n.closeReadFd()
 	n.dirMu.Lock()
 	defer n.dirMu.Unlock()

@@ -453,6 +453,19 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		dst.checkpointChild(newName)
 	}
 	movedNode, swappedNode := n.childNode(name), dst.childNode(newName)
+	var twins []*Node
+	if n.root.cached {
+		// Writers of either file on a node the directory does not hold
+		// (see cachedTwins) record before the rename too, and end with
+		// the moved node's.
+		twins = n.root.cachedTwins(n.root.idFromStat(&srcSt), movedNode)
+		if dstExists {
+			twins = append(twins, n.root.cachedTwins(n.root.idFromStat(&dstSt), swappedNode)...)
+		}
+		for _, tw := range twins {
+			tw.checkpointCachedWriter()
+		}
+	}
 	replacedName := func() {}
 	if swappedNode != nil && swappedNode != movedNode && flags&policy.RenameExchange == 0 {
 		replacedName = swappedNode.holdForRemoval()
@@ -509,6 +522,9 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		// end. Not before the rename: until the kernel learns the new
 		// name, the writer's descriptor tells the file's attributes.
 		defer movedNode.endCachedWriter()
+	}
+	for _, tw := range twins {
+		defer tw.endCachedWriter()
 	}
 	if g.refContent != nil {
 		n.root.replaceRef(ctx, dst, newName, newRel, g.refContent, srcSt.Mode)

@@ -78,3 +78,19 @@ func (r *Root) checkpointWriters() {
 		f.checkpoint(false)
 	}
 }
+
+// checkpointSessionWriters is checkpointWriters for the handles opened by
+// the processes of the agent session id.
+func (r *Root) checkpointSessionWriters(id string) {
+	r.writers.mu.Lock()
+	files := make([]*File, 0, len(r.writers.set))
+	for f := range r.writers.set {
+		if t := f.track.Load(); t != nil && t.g.actor.Session != nil && t.g.actor.Session.ID == id {
+			files = append(files, f)
+		}
+	}
+	r.writers.mu.Unlock()
+	for _, f := range files {
+		f.checkpoint(false)
+	}
+}

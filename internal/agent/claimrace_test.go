@@ -11,7 +11,7 @@ import (
 // the intent's holder, for good: nothing releases it again.
 func TestClaimByAnEndedSessionIsRefused(t *testing.T) {
 	ended := make(chan *Session, 1)
-	r, err := NewSessions(func(s *Session) { ended <- s })
+	r, err := NewSessions(nil, func(s *Session) { ended <- s })
 	if err != nil {
 		t.Fatal(err)
 	}

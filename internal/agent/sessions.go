@@ -27,6 +27,11 @@ var ErrClaimed = errors.New("intent held by another session")
 // Sessions holds the sessions of one mount.
 type Sessions struct {
 	placer *placer
+	// ending is told when a session ends, once, while it is still live
+	// (its changes are still counted for it) but its processes are no
+	// longer placed in it: what it changed and has not yet recorded is
+	// recorded then, before onEnd records the end.
+	ending func(*Session)
 	// onEnd is told when a session has ended (its root process exited, or
 	// it was ended), once, in a goroutine of its own.
 	onEnd func(*Session)
@@ -44,9 +49,9 @@ type Sessions struct {
 	wg     sync.WaitGroup
 }
 
-// NewSessions returns an empty set of sessions. onEnd is called once per session
-// when it ends.
-func NewSessions(onEnd func(*Session)) (*Sessions, error) {
+// NewSessions returns an empty set of sessions. ending (nil for none) and
+// then onEnd are called once per session when it ends.
+func NewSessions(ending, onEnd func(*Session)) (*Sessions, error) {
 	p, err := newPlacer("/proc")
 	if err != nil {
 		return nil, err
@@ -55,7 +60,7 @@ func NewSessions(onEnd func(*Session)) (*Sessions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the session watcher's eventfd: %w", err)
 	}
-	return &Sessions{placer: p, onEnd: onEnd, live: map[string]*Session{}, byNS: map[uint64]*Session{},
+	return &Sessions{placer: p, ending: ending, onEnd: onEnd, live: map[string]*Session{}, byNS: map[uint64]*Session{},
 		claims: map[string]*Session{}, stop: make(chan struct{}), stopFd: efd}, nil
 }
 
@@ -202,6 +207,12 @@ func (r *Sessions) end(s *Session) {
 	}
 	if s.ended.Swap(true) {
 		return
+	}
+	if r.ending != nil {
+		// Ended first: a request of a process the session leaves behind
+		// is refused from now on (Place), so what ending records is all
+		// the session changed.
+		r.ending(s)
 	}
 	r.mu.Lock()
 	delete(r.live, s.id)

@@ -45,7 +45,7 @@ func childOf(t *testing.T, pid int) int {
 
 func TestSessionsPlacesSessionProcesses(t *testing.T) {
 	ended := make(chan *Session, 4)
-	r, err := NewSessions(func(s *Session) { ended <- s })
+	r, err := NewSessions(nil, func(s *Session) { ended <- s })
 	if err != nil {
 		t.Fatal(err)
 	}

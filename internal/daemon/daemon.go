@@ -260,7 +260,7 @@ func assemble(cfg Config, keys *signing, worktree *gitlayout.Worktree) (_ *Daemo
 	if err = d.upstream.mirror.SetKnownHosts(cfg.UpstreamKnownHosts); err != nil {
 		return nil, nil, err
 	}
-	if d.actors.sessions, err = agent.NewSessions(d.actors.ended); err != nil {
+	if d.actors.sessions, err = agent.NewSessions(d.actors.ending, d.actors.ended); err != nil {
 		return nil, nil, err
 	}
 	cleanup = append(cleanup, d.actors.sessions.Close)

@@ -136,15 +136,24 @@ func sessionSummary(spec agent.Spec) string {
 	return fmt.Sprintf("agent session as %s (uid %d), root pid %d, %s", spec.User, spec.Uid, spec.RootPid, mode)
 }
 
+// ending records what a session changed and has not yet recorded, while
+// it is still counted for the session and before its end is recorded:
+// on the cached data path its writers record once their writes pause,
+// which its last command does not wait for.
+func (a *actors) ending(s *agent.Session) {
+	if a.root == nil {
+		return
+	}
+	a.root.SettleSessionWrites(s.ID())
+	// Its temporaries outlive no save: removed, and recorded, before the
+	// session's end is.
+	a.root.SessionEnded(s.ID())
+}
+
 // ended records the end of a session (its claim is released).
 func (a *actors) ended(s *agent.Session) {
 	info := s.Info()
 	a.log.Info("session ended", "session", s.ID(), "changes", info.Changes, "denials", info.Denials)
-	if a.root != nil {
-		// Its temporaries outlive no save: removed, and recorded, before
-		// the session's end is.
-		a.root.SessionEnded(s.ID())
-	}
 	a.gov.Record(ledger.Change{Event: ledger.EventSessionEnd, Intent: s.Intent(), Session: s.Ref(),
 		Reason: fmt.Sprintf("ran %s; %d changes, %d denials", time.Since(info.Started).Round(time.Millisecond), info.Changes, info.Denials)})
 }
