@@ -509,10 +509,8 @@ func startSoakDaemon(bin, src, mnt, run, logPath string) (*soakDaemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The soak measures the passthrough path, the default, whatever
-	// INTENTFS_DATA_PATH says: on the cached path a session's last
-	// writes can be recorded after its end, uncounted for it.
-	cmd := exec.Command(bin, "mount", "--foreground", "--data-path", "passthrough", src, mnt)
+	// The data path is INTENTFS_DATA_PATH's, as the suite's.
+	cmd := exec.Command(bin, "mount", "--foreground", src, mnt)
 	cmd.Env = append(os.Environ(), "INTENTFS_RUNTIME_DIR="+run)
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
