@@ -61,7 +61,6 @@ type Dir struct {
 		sync.Mutex
 		nodes map[viewSlot]*fs.Inode
 		order []viewSlot
-		inos  map[uint64]bool
 	}
 }
 

@@ -31,6 +31,14 @@ var perCallerFiles = map[string]bool{
 // go (a caller of that view gets a new inode at its next lookup).
 const maxViews = 1024
 
+// viewGeneration is the generation of every per-view inode, which the
+// kernel is told in each entry: it marks the inode as one whose entry
+// must not be kept (PerCallerEntry) for as long as the inode lives,
+// whether or not its view is still among the maxViews kept (a lookup
+// that found a view may still be answering when the view is let go).
+// The workspace's inodes have generation zero.
+const viewGeneration = 0x76696577 // "view"
+
 // viewKey names a view: whose content a per-view inode holds.
 type viewKey struct {
 	session string
@@ -92,36 +100,27 @@ func (d *Dir) viewNode(ctx context.Context, name string, caller *fuse.Caller) *f
 		orig := d.files[name].Operations().(*ctlFile)
 		ops = &ctlFile{dir: d, name: orig.name, mode: orig.mode, read: orig.read, write: orig.write, partial: orig.partial, view: &slot.key}
 	}
-	n := d.NewInode(ctx, ops, fs.StableAttr{Mode: syscall.S_IFREG})
+	n := d.NewInode(ctx, ops, fs.StableAttr{Mode: syscall.S_IFREG, Gen: viewGeneration})
 	if d.views.nodes == nil {
 		d.views.nodes = map[viewSlot]*fs.Inode{}
-		d.views.inos = map[uint64]bool{}
 	}
 	for len(d.views.order) >= maxViews {
 		old := d.views.order[0]
 		d.views.order = d.views.order[1:]
-		if o := d.views.nodes[old]; o != nil {
-			delete(d.views.inos, o.StableAttr().Ino)
-		}
 		delete(d.views.nodes, old)
 	}
 	d.views.nodes[slot] = n
 	d.views.order = append(d.views.order, slot)
-	d.views.inos[n.StableAttr().Ino] = true
 	return n
 }
 
-// PerCallerEntry reports whether ino is a per-view control file whose
-// directory entry the kernel must not keep: the mount's raw layer answers
-// its LOOKUPs with an entry timeout of zero, which go-fuse's own layer
-// cannot give (it takes zero for "the mount's default").
-func (d *Dir) PerCallerEntry(name string, ino uint64) bool {
-	if !perCallerFiles[name] {
-		return false
-	}
-	d.views.Lock()
-	defer d.views.Unlock()
-	return d.views.inos[ino]
+// PerCallerEntry reports whether the entry of name, whose inode has
+// generation gen, is that of a per-view control file, which the kernel
+// must not keep: the mount's raw layer answers its LOOKUPs with an entry
+// timeout of zero, which go-fuse's own layer cannot give (it takes zero
+// for "the mount's default").
+func (d *Dir) PerCallerEntry(name string, gen uint64) bool {
+	return perCallerFiles[name] && gen == viewGeneration
 }
 
 // viewNodes returns the per-view inodes of name.

@@ -74,20 +74,19 @@ func TestViewsSeparateSessionsAndUids(t *testing.T) {
 // depends on the reader are looked up at each use.
 func TestPerCallerEntryOnlyForPerCallerFiles(t *testing.T) {
 	d := &Dir{}
-	d.views.inos = map[uint64]bool{7: true}
 	for _, c := range []struct {
 		name string
-		ino  uint64
+		gen  uint64
 		want bool
 	}{
-		{"active", 7, true},
-		{"check", 7, true},
-		{"active", 8, false},
-		{"README.md", 7, false},
-		{"pending", 7, false},
+		{"active", viewGeneration, true},
+		{"check", viewGeneration, true},
+		{"active", 0, false},
+		{"README.md", viewGeneration, false},
+		{"pending", viewGeneration, false},
 	} {
-		if got := d.PerCallerEntry(c.name, c.ino); got != c.want {
-			t.Errorf("PerCallerEntry(%q, %d) = %v, want %v", c.name, c.ino, got, c.want)
+		if got := d.PerCallerEntry(c.name, c.gen); got != c.want {
+			t.Errorf("PerCallerEntry(%q, %d) = %v, want %v", c.name, c.gen, got, c.want)
 		}
 	}
 }

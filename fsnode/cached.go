@@ -93,7 +93,7 @@ func (e *OpenElider) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 // caller on the cached data path (control.Dir): their entries must be
 // looked up at each use.
 type perCallerEntries interface {
-	PerCallerEntry(name string, ino uint64) bool
+	PerCallerEntry(name string, gen uint64) bool
 }
 
 // Lookup answers a lookup, with an entry timeout of zero for a control
@@ -104,7 +104,7 @@ type perCallerEntries interface {
 func (e *OpenElider) Lookup(cancel <-chan struct{}, header *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
 	st := e.RawFileSystem.Lookup(cancel, header, name, out)
 	if st.Ok() && e.elide {
-		if pc, ok := e.root.control.(perCallerEntries); ok && pc.PerCallerEntry(name, out.Attr.Ino) {
+		if pc, ok := e.root.control.(perCallerEntries); ok && pc.PerCallerEntry(name, out.Generation) {
 			out.EntryValid, out.EntryValidNsec = 0, 0
 		}
 	}

@@ -1,0 +1,110 @@
+package fence
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/intentfs/intentfs/integration/testenv"
+)
+
+// viewEvictor is the agent's attempt to have the kernel keep an entry of
+// .intentfs/active: one thread looks the name up again and again while
+// short-lived threads each look .intentfs/check up once (a view per
+// thread, the kernel naming the thread in the request), so that the
+// oldest views, its own active's among them, are let go while its lookup
+// of that view is still being answered. The daemon must answer every
+// lookup of a per-view name with an entry the kernel does not keep,
+// however many views come and go.
+const viewEvictor = `
+import os, threading, time
+stop = time.monotonic() + float(os.environ.get("EVICT_SECONDS", "6"))
+done = False
+def look():
+    while not done:
+        try: os.stat(".intentfs/active")
+        except OSError: pass
+def one():
+    try: os.stat(".intentfs/check")
+    except OSError: pass
+lookers = [threading.Thread(target=look) for _ in range(2)]
+for t in lookers: t.start()
+made = 0
+while time.monotonic() < stop:
+    batch = [threading.Thread(target=one) for _ in range(64)]
+    for t in batch: t.start()
+    for t in batch: t.join()
+    made += len(batch)
+done = True
+for t in lookers: t.join()
+print("views", made)
+`
+
+// TestCachedAttackViewEvictionKeepsNoEntry: the agent evicts views (past
+// maxViews) while it looks up its own .intentfs/active. Another reader
+// (root here, of another view) must keep reaching its own view: a kernel
+// entry kept for the agent's inode would hand that inode to every later
+// walk of the name (an hour, with the source watched), where the reader
+// is refused (EACCES) or, within a clock tick of the agent's read, reads
+// the agent's content from the page cache.
+func TestCachedAttackViewEvictionKeepsNoEntry(t *testing.T) {
+	testenv.Serial(t)
+	e := mountCached(t, "INT-001", attackSeed())
+	active := filepath.Join(e.Mnt, ".intentfs", "active")
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		refused int
+		reads   int
+		first   error
+	)
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, err := os.ReadFile(active)
+			mu.Lock()
+			reads++
+			if err != nil {
+				refused++
+				if first == nil {
+					first = err
+				}
+			}
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "cd "+e.Mnt+" && EVICT_SECONDS=6 python3 -c '"+viewEvictor+"'")
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("as the agent: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "views") {
+		t.Fatalf("the evictor did not run:\n%s", out)
+	}
+	// After the storm, too: an entry kept then still stands.
+	if _, err := os.ReadFile(active); err != nil {
+		refused++
+		if first == nil {
+			first = err
+		}
+	}
+	t.Logf("agent: %s; root's reads: %d, refused %d", strings.TrimSpace(out), reads, refused)
+	if refused > 0 {
+		t.Fatalf("root's reads of .intentfs/active were refused %d of %d times (first: %v, EACCES: %v): a kernel entry kept the agent's view",
+			refused, reads, first, errors.Is(first, syscall.EACCES))
+	}
+}
