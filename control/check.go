@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 	"unicode/utf8"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -126,7 +125,7 @@ func (f *checkFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Att
 			h.mu.Unlock()
 		}
 		out.Size = uint64(size)
-		out.SetTimeout(time.Nanosecond)
+		out.SetTimeout(attrTimeout(f.view))
 	}
 	return 0
 }
