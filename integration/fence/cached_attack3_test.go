@@ -108,3 +108,45 @@ func TestCachedAttackViewEvictionKeepsNoEntry(t *testing.T) {
 			refused, reads, first, errors.Is(first, syscall.EACCES))
 	}
 }
+
+// TestCachedAttackLinksToControlFiles: the agent links its view of the
+// control files into the workspace, a hard link (refused: the control
+// files have no place in the source) and a symlink (a path, walked anew
+// by each reader: root reading it reads root's own view, never the
+// agent's), and tries to grow or cut a control file in place.
+func TestCachedAttackLinksToControlFiles(t *testing.T) {
+	testenv.Serial(t)
+	e := mountCached(t, "INT-001", attackSeed())
+	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, `cd `+e.Mnt+` || exit 9
+cat .intentfs/active >/dev/null
+ln .intentfs/active src/hard 2>/dev/null && echo "HARD LINKED"
+ln -s ../.intentfs/active src/soft || echo "no symlink"
+truncate -s 100 .intentfs/status 2>/dev/null && echo "STATUS GREW"
+printf 'x' >> .intentfs/denials 2>/dev/null && echo "DENIALS APPENDED"
+cat src/soft`)
+	if err != nil {
+		t.Fatalf("as the agent: %v\n%s", err, out)
+	}
+	t.Logf("the agent:\n%s", out)
+	for _, bad := range []string{"HARD LINKED", "STATUS GREW", "DENIALS APPENDED"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the agent: %s\n%s", bad, out)
+		}
+	}
+	if strings.Contains(out, "no symlink") {
+		t.Fatalf("the agent could not make a symlink in its scope:\n%s", out)
+	}
+	if _, err := os.Lstat(filepath.Join(e.Src, "src", "hard")); err == nil {
+		t.Errorf("a hard link of a control file is in the source")
+	}
+	// Root reads through the agent's symlink, at once and again: its own
+	// view each time.
+	for range 50 {
+		if _, err := os.ReadFile(filepath.Join(e.Mnt, "src", "soft")); err != nil {
+			t.Fatalf("root reading the agent's symlink to .intentfs/active: %v", err)
+		}
+		if _, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, "cat "+e.Mnt+"/src/soft >/dev/null"); err != nil {
+			t.Fatalf("the agent reading its symlink: %v", err)
+		}
+	}
+}
