@@ -150,3 +150,48 @@ cat src/soft`)
 		}
 	}
 }
+
+// TestCachedAttackAppendsOutOfScope: O_APPEND writes land at the source's
+// real end on the cached data path (pwritev2 with RWF_APPEND); the agent
+// appends to a file outside its scope right after the source grew under
+// the kernel's kept size (a human's line), by `>>`, by pwrite on an
+// O_APPEND descriptor and by pwritev2 with RWF_NOAPPEND on one: every
+// write is refused and the file stays as the human left it.
+func TestCachedAttackAppendsOutOfScope(t *testing.T) {
+	testenv.Serial(t)
+	e := mountCached(t, "INT-001", attackSeed())
+	if _, err := os.ReadFile(filepath.Join(e.Mnt, "README.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.Src, "README.md"), []byte("readme\nhuman\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := agentPy(e, `
+import os
+os.chdir("`+e.Mnt+`")
+def attempt(name, f):
+    try:
+        f()
+        print("WROTE", name)
+    except OSError as e:
+        print("refused", name, e.errno)
+def shell():
+    if os.system("printf agent >> README.md 2>/dev/null") != 0:
+        raise OSError(13, "shell")
+attempt("shell", shell)
+def pw():
+    fd = os.open("README.md", os.O_WRONLY | os.O_APPEND)
+    try: os.pwrite(fd, b"agent", 0)
+    finally: os.close(fd)
+attempt("pwrite", pw)
+def noappend():
+    fd = os.open("README.md", os.O_WRONLY | os.O_APPEND)
+    try: os.pwritev(fd, [b"agent"], 0, getattr(os, "RWF_NOAPPEND", 0x20))
+    finally: os.close(fd)
+attempt("noappend", noappend)
+`)
+	if strings.Contains(out, "WROTE") || strings.Count(out, "refused") != 3 {
+		t.Errorf("the agent's appends outside its scope:\n%s", out)
+	}
+	unchanged(e, "README.md", "readme\nhuman\n")
+}
