@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/intentfs/intentfs/integration/testenv"
+	"github.com/intentfs/intentfs/ledger"
 )
 
 // viewEvictor is the agent's attempt to have the kernel keep an entry of
@@ -194,4 +195,40 @@ attempt("noappend", noappend)
 		t.Errorf("the agent's appends outside its scope:\n%s", out)
 	}
 	unchanged(e, "README.md", "readme\nhuman\n")
+}
+
+// TestCachedAttackRecreateAfterSourceRemoval: a file the kernel still has
+// an entry for is removed in the source (a human's rm); the agent's
+// `> file` then gets ESTALE from the daemon and the kernel walks the path
+// again and creates the file: outside the scope that creation is refused
+// on the retry as on any walk, and nothing is made in the source; inside
+// it the file is made and recorded.
+func TestCachedAttackRecreateAfterSourceRemoval(t *testing.T) {
+	testenv.Serial(t)
+	e := mountCached(t, "INT-001", attackSeed())
+	cachedAgent(e, "cat README.md src/a.txt >/dev/null")
+	for _, rel := range []string{"README.md", "src/a.txt"} {
+		if err := os.Remove(filepath.Join(e.Src, rel)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, `cd `+e.Mnt+` || exit 9
+(: > README.md) && echo "README MADE"
+echo again > src/a.txt && echo "a made"`)
+	if err != nil {
+		t.Fatalf("as the agent: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "README MADE") {
+		t.Errorf("the agent re-created README.md outside its scope:\n%s", out)
+	}
+	if !strings.Contains(out, "a made") {
+		t.Errorf("the agent could not re-create src/a.txt in its scope:\n%s", out)
+	}
+	if _, err := os.Lstat(filepath.Join(e.Src, "README.md")); err == nil {
+		t.Errorf("README.md is in the source again")
+	}
+	if got, _ := e.SrcContent("src/a.txt"); got != "again\n" {
+		t.Errorf("src/a.txt in the source is %q, want %q", got, "again\n")
+	}
+	e.WaitRecord("the re-creation", testenv.Event(ledger.EventCreate, "src/a.txt"))
 }
