@@ -44,6 +44,9 @@ type File struct {
 	// writeGate while it is open (counted: whether it is).
 	writing inodeKey
 	counted bool
+	// locked says a lock was taken through this handle (see
+	// releaseLocks).
+	locked atomic.Bool
 }
 
 // tracking is the audit state of a handle opened for writing.
@@ -172,6 +175,7 @@ func (f *File) Release(ctx context.Context) syscall.Errno {
 	if f.limit != nil {
 		f.limit.give(f.uid)
 	}
+	f.releaseLocks()
 	return f.LoopbackFile.Release(ctx)
 }
 

@@ -2,11 +2,13 @@ package fsnode
 
 import (
 	"context"
+	"io"
 	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/intentfs/intentfs/policy"
 )
@@ -28,7 +30,32 @@ func (n *Node) Setlk(ctx context.Context, f fs.FileHandle, owner uint64, lk *fus
 	if !ok {
 		return syscall.ENOTSUP
 	}
-	return l.Setlk(ctx, owner, lk, flags)
+	return lockedThrough(f, lk, l.Setlk(ctx, owner, lk, flags))
+}
+
+// lockedThrough notes on f that a lock was taken through it, if errno
+// says one was, and returns errno.
+func lockedThrough(f fs.FileHandle, lk *fuse.FileLock, errno syscall.Errno) syscall.Errno {
+	if file, ok := f.(*File); ok && errno == 0 && lk.Typ != syscall.F_UNLCK {
+		file.locked.Store(true)
+	}
+	return errno
+}
+
+// releaseLocks drops the locks taken through f, before its descriptor is
+// closed. Closing it is not enough on the passthrough path: the kernel
+// reads and writes every open of a file through one backing file, the
+// daemon's first handle of it, which later handles keep open; a flock or
+// OFD lock held there would outlive its holder's close for as long as
+// any other descriptor of the file stays open, and the next lock of the
+// file, the human's included, would wait for it.
+func (f *File) releaseLocks() {
+	if !f.locked.Load() {
+		return
+	}
+	_ = unix.Flock(f.fd, unix.LOCK_UN)
+	whole := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart}
+	_ = unix.FcntlFlock(uintptr(f.fd), unix.F_OFD_SETLK, &whole)
 }
 
 // Setlkw takes a lock, waiting for it, or releases one.
@@ -47,7 +74,7 @@ func (n *Node) Setlkw(ctx context.Context, f fs.FileHandle, owner uint64, lk *fu
 	if !ok {
 		return syscall.ENOTSUP
 	}
-	return waitForLock(ctx, func() syscall.Errno { return l.Setlk(ctx, owner, lk, flags) })
+	return lockedThrough(f, lk, waitForLock(ctx, func() syscall.Errno { return l.Setlk(ctx, owner, lk, flags) }))
 }
 
 // lockRetryMax bounds the pause between tries of a lock that is held.
