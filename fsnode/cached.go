@@ -288,7 +288,10 @@ func (n *Node) endCachedWriterLocked() {
 	}
 	n.cw = nil
 	cw.timer.Stop()
-	n.root.cachedWriters.remove(n)
+	// Listed until recorded: a settle that finds the node then waits on
+	// n.cachedMu for this record (a session's end must not pass a record
+	// of the session that its writer's pause began a moment before).
+	defer n.root.cachedWriters.remove(n)
 	if up, ok := cw.file.(*upstreamFile); ok {
 		// A file git creates from the upstream is checked and published
 		// at its close (FLUSH), which never comes on this path: here,

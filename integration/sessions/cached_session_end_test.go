@@ -31,6 +31,13 @@ func TestCachedSessionEndRecordsItsWritesFirst(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("session %s (exit %d):\n%s", name, code, out)
 		}
+		// The session is listed as ended from the moment its processes
+		// are no longer placed in it; its counts are final once its end
+		// is recorded.
+		e.WaitRecord("the end of session "+name, func(r *ledger.Record) bool {
+			g := r.Gov()
+			return g.Event == ledger.EventSessionEnd && g.Session != nil && g.Session.Name == name
+		})
 		info, ok := e.SessionNamed(name)
 		if !ok || info.Live {
 			t.Fatalf("session %s not listed as ended: %+v (listed %v)", name, info, ok)
