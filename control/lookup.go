@@ -35,8 +35,5 @@ func (d *Dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		out.Attr = a.Attr
 	}
 	out.SetAttrTimeout(time.Nanosecond)
-	if d.withoutHandles && perCallerFiles[name] {
-		out.SetAttrTimeout(viewAttrTimeout)
-	}
 	return child, 0
 }

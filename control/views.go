@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"syscall"
-	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -84,32 +83,6 @@ func (d *Dir) refuseOtherViews(ctx context.Context, view *viewKey) syscall.Errno
 		return syscall.EACCES
 	}
 	return 0
-}
-
-// viewAttrTimeout is the attribute timeout a per-view inode answers with;
-// the mount's raw layer answers the kernel zero in its place
-// (PerCallerAttr). Kept for even the clock tick that a nanosecond rounds
-// up to, the attributes let the kernel open and read the inode from its
-// page cache without asking: a process of another view that reached the
-// inode (through /proc/<pid>/fd of a process of the view) would read the
-// view's content. With zero, every open and read asks first (a GETATTR,
-// refused outside the view). go-fuse's own layer cannot answer zero (it
-// takes zero for "the mount's default").
-const viewAttrTimeout = 3 * time.Nanosecond
-
-// attrTimeout is the attribute timeout of a control file of view (nil:
-// every caller's).
-func attrTimeout(view *viewKey) time.Duration {
-	if view != nil {
-		return viewAttrTimeout
-	}
-	return time.Nanosecond
-}
-
-// PerCallerAttr reports whether attributes answered with timeout are a
-// per-view inode's, which the kernel must not keep at all.
-func (d *Dir) PerCallerAttr(timeout time.Duration) bool {
-	return timeout == viewAttrTimeout
 }
 
 // viewNode returns the inode of name in caller's view, made if needed.

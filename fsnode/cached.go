@@ -98,7 +98,6 @@ func (e *OpenElider) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 // looked up at each use.
 type perCallerEntries interface {
 	PerCallerEntry(name string, gen uint64) bool
-	PerCallerAttr(timeout time.Duration) bool
 }
 
 // Lookup answers a lookup, with an entry timeout of zero for a control
@@ -112,39 +111,8 @@ func (e *OpenElider) Lookup(cancel <-chan struct{}, header *fuse.InHeader, name 
 		if pc, ok := e.root.control.(perCallerEntries); ok && pc.PerCallerEntry(name, out.Generation) {
 			out.EntryValid, out.EntryValidNsec = 0, 0
 		}
-		if pc, ok := e.root.control.(perCallerEntries); ok && pc.PerCallerAttr(out.AttrTimeout()) {
-			out.AttrValid, out.AttrValidNsec = 0, 0
-		}
 	}
 	return st
-}
-
-// GetAttr answers attributes, kept for no time at all for a control file
-// that is one inode per caller: kept for the clock tick a nanosecond
-// rounds up to, they let another view's process that reached the inode
-// open and read it from the page cache without asking.
-func (e *OpenElider) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	st := e.RawFileSystem.GetAttr(cancel, in, out)
-	e.perCallerAttr(st, out)
-	return st
-}
-
-// SetAttr is GetAttr for the attributes a SETATTR answers.
-func (e *OpenElider) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	st := e.RawFileSystem.SetAttr(cancel, in, out)
-	e.perCallerAttr(st, out)
-	return st
-}
-
-// perCallerAttr makes out, answered with st, kept for no time if it is a
-// per-caller control file's.
-func (e *OpenElider) perCallerAttr(st fuse.Status, out *fuse.AttrOut) {
-	if !st.Ok() || !e.elide {
-		return
-	}
-	if pc, ok := e.root.control.(perCallerEntries); ok && pc.PerCallerAttr(out.Timeout()) {
-		out.AttrValid, out.AttrValidNsec = 0, 0
-	}
 }
 
 // Flush declines, once: a handle-less file has nothing to flush (writes
