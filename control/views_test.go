@@ -90,26 +90,3 @@ func TestPerCallerEntryOnlyForPerCallerFiles(t *testing.T) {
 		}
 	}
 }
-
-// TestPerCallerAttrOnlyForViews: only a per-view inode's attributes are
-// answered with the timeout the mount's raw layer turns into zero; the
-// other control files keep theirs for a nanosecond.
-func TestPerCallerAttrOnlyForViews(t *testing.T) {
-	d := &Dir{}
-	for _, c := range []struct {
-		name string
-		view *viewKey
-		want bool
-	}{
-		{"a view's file", &viewKey{session: "s1", uid: 1000}, true},
-		{"check of one process", &viewKey{uid: 1000, pid: 7}, true},
-		{"a file of every caller", nil, false},
-	} {
-		if got := d.PerCallerAttr(attrTimeout(c.view)); got != c.want {
-			t.Errorf("%s: PerCallerAttr = %v, want %v", c.name, got, c.want)
-		}
-	}
-	if d.PerCallerAttr(0) {
-		t.Errorf("the mount's default attribute timeout taken for a view's")
-	}
-}
