@@ -40,10 +40,12 @@ func setattrOp(in *fuse.SetAttrIn) (policy.Op, ledger.Event, bool) {
 // Setattr changes size, mode, owner or times. Each is a change to decide.
 func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	errno := n.setattr(ctx, f, in, out)
-	if _, viaFd := in.GetFh(); !viaFd {
-		// By path (truncate(2), chmod(2), an O_TRUNC open on the cached
-		// data path): the kernel walks the path again (staleIfGone).
-		// Through a descriptor, the file simply has no name left.
+	_, viaFd := in.GetFh()
+	if _, resizes := in.GetSize(); resizes && !viaFd {
+		// A truncation by path (truncate(2), an O_TRUNC open on the
+		// cached data path): the kernel walks the path again
+		// (staleIfGone). Through a descriptor, the file simply has no
+		// name left; other changes keep their answer.
 		return staleIfGone(errno)
 	}
 	return errno
