@@ -71,6 +71,11 @@ type Backend interface {
 	// Accept records a human's acknowledgement of paths as they are now
 	// in the source; by is who accepts, refused inside a session.
 	Accept(r AcceptRequest, by *ledger.Process) ([]Accepted, error)
+	// Settle records what the mount's writers have written and not yet
+	// recorded, and returns once the ledger holds every record on disk:
+	// a command that reads the ledger file (log, verify, diff, blame)
+	// asks first, so it sees every change made before it ran.
+	Settle() error
 }
 
 // DecideRequest is a human's decision on a pending entry.
@@ -231,7 +236,7 @@ func (s Status) HeldBy(id string) []OpenWriter {
 // Request is one CLI command over the socket.
 type Request struct {
 	// Op is status, denials, select, unmount, intent, context, lesson,
-	// revert, check, approvals, decide, accept or watch.
+	// revert, check, approvals, decide, accept, settle or watch.
 	Op     string `json:"op"`
 	Intent string `json:"intent,omitempty"`
 	// IntentOp is the lifecycle command of Op "intent".

@@ -287,6 +287,11 @@ func (s *Server) dispatch(req Request, proc *ledger.Process) Response {
 			return Response{Error: err.Error(), Accepted: res}
 		}
 		return Response{OK: true, Accepted: res}
+	case "settle":
+		if err := s.backend.Settle(); err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true}
 	case "unmount":
 		if err := s.backend.Unmount(); err != nil {
 			return Response{Error: err.Error()}

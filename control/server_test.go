@@ -193,6 +193,34 @@ func TestServerAccept(t *testing.T) {
 	}
 }
 
+// settleBackend counts settle requests, and fails them when err is set.
+type settleBackend struct {
+	Backend
+	calls int
+	err   error
+}
+
+func (b *settleBackend) Settle() error { b.calls++; return b.err }
+
+// TestServerSettle: the settle op reaches the backend, and a ledger that
+// cannot be flushed comes back as the answer's error.
+func TestServerSettle(t *testing.T) {
+	b := &settleBackend{}
+	sock := filepath.Join(t.TempDir(), "ctl.sock")
+	srv, err := Listen(sock, syscall.Getuid(), syscall.Getgid(), b, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if resp, err := Call(context.Background(), sock, Request{Op: "settle"}); err != nil || !resp.OK || b.calls != 1 {
+		t.Fatalf("settle: %+v, %v, %d calls", resp, err, b.calls)
+	}
+	b.err = errors.New("ledger: disk full")
+	if _, err := Call(context.Background(), sock, Request{Op: "settle"}); err == nil || !strings.Contains(err.Error(), "disk full") || b.calls != 2 {
+		t.Fatalf("failed settle: %v, %d calls", err, b.calls)
+	}
+}
+
 // TestListenLeavesTheProcessUmaskAlone: the umask is process-wide, and a
 // daemon creates files on other goroutines while a mount starts (several
 // mounts share a process in the integration tests). Listen must make its

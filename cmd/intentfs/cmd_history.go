@@ -51,6 +51,7 @@ Examples:
 			if err != nil {
 				return err
 			}
+			ws.settle()
 			h := historySource(ws)
 			var f ledger.Filter
 			switch {
@@ -235,6 +236,7 @@ Examples:
 			if err != nil {
 				return err
 			}
+			ws.settle()
 			rel := args[0]
 			if filepath.IsAbs(rel) {
 				for _, root := range []string{ws.source, mountOf(ws)} {
@@ -306,6 +308,7 @@ Examples:
 			if err != nil {
 				return err
 			}
+			ws.settle()
 			needed := map[string]bool{}
 			err = ledger.Query(ws.layout().LedgerPath(), ledger.Filter{Since: cut}, func(r *ledger.Record) error {
 				g := r.Gov()

@@ -54,6 +54,7 @@ Examples:
 			if err != nil {
 				return err
 			}
+			ws.settle()
 			if notes, _ := a.fs.GetBool("notes"); notes || !hasLocalLedger(ws) && isGitWorkTree(ws) {
 				return verifyNotes(a, ws)
 			}

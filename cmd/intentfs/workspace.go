@@ -107,6 +107,20 @@ func cliProcess() *ledger.Process {
 		Cmdline: os.Args}
 }
 
+// settle asks the source's mount, if it has a live one, to record what
+// its writers have written and flush the ledger before the command reads
+// the ledger file: on the cached data path a write is recorded once its
+// file's writes pause, and a log or verify run right after an edit would
+// otherwise not see it (verify would call the file untraced). Best
+// effort: a daemon this user may not control, or one gone, leaves the
+// ledger on disk as it is.
+func (ws cliWorkspace) settle() {
+	if ws.mount == nil {
+		return
+	}
+	_, _ = call(*ws.mount, control.Request{Op: "settle"})
+}
+
 // layout is where the source keeps its orchestration files.
 func (ws cliWorkspace) layout() workspace.Layout { return workspace.At(ws.source) }
 

@@ -68,6 +68,13 @@ func (b controlBackend) Accept(r control.AcceptRequest, by *ledger.Process) ([]c
 	return out, err
 }
 
+// Settle records what the cached data path's writers have written and
+// flushes the ledger.
+func (b controlBackend) Settle() error {
+	b.settleWrites()
+	return b.FlushLedger()
+}
+
 // Watch subscribes to the mount's events. A goroutine takes them from
 // the feed's bounded buffer, as a watcher is shown them, and hands them
 // on converted until cancel: a slow watcher still loses events in the
