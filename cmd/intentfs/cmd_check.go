@@ -131,7 +131,7 @@ func runCheck(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	ws.settle()
+	ws.settle(a)
 	if err := gitcheck.CheckNames(ctx, g.repo, args); err != nil {
 		return err
 	}

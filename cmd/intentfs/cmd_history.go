@@ -51,7 +51,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			ws.settle()
+			ws.settle(a)
 			h := historySource(ws)
 			var f ledger.Filter
 			switch {
@@ -236,7 +236,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			ws.settle()
+			ws.settle(a)
 			rel := args[0]
 			if filepath.IsAbs(rel) {
 				for _, root := range []string{ws.source, mountOf(ws)} {
@@ -308,7 +308,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			ws.settle()
+			ws.settle(a)
 			needed := map[string]bool{}
 			err = ledger.Query(ws.layout().LedgerPath(), ledger.Filter{Since: cut}, func(r *ledger.Record) error {
 				g := r.Gov()

@@ -74,7 +74,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			ws.settle()
+			ws.settle(a)
 			path := ws.layout().LedgerPath()
 			if !hasLocalLedger(ws) {
 				return logFromNotes(a, ws, f, limit) // a clone: the records are in git notes

@@ -99,7 +99,7 @@ Examples:
 				}
 				return err
 			}
-			ws.settle()
+			ws.settle(a)
 			if write && ws.mount == nil {
 				if err := uncontrolledMountOf(ws.source); err != nil {
 					return withSudoHint(err, retry)

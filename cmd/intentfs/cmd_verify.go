@@ -54,7 +54,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			ws.settle()
+			ws.settle(a)
 			if notes, _ := a.fs.GetBool("notes"); notes || !hasLocalLedger(ws) && isGitWorkTree(ws) {
 				return verifyNotes(a, ws)
 			}

@@ -127,6 +127,12 @@ func daemonGone(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
 }
 
+// timedOut says err is a call's deadline passing: while connecting (the
+// context's) or while waiting for the answer (the connection's).
+func timedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
 // call sends a request to a mount's daemon.
 func call(e mounts.Entry, req control.Request) (*control.Response, error) {
 	if u, err := user.Current(); err == nil {
@@ -135,7 +141,7 @@ func call(e mounts.Entry, req control.Request) (*control.Response, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	resp, err := control.Call(ctx, e.Socket, req)
-	if err != nil && resp == nil && errors.Is(err, context.DeadlineExceeded) {
+	if err != nil && resp == nil && timedOut(err) {
 		return nil, errors.New("the daemon did not answer within 60s")
 	}
 	if err != nil && resp == nil && daemonGone(err) && req.Op != "unmount" {

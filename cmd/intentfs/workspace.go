@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/mounts"
@@ -113,13 +115,27 @@ func cliProcess() *ledger.Process {
 // file's writes pause, and a log or verify run right after an edit would
 // otherwise not see it (verify would call the file untraced). Best
 // effort: a daemon this user may not control, or one gone, leaves the
-// ledger on disk as it is.
-func (ws cliWorkspace) settle() {
+// ledger on disk as it is; one that does not answer within settleWait
+// is named, and the command goes on without it.
+func (ws cliWorkspace) settle(a *app) { ws.settleWithin(a, settleWait) }
+
+func (ws cliWorkspace) settleWithin(a *app, wait time.Duration) {
 	if ws.mount == nil {
 		return
 	}
-	_, _ = call(*ws.mount, control.Request{Op: "settle"})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, err := control.Call(ctx, ws.mount.Socket, control.Request{Op: "settle"})
+	if timedOut(err) {
+		fmt.Fprintf(a.stderr, "intentfs: the daemon of %s did not record its pending writes within %s; reading the ledger as it is (a change of the last moments may be missing)\n",
+			escapeTerminal(ws.mount.Mountpoint), wait)
+	}
 }
+
+// settleWait bounds how long a command that reads the ledger waits for
+// the mount's daemon to record what is pending: a wedged daemon must not
+// keep a human from reading the ledger.
+const settleWait = 5 * time.Second
 
 // layout is where the source keeps its orchestration files.
 func (ws cliWorkspace) layout() workspace.Layout { return workspace.At(ws.source) }
