@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/history"
@@ -81,9 +82,25 @@ func (l Local) Watch(ctx context.Context, m Mount, fn func(control.Event) error)
 
 func (l Local) history(m Mount) *history.Source { return workspace.At(m.Source).History() }
 
+// settle asks the mount's daemon to record what its writers have written
+// before the page reads the ledger file (control.Backend.Settle): on the
+// cached data path a write is recorded once its file's writes pause, and
+// a diff, blame or verify opened right after an edit would miss it. Best
+// effort, and bounded: a daemon that does not answer leaves the ledger as
+// it is on disk.
+func (l Local) settle(m Mount) {
+	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
+	defer cancel()
+	_, _ = l.Call(ctx, m, control.Request{Op: "settle"})
+}
+
+// settleWait bounds how long a read of the ledger waits for the daemon.
+const settleWait = 5 * time.Second
+
 // IntentDiff returns each file's change from its first recorded version
 // under intent to its last.
 func (l Local) IntentDiff(m Mount, intent string) ([]history.FileDiff, error) {
+	l.settle(m)
 	h := l.history(m)
 	var recs []*ledger.Record
 	if err := ledger.Query(h.Ledger, ledger.Filter{Intent: intent}, func(r *ledger.Record) error { recs = append(recs, r); return nil }); err != nil {
@@ -98,11 +115,13 @@ func (l Local) Blame(m Mount, rel string) ([]history.BlameLine, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.settle(m)
 	return l.history(m).Blame(clean)
 }
 
 // Verify runs intentfs verify's checks of the local ledger.
 func (l Local) Verify(m Mount) *ledger.Report {
+	l.settle(m)
 	layout := workspace.At(m.Source)
 	ig, _, _ := policy.LoadIgnore(m.Source)
 	return ledger.Verify(ledger.VerifyOptions{Ledger: layout.LedgerPath(), Source: m.Source,
