@@ -99,6 +99,7 @@ func TestAcceptMakesVerifyGreen(t *testing.T) {
 // a process of an agent session, or by one working inside the mount, even
 // as root and past the CLI's own checks.
 func TestAcceptRefusedInsideASession(t *testing.T) {
+	// Serial: it starts an agent session, whose mount namespace copies every mount of the other tests (serving them past their unmount until the session ends) and covers each FUSE mount as it starts.
 	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "INT-005")
 	testenv.WriteFile(t, filepath.Join(e.Src, "src/a.txt"), "changed behind the ledger\n")

@@ -101,6 +101,7 @@ func verifySource(t *testing.T, src string) {
 // in-scope Write lands and is in the host's ledger; the MCP server
 // answers from inside the container; the checkout still verifies.
 func TestRealClaudeCodeInTheContainer(t *testing.T) {
+	// Serial: it runs podman and, in its container, the real Claude Code, a heavy runtime, under a 300 s timeout, which other packages' tests loading the machine stretch.
 	testenv.Serial(t)
 	image := agentContainerImage(t)
 	mcpJSON, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"intentfs": map[string]any{"command": "intentfs", "args": []string{"mcp"}}}})
@@ -190,6 +191,7 @@ func TestRealClaudeCodeInTheContainer(t *testing.T) {
 // scope is refused before it runs, with advice that works in the pinned
 // session; apply_patch in scope lands and is in the host's ledger.
 func TestRealCodexInTheContainer(t *testing.T) {
+	// Serial: it runs podman and, in its container, the real Codex under a 300 s timeout, which other packages' tests loading the machine stretch.
 	testenv.Serial(t)
 	image := agentContainerImage(t)
 	src := containerSource(t, "codex", map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})

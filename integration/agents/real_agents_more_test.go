@@ -27,6 +27,7 @@ const gitCommitAdvice = "A commit made in the mount may hold only content writte
 // ordinary commit of an in-scope write passes and is recorded; the
 // workspace verifies after the hooks were installed and the agent ran.
 func TestRealClaudeCodeGitCommitOutOfScope(t *testing.T) {
+	// Serial: it runs the real Claude Code, a heavy runtime, under a 120 s timeout, which other packages' tests loading the machine stretch.
 	testenv.Serial(t)
 	_, e, _, base := testenv.GateRepo(t)
 	claude := realClient(t, "claude")

@@ -169,6 +169,7 @@ func wantResult(t *testing.T, results []agentsim.ToolResult, i int, tool string,
 // permission decision; an in-scope write lands and is recorded; a shell
 // command that runs into the mount's refusal is explained afterwards.
 func TestRealClaudeCodeHooks(t *testing.T) {
+	// Serial: it runs the real Claude Code, a heavy runtime, under a 120 s timeout, which other packages' tests loading the machine stretch.
 	testenv.Serial(t)
 	c, repo, ws := agentRepo(t, testenv.AgentPolicy, map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})
 	claude := realClient(t, "claude")
@@ -266,6 +267,7 @@ func TestRealClaudeCodeHooks(t *testing.T) {
 // model calling its tools as a model does: the answers it gets are the
 // server's, and what the tools do reaches the mount.
 func TestRealClaudeCodeUsesTheMCPServer(t *testing.T) {
+	// Serial: it runs the real Claude Code, a heavy runtime, under a 120 s timeout, which other packages' tests loading the machine stretch.
 	testenv.Serial(t)
 	bin := testenv.AgentBinary(t)
 	mcpJSON, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"intentfs": map[string]any{"command": bin, "args": []string{"mcp"}}}})
@@ -414,6 +416,7 @@ func installCodexHooks(t *testing.T, bin, ws string) {
 // apply_patch out of scope is refused before it runs, and the model is
 // told why.
 func TestRealCodexHooks(t *testing.T) {
+	// Serial: it runs the real Codex under a 120 s timeout, which other packages' tests loading the machine stretch.
 	testenv.Serial(t)
 	c, repo, ws := agentRepo(t, testenv.AgentPolicy, map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})
 	codex := realClient(t, "codex")
@@ -496,6 +499,7 @@ func sessionSetup(t *testing.T, seed map[string]string) (e *testenv.Env, tools, 
 // model is told what to do in words that work there (the session cannot
 // switch intents: it asks for the scope through .intentfs/request).
 func TestRealClaudeCodeInASession(t *testing.T) {
+	// Serial: it runs the real Claude Code in an agent session, whose mount namespace copies every mount of the other tests (serving them past their unmount until the session ends).
 	testenv.Serial(t)
 	e, tools, home := sessionSetup(t, map[string]string{"README.md": "# readme\n", "src/old.go": "package old\n"})
 	claude := realClientIn(t, "claude", tools)
@@ -536,6 +540,7 @@ func TestRealClaudeCodeInASession(t *testing.T) {
 // scope is refused before it runs, with advice that works in the
 // session; apply_patch in scope lands, recorded under the session.
 func TestRealCodexInASession(t *testing.T) {
+	// Serial: it runs the real Codex in an agent session, whose mount namespace copies every mount of the other tests (serving them past their unmount until the session ends).
 	testenv.Serial(t)
 	e, tools, home := sessionSetup(t, map[string]string{"README.md": "# readme\nold line\n", "src/old.go": "package old\n"})
 	codex := realClientIn(t, "codex", tools)
@@ -575,6 +580,7 @@ func TestRealCodexInASession(t *testing.T) {
 // cached Claude Code, runs it against the scripted model in the demo's
 // mount, and shows the refusal as the model received it.
 func TestDemoWithARealClaudeCode(t *testing.T) {
+	// Serial: the demo runs the real Claude Code, a heavy runtime, within a two-minute bound, which other packages' tests loading the machine stretch.
 	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	realClient(t, "claude") // fills the cache the demo looks in

@@ -11,6 +11,7 @@ import (
 // --mount like every other command of a mount, from any directory; and
 // its refusal to run the checks as root names intent complete.
 func TestCompleteTakesMount(t *testing.T) {
+	// Serial: intent complete runs its checks in an agent session, whose mount namespace copies every mount of the other tests (serving them past their unmount until the session ends).
 	testenv.Serial(t)
 	const pol = `active_intents:
   - id: INT-001

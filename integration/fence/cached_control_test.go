@@ -30,6 +30,7 @@ echo "reads=$i mixed=$mix"`
 // cache per file, a read could return what was computed for the other
 // session).
 func TestCachedSessionsReadOnlyTheirOwnControlFiles(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	testenv.Serial(t)
 	t.Setenv("INTENTFS_DATA_PATH", "cached")
 	e := testenv.MountForSessions(t, "")

@@ -18,6 +18,7 @@ import (
 // request for the files at all. A change made in the source still shows
 // to the next search, which rereads that file alone.
 func TestCachedPathRepeatedSearchSendsNoRequest(t *testing.T) {
+	// Serial: counts the requests a repeated search sends, none only while the kernel keeps the mount's caches, which another test's drop_caches or memory pressure evicts.
 	testenv.Serial(t)
 	const dirs, perDir = 4, 15
 	seed := map[string]string{}

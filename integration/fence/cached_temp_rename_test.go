@@ -22,6 +22,7 @@ import (
 // under the temporary's name after the rename, which would leave the
 // ledger saying the name still exists (verify --source fails).
 func TestCachedTempRenamedIntoPlace(t *testing.T) {
+	// Serial: it writes /proc/sys/vm/drop_caches every 5 ms, which drops the dentries and inodes of every mount on the machine, other tests' too.
 	testenv.Serial(t)
 	e := mountCached(t, "INT-001", map[string]string{"src/step.h": "v0\n", "src/target.txt": "t0\n"})
 	const lister = `( while :; do ls -l src >/dev/null 2>&1; done ) & lister=$!; trap 'kill $lister' EXIT; `

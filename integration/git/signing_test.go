@@ -303,6 +303,7 @@ func runCIScriptWith(t *testing.T, c *testenv.CLI, dir, baseBranch string, env .
 // mount cannot read the key (root's, 0600, outside the workspace), and
 // a session that could (as root) is refused.
 func TestSessionCannotReadTheSigningKey(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)

@@ -52,6 +52,7 @@ while True:
 // records, and status counts the records as failed, naming the
 // listener's owner.
 func TestOTLPExportRefusesAListenerSquattingTheCollectorPort(t *testing.T) {
+	// Serial: its listener binds a loopback port freed a moment before, which a listener of any other test on the machine can take first.
 	testenv.Serial(t)
 	python := testenv.SystemPython(t)
 	for _, tc := range []struct {

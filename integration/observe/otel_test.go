@@ -89,6 +89,7 @@ func logRecordWith(out string, want ...string) string {
 // OCSF File System Activity log record naming the path and the intent;
 // a refused write arrives as a blocked one; command lines stay home.
 func TestOTLPExportReachesTheCollector(t *testing.T) {
+	// Serial: it runs a collector on loopback ports freed a moment before, which any other test's listener can take first, and waits 20 s at most for a record.
 	testenv.Serial(t)
 	col := startCollector(t)
 	for _, tc := range []struct {
@@ -170,6 +171,7 @@ func TestOTLPExportReachesTheCollector(t *testing.T) {
 // endpoint, the agent's writes succeed as fast as ever, the ledger stays
 // intact, and status counts the records that could not be exported.
 func TestOTLPExportWithTheCollectorDown(t *testing.T) {
+	// Serial: asserts ten writes take under 5 s, which a loaded machine stretches, and that nothing listens on a loopback port freed a moment before.
 	testenv.Serial(t)
 	endpoint := "http://" + freeAddr(t)
 	c, repo, ws := exportMount(t, nil, "--otlp-endpoint", endpoint)

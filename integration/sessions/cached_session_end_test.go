@@ -16,6 +16,7 @@ import (
 // session_end, and counted for it, so that the end record's counts and
 // the daemon's agree with the ledger.
 func TestCachedSessionEndRecordsItsWritesFirst(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	testenv.Serial(t)
 	t.Setenv("INTENTFS_DATA_PATH", "cached")
 	e := testenv.MountForSessions(t, "")

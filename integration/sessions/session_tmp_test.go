@@ -14,6 +14,7 @@ import (
 // --bind-tmp DIR makes DIR the session's /tmp, kept after it ends; and a
 // DIR that would show the source is refused.
 func TestSessionTmp(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	testenv.Serial(t)
 	e := testenv.MountForSessions(t, "")
 	host := testenv.AgentDir(t, true)

@@ -68,6 +68,7 @@ func checkWorktreeCommit(t *testing.T, e *testenv.Env, intent string) string {
 // nor the view's own hooks or commondir, nor commit content outside its
 // scope with git's plumbing.
 func TestWorktreeMountGovernsGitDir(t *testing.T) {
+	// Serial: it starts an agent session, whose mount namespace copies every mount of the other tests (serving them past their unmount until the session ends) and covers each FUSE mount as it starts.
 	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	repo, wt := repoWithWorktree(t, filepath.Dir(testenv.SourceOutsideTmp(t)))
@@ -118,6 +119,7 @@ func TestWorktreeMountGovernsGitDir(t *testing.T) {
 // path; intentfs check on a fresh clone, with the notes fetched,
 // accounts for both branches.
 func TestTwoAgentsTwoWorktrees(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
@@ -235,6 +237,7 @@ func TestGitWorktreeAddInWorktreeMountRefused(t *testing.T) {
 // /tmp, which a session's private /tmp hides: git in the session reaches
 // the repository through the mount, and commits through the gate.
 func TestWorktreeUnderTmpInSession(t *testing.T) {
+	// Serial: it starts an agent session, whose mount namespace copies every mount of the other tests (serving them past their unmount until the session ends) and covers each FUSE mount as it starts.
 	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	_, wt := repoWithWorktree(t, t.TempDir())

@@ -57,6 +57,7 @@ var notesEscapes = []string{"NOTE-REMOVED", "NOTE-REWRITTEN", "NOTES-DELETED", "
 // cannot delete or move refs/notes/intentfs, loose or packed, nor wipe
 // its reflog; the notes of its commit survive.
 func TestGateKeepsNotesRefInPlainMount(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	testenv.Serial(t)
 	_, e, _, _ := testenv.GateRepo(t)
 	if err := os.Chown(filepath.Dir(e.Src), 0, 0); err != nil {
@@ -101,6 +102,7 @@ func TestGateKeepsNotesRefInPlainMount(t *testing.T) {
 // other worktree or the main tree has checked out (loose or packed), not
 // touch the tags, and not the notes: each refusal names the owner.
 func TestWorktreeAgentMovesOnlyItsOwnRefs(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	repo, wt1 := repoWithWorktree(t, filepath.Dir(testenv.SourceOutsideTmp(t)))

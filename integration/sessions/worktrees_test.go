@@ -171,6 +171,7 @@ func mountRepoForSessions(t *testing.T) (e *testenv.Env, wt string) {
 // mount, the repository's linked worktrees elsewhere are hidden like the
 // source: the agent cannot write another agent's tree, nor its .git file.
 func TestSessionHidesOtherWorkTrees(t *testing.T) {
+	// Serial: it starts an agent session, whose mount namespace copies every mount of the other tests (serving them past their unmount until the session ends) and covers each FUSE mount as it starts.
 	testenv.Serial(t)
 	e, wt := mountRepoForSessions(t)
 	script := fmt.Sprintf(`SRC=%[1]s WT=%[2]s
@@ -280,6 +281,7 @@ func TestGitWorktreeAddInMountRefused(t *testing.T) {
 // commit of content outside its scope refused, and cannot write the other
 // agent's clone or the human's repository (hooks, config, work tree).
 func TestTwoAgentsOneRepositoryClonePerAgent(t *testing.T) {
+	// Serial: it starts agent sessions, whose mount namespaces copy every mount of the other tests (serving them past their unmount until the session ends) and cover each FUSE mount as they start.
 	testenv.Serial(t)
 	testenv.RequireFUSE(t)
 	c := testenv.NewCLI(t)
