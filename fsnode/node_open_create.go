@@ -31,13 +31,16 @@ func cleanOpenFlags(flags uint32) int {
 	return int(flags &^ (syscall.O_APPEND | fuse.FMODE_EXEC | syscall.O_CREAT | syscall.O_EXCL))
 }
 
-// staleIfGone turns ENOENT from a request on a node the kernel found by
+// staleIfGone turns ENOENT from a change on a node the kernel found by
 // its entry into ESTALE: the file is gone from the source (removed there,
 // or by intentfs, before the kernel's entry expired), and on ESTALE the
 // kernel walks the path again, asking the daemon, and retries once. An
 // open with O_CREAT then creates the file, as on a disk; any other call
 // gets ENOENT from the new lookup. Without it, `> file` right after the
-// file's removal in the source failed ENOENT.
+// file's removal in the source failed ENOENT. A read-only open keeps
+// ENOENT: a file renamed over twice in a row (a tool saving in a loop)
+// would leave the retry's ESTALE to a reader, an answer no local
+// filesystem gives (go-fuse's OpenSymlinkRace).
 func staleIfGone(errno syscall.Errno) syscall.Errno {
 	if errno == syscall.ENOENT {
 		return syscall.ESTALE
@@ -54,7 +57,10 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	fh, fl, errno := n.openFile(ctx, flags)
 	if errno != 0 {
 		n.root.handles.give(uid)
-		return nil, 0, staleIfGone(errno)
+		if opensForWrite(flags) {
+			errno = staleIfGone(errno)
+		}
+		return nil, 0, errno
 	}
 	fh.(handleHolder).heldBy(&n.root.handles, uid)
 	return fh, fl, 0
