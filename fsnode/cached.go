@@ -229,6 +229,41 @@ func (r *Root) SettleSessionWrites(id string) {
 	}
 }
 
+// CheckpointWrites records, now, what the cached data path's writers have
+// written, and keeps them writing: for a reader of the ledger (status,
+// log, verify, diff, blame), which must see every change made before it
+// asked, but must not end a writer still at work. Ended, the writer's next
+// write would be opened and decided anew, its half-written file kept
+// again as a pre-image, and a file git is still writing from the upstream
+// checked and published half written. A writer that has truncated its
+// file and written nothing yet is left alone: the emptied file is a
+// version no one wrote (see cachedTruncateQuiet). On the passthrough path
+// a change is recorded when its handle is released, and nothing waits in
+// the daemon.
+func (r *Root) CheckpointWrites() {
+	if !r.cached {
+		return
+	}
+	own := map[*File]bool{}
+	for _, node := range r.cachedWriters.nodes() {
+		node.cachedMu.Lock()
+		if cw := node.cw; cw != nil {
+			if f, ok := cw.file.(*File); ok {
+				own[f] = true
+				// Under cachedMu: no write through the writer is under
+				// way, so the content hashed is one its writes left.
+				if cw.wrote || !cw.truncated {
+					f.checkpoint(false)
+				}
+			}
+		}
+		node.cachedMu.Unlock()
+	}
+	// Handles the kernel holds (files created before it stopped sending
+	// OPEN) are written with their own requests, not through a writer.
+	r.checkpointWritersExcept(own)
+}
+
 // settleWritesExcept is SettleWrites for every writer but skip's.
 func (r *Root) settleWritesExcept(skip *Node) {
 	for _, node := range r.cachedWriters.nodes() {

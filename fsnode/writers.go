@@ -67,11 +67,17 @@ func (r *Root) OpenWriters() []OpenWriter {
 
 // checkpointWriters records the pending writes of every file open for
 // writing through the mount.
-func (r *Root) checkpointWriters() {
+func (r *Root) checkpointWriters() { r.checkpointWritersExcept(nil) }
+
+// checkpointWritersExcept is checkpointWriters for every handle but
+// those in skip.
+func (r *Root) checkpointWritersExcept(skip map[*File]bool) {
 	r.writers.mu.Lock()
 	files := make([]*File, 0, len(r.writers.set))
 	for f := range r.writers.set {
-		files = append(files, f)
+		if !skip[f] {
+			files = append(files, f)
+		}
 	}
 	r.writers.mu.Unlock()
 	for _, f := range files {

@@ -92,8 +92,9 @@ func (d *Daemon) Revert(r history.Request, by *ledger.Process) (*history.Plan, i
 // Status describes the mount.
 func (d *Daemon) Status() control.Status {
 	// What the cached data path's writers wrote is recorded before the
-	// ledger's figures are read.
-	d.settleWrites()
+	// ledger's figures are read; they keep writing (the page polls
+	// status, and must not end a writer at work).
+	d.checkpointWrites()
 	st := control.Status{
 		Mountpoint: d.cfg.Mountpoint, Source: d.cfg.Source, Pid: os.Getpid(), Version: d.cfg.Version,
 		StartedAt: d.started, ActiveIntent: d.ActiveIntent(), FailOpen: d.cfg.FailOpen,

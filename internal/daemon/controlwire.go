@@ -68,10 +68,10 @@ func (b controlBackend) Accept(r control.AcceptRequest, by *ledger.Process) ([]c
 	return out, err
 }
 
-// Settle records what the cached data path's writers have written and
-// flushes the ledger.
+// Settle records what the cached data path's writers have written so far,
+// keeping them writing, and flushes the ledger.
 func (b controlBackend) Settle() error {
-	b.settleWrites()
+	b.checkpointWrites()
 	return b.FlushLedger()
 }
 

@@ -20,3 +20,12 @@ func (d *Daemon) settleWrites() {
 		d.root.SettleWrites()
 	}
 }
+
+// checkpointWrites records what the cached data path's writers have
+// written so far and keeps them writing, for a reader of the ledger (see
+// fsnode.Root.CheckpointWrites); nothing before the mount is up.
+func (d *Daemon) checkpointWrites() {
+	if d.root != nil {
+		d.root.CheckpointWrites()
+	}
+}
