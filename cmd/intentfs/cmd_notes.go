@@ -99,6 +99,7 @@ func runNotesSync(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	ws.settle(a)
 	// The policy says what the notes carry beyond what attribution needs;
 	// a policy that does not load lets them carry the least.
 	in, _, err := policy.LoadIntents(filepath.Join(ws.source, policy.IntentsFile))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -89,10 +90,27 @@ Examples:
 					status, rep.Records, len(rep.Files), map[bool]string{true: "intact", false: "BROKEN"}[rep.ChainOK()], rep.Tracked, rep.Elapsed.Round(1e6))
 			}
 			if !rep.OK() {
+				hintUnsettled(a, ws, rep)
 				return silentFailure{}
 			}
 			return nil
 		},
+	}
+}
+
+// hintUnsettled says, when verify found files that differ from the ledger
+// while the source is mounted by a daemon this user may not control, that
+// the daemon may not have recorded a change of the last moments (it was
+// not asked to: see cliWorkspace.settle), and which command asks it.
+func hintUnsettled(a *app, ws cliWorkspace, rep *ledger.Report) {
+	if ws.mount != nil || !slices.ContainsFunc(rep.Problems, func(p ledger.Problem) bool {
+		return p.Kind == ledger.ProblemUntraced || p.Kind == ledger.ProblemChanged || p.Kind == ledger.ProblemDeleted
+	}) {
+		return
+	}
+	if err := uncontrolledMountOf(ws.source); err != nil {
+		fmt.Fprintf(a.stderr, "intentfs verify: %v; a change made through the mount in the last moments may not be recorded yet, and that command has the daemon record it first\n",
+			withSudoHint(err, "verify {mount}"))
 	}
 }
 

@@ -14,10 +14,19 @@ import (
 	"github.com/intentfs/intentfs/internal/mounts"
 )
 
+// readOp reads one control request from c and reports its op on asked.
+func readOp(c net.Conn, asked chan<- string) {
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	var req control.Request
+	_ = json.Unmarshal([]byte(line), &req)
+	asked <- req.Op
+}
+
 // TestSettle: a command that reads the ledger asks the mount's daemon to
-// settle; a daemon that answers is waited for, one that never answers
-// costs the command no more than the bound and is named, and one that is
-// gone is passed over in silence.
+// settle; a daemon that answers is waited for, one that fails is named
+// with its error, one that never answers costs the command no more than
+// the bound and is named, and one that is gone, or too old to know the
+// request, is passed over in silence.
 func TestSettle(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -25,17 +34,19 @@ func TestSettle(t *testing.T) {
 		wantStderr string
 	}{
 		{"answers", func(c net.Conn, asked chan<- string, _ <-chan struct{}) {
-			line, _ := bufio.NewReader(c).ReadString('\n')
-			var req control.Request
-			_ = json.Unmarshal([]byte(line), &req)
-			asked <- req.Op
+			readOp(c, asked)
 			_ = json.NewEncoder(c).Encode(control.Response{OK: true})
 		}, ""},
+		{"fails", func(c net.Conn, asked chan<- string, _ <-chan struct{}) {
+			readOp(c, asked)
+			_ = json.NewEncoder(c).Encode(control.Response{Error: "ledger: no space left on device"})
+		}, "could not record its pending writes (ledger: no space left on device)"},
+		{"older daemon", func(c net.Conn, asked chan<- string, _ <-chan struct{}) {
+			readOp(c, asked)
+			_ = json.NewEncoder(c).Encode(control.Response{Error: `unknown request "settle"`})
+		}, ""},
 		{"never answers", func(c net.Conn, asked chan<- string, release <-chan struct{}) {
-			line, _ := bufio.NewReader(c).ReadString('\n')
-			var req control.Request
-			_ = json.Unmarshal([]byte(line), &req)
-			asked <- req.Op
+			readOp(c, asked)
 			<-release // holds the connection open, unanswered, until settle has given up
 		}, "did not record its pending writes within 200ms"},
 	}

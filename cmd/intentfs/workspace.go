@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -110,13 +111,13 @@ func cliProcess() *ledger.Process {
 }
 
 // settle asks the source's mount, if it has a live one, to record what
-// its writers have written and flush the ledger before the command reads
-// the ledger file: on the cached data path a write is recorded once its
-// file's writes pause, and a log or verify run right after an edit would
-// otherwise not see it (verify would call the file untraced). Best
+// its writers have written so far and flush the ledger before the command
+// reads the ledger file: on the cached data path a write is recorded once
+// its file's writes pause, and a log or verify run right after an edit
+// would otherwise not see it (verify would call the file untraced). Best
 // effort: a daemon this user may not control, or one gone, leaves the
-// ledger on disk as it is; one that does not answer within settleWait
-// is named, and the command goes on without it.
+// ledger on disk as it is; one that fails or does not answer within
+// settleWait is named, and the command goes on without it.
 func (ws cliWorkspace) settle(a *app) { ws.settleWithin(a, settleWait) }
 
 func (ws cliWorkspace) settleWithin(a *app, wait time.Duration) {
@@ -125,10 +126,17 @@ func (ws cliWorkspace) settleWithin(a *app, wait time.Duration) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	_, err := control.Call(ctx, ws.mount.Socket, control.Request{Op: "settle"})
-	if timedOut(err) {
+	resp, err := control.Call(ctx, ws.mount.Socket, control.Request{Op: "settle"})
+	switch {
+	case err == nil:
+	case timedOut(err):
 		fmt.Fprintf(a.stderr, "intentfs: the daemon of %s did not record its pending writes within %s; reading the ledger as it is (a change of the last moments may be missing)\n",
 			escapeTerminal(ws.mount.Mountpoint), wait)
+	case resp != nil && !strings.HasPrefix(resp.Error, "unknown request"):
+		// The daemon answered, and could not record or flush (a daemon
+		// of an older version does not know the request: nothing to say).
+		fmt.Fprintf(a.stderr, "intentfs: the daemon of %s could not record its pending writes (%s); reading the ledger as it is\n",
+			escapeTerminal(ws.mount.Mountpoint), escapeTerminal(resp.Error))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/intentfs/intentfs/integration/testenv"
+	"github.com/intentfs/intentfs/policy"
 )
 
 // TestLedgerReadersSeeTheEditJustMade: on the cached data path a write is
@@ -50,5 +51,68 @@ func TestLedgerReadersSeeTheEditJustMade(t *testing.T) {
 				}
 			}
 		})
+	}
+	// An agent still at work: its writes never pause for the writers'
+	// 200 ms, so the file is in the ledger only if the reader has the
+	// daemon record what was written so far, and the agent writes on.
+	t.Run("log while the agent still writes", func(t *testing.T) {
+		// A read first: from it on the kernel sends no OPEN, and the
+		// file below is written through the daemon's writer, not a
+		// handle whose release would record it.
+		if _, err := os.ReadFile(filepath.Join(ws, "src/app.go")); err != nil {
+			t.Fatal(err)
+		}
+		agent := exec.Command("sh", "-c", `i=0; while [ $i -lt 1500 ]; do echo "// $i" >> src/live.go; i=$((i+1)); sleep 0.02; done`)
+		agent.Dir = ws
+		if err := agent.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = agent.Process.Kill(); _ = agent.Wait() }()
+		testenv.WaitFor(t, func() bool {
+			b, _ := os.ReadFile(filepath.Join(repo, "src/live.go"))
+			return len(b) > 0
+		})
+		if out := c.Must("log", "--source", repo, "--path", "src/live.go"); !strings.Contains(out, "src/live.go") {
+			t.Fatalf("log while the agent writes src/live.go does not name it:\n%s", out)
+		}
+		// The agent writes on after the reader.
+		before, _ := os.ReadFile(filepath.Join(repo, "src/live.go"))
+		testenv.WaitFor(t, func() bool {
+			b, _ := os.ReadFile(filepath.Join(repo, "src/live.go"))
+			return len(b) > len(before)
+		})
+	})
+}
+
+// TestNonRootVerifyOfRootsMountSaysSudo: a user who verifies the source
+// of a mount served by root's daemon cannot ask that daemon to record
+// what is pending. When verify finds files the ledger does not match,
+// it says so and names the command that can; on a clean tree it says
+// nothing more.
+func TestNonRootVerifyOfRootsMountSaysSudo(t *testing.T) {
+	testenv.Parallel(t)
+	testenv.RequireFUSE(t)
+	c := testenv.NewCLI(t)
+	base := worldDir(t, 0)
+	repo, ws := filepath.Join(base, "repo"), filepath.Join(base, "ws")
+	testenv.WriteFile(t, filepath.Join(repo, policy.IntentsFile), testenv.ScopePolicy)
+	testenv.WriteFile(t, filepath.Join(repo, "src/app.go"), "package app\n")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.MountCLI(repo, ws, "--intent", "INT-001", "--agent-files", "none")
+	testenv.WriteFile(t, filepath.Join(ws, "src/in.go"), "package app\n")
+	c.Must("status", "--mount", ws) // records the write before the clean verify below
+	user := worldDir(t, otherUID)
+	c.Dir = user
+	out, code := c.RunAs(otherUID, filepath.Join(user, "run"), "verify", "--source", repo)
+	if code != 0 || strings.Contains(out, "--mount") {
+		t.Fatalf("verify of a clean tree as uid %d: exit %d:\n%s", otherUID, code, out)
+	}
+	// A change behind the ledger's back, for verify to find.
+	testenv.WriteFile(t, filepath.Join(repo, "src/behind.go"), "package app\n")
+	out, code = c.RunAs(otherUID, filepath.Join(user, "run"), "verify", "--source", repo)
+	if code != 1 || !strings.Contains(out, "untraced  src/behind.go") || !strings.Contains(out, "sudo intentfs verify --mount "+ws) {
+		t.Fatalf("verify as uid %d: exit %d:\n%s", otherUID, code, out)
 	}
 }
