@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -148,6 +149,9 @@ type Root struct {
 	// closed is set when the root's descriptor is about to close: work
 	// left in the background must not use it.
 	closed atomic.Bool
+	// closeOnce makes Close run once; closeErr is its result.
+	closeOnce sync.Once
+	closeErr  error
 	// cached is set on the cached data path: the kernel opens files
 	// without asking, checking the caller against the attributes this
 	// mount reported, so those must be the inode's own (see Getattr).
@@ -214,17 +218,26 @@ func (r *Root) Node() *Node { return r.top }
 // Hashes returns the mount's hash cache, for status counters.
 func (r *Root) Hashes() *objects.HashCache { return r.hashes }
 
-// Close removes the provisional files left, puts back what git removed
-// and did not write again, then releases the source directory handle.
+// Close records what every writer has written, removes the provisional
+// files left, puts back what git removed and did not write again, then
+// releases the source directory handle. A second Close does nothing.
 func (r *Root) Close() error {
-	r.SettleWrites()
-	r.closeProvisional()
-	r.closed.Store(true)
-	r.putBackAll()
-	if r.gitView != nil {
-		r.gitView.close()
-	}
-	return syscall.Close(r.rootFd)
+	r.closeOnce.Do(func() {
+		r.SettleWrites()
+		// The kernel sends RELEASE after close(2) has returned: a mount
+		// that goes away at once (SIGTERM right after a write) may never
+		// send it, or the daemon never read it. What those handles wrote
+		// is recorded now, not left out of the ledger.
+		r.recordUnreleased()
+		r.closeProvisional()
+		r.closed.Store(true)
+		r.putBackAll()
+		if r.gitView != nil {
+			r.gitView.close()
+		}
+		r.closeErr = syscall.Close(r.rootFd)
+	})
+	return r.closeErr
 }
 
 // OnAdd creates the control directory once the root is in the tree.

@@ -72,15 +72,7 @@ func (r *Root) checkpointWriters() { r.checkpointWritersExcept(nil) }
 // checkpointWritersExcept is checkpointWriters for every handle but
 // those in skip.
 func (r *Root) checkpointWritersExcept(skip map[*File]bool) {
-	r.writers.mu.Lock()
-	files := make([]*File, 0, len(r.writers.set))
-	for f := range r.writers.set {
-		if !skip[f] {
-			files = append(files, f)
-		}
-	}
-	r.writers.mu.Unlock()
-	for _, f := range files {
+	for _, f := range r.writers.matching(func(f *File) bool { return !skip[f] }) {
 		f.checkpoint(false)
 	}
 }
@@ -88,15 +80,33 @@ func (r *Root) checkpointWritersExcept(skip map[*File]bool) {
 // checkpointSessionWriters is checkpointWriters for the handles opened by
 // the processes of the agent session id.
 func (r *Root) checkpointSessionWriters(id string) {
-	r.writers.mu.Lock()
-	files := make([]*File, 0, len(r.writers.set))
-	for f := range r.writers.set {
-		if t := f.track.Load(); t != nil && t.g.actor.Session != nil && t.g.actor.Session.ID == id {
+	for _, f := range r.writers.matching(func(f *File) bool {
+		t := f.track.Load()
+		return t != nil && t.g.actor.Session != nil && t.g.actor.Session.ID == id
+	}) {
+		f.checkpoint(false)
+	}
+}
+
+// recordUnreleased records, for the last time, what every handle still
+// open for writing has written: the mount is closing, and no RELEASE
+// will come for them.
+func (r *Root) recordUnreleased() {
+	for _, f := range r.writers.matching(func(*File) bool { return true }) {
+		f.checkpoint(true)
+	}
+}
+
+// matching returns the handles for which keep is true, copied out of the
+// set: a checkpoint records, and must not hold the set's lock meanwhile.
+func (w *writerSet) matching(keep func(*File) bool) []*File {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	files := make([]*File, 0, len(w.set))
+	for f := range w.set {
+		if keep(f) {
 			files = append(files, f)
 		}
 	}
-	r.writers.mu.Unlock()
-	for _, f := range files {
-		f.checkpoint(false)
-	}
+	return files
 }
