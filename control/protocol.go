@@ -78,6 +78,11 @@ type Backend interface {
 	Settle() error
 }
 
+// SettleWait bounds how long a reader of the ledger waits for the
+// daemon's answer to a settle request: a wedged daemon must not keep a
+// human from the ledger.
+const SettleWait = 5 * time.Second
+
 // DecideRequest is a human's decision on a pending entry.
 type DecideRequest struct {
 	ID uint64 `json:"id"`

@@ -266,6 +266,18 @@ func (r *Root) CheckpointWrites() {
 
 // settleWritesExcept is SettleWrites for every writer but skip's.
 func (r *Root) settleWritesExcept(skip *Node) {
+	r.endCachedWritersExcept(skip)
+	if r.cached {
+		// Handles the kernel holds (files created before it stopped
+		// sending OPEN) record what they wrote too, should their
+		// RELEASE be late or never come.
+		r.checkpointWriters()
+	}
+}
+
+// endCachedWritersExcept records and closes every node's cached writer
+// but skip's.
+func (r *Root) endCachedWritersExcept(skip *Node) {
 	for _, node := range r.cachedWriters.nodes() {
 		if node == skip {
 			continue
@@ -273,12 +285,6 @@ func (r *Root) settleWritesExcept(skip *Node) {
 		node.cachedMu.Lock()
 		node.endCachedWriterLocked()
 		node.cachedMu.Unlock()
-	}
-	if r.cached {
-		// Handles the kernel holds (files created before it stopped
-		// sending OPEN) record what they wrote too, should their
-		// RELEASE be late or never come.
-		r.checkpointWriters()
 	}
 }
 

@@ -223,11 +223,13 @@ func (r *Root) Hashes() *objects.HashCache { return r.hashes }
 // releases the source directory handle. A second Close does nothing.
 func (r *Root) Close() error {
 	r.closeOnce.Do(func() {
-		r.SettleWrites()
+		r.endCachedWritersExcept(nil)
 		// The kernel sends RELEASE after close(2) has returned: a mount
 		// that goes away at once (SIGTERM right after a write) may never
 		// send it, or the daemon never read it. What those handles wrote
-		// is recorded now, not left out of the ledger.
+		// is recorded now, not left out of the ledger. (On the cached
+		// path this also covers the handles the kernel holds, which a
+		// settle checkpoints.)
 		r.recordUnreleased()
 		r.closeProvisional()
 		r.closed.Store(true)

@@ -39,13 +39,7 @@ type OpenWriter struct {
 
 // OpenWriters lists the files open for writing, by path.
 func (r *Root) OpenWriters() []OpenWriter {
-	w := &r.writers
-	w.mu.Lock()
-	files := make([]*File, 0, len(w.set))
-	for f := range w.set {
-		files = append(files, f)
-	}
-	w.mu.Unlock()
+	files := r.writers.matching(nil)
 	out := make([]OpenWriter, 0, len(files))
 	for _, f := range files {
 		ow := OpenWriter{Pid: f.opener.Pid}
@@ -92,19 +86,20 @@ func (r *Root) checkpointSessionWriters(id string) {
 // open for writing has written: the mount is closing, and no RELEASE
 // will come for them.
 func (r *Root) recordUnreleased() {
-	for _, f := range r.writers.matching(func(*File) bool { return true }) {
+	for _, f := range r.writers.matching(nil) {
 		f.checkpoint(true)
 	}
 }
 
-// matching returns the handles for which keep is true, copied out of the
-// set: a checkpoint records, and must not hold the set's lock meanwhile.
+// matching returns the handles for which keep is true (all of them for
+// a nil keep), copied out of the set: a checkpoint records, and must not
+// hold the set's lock meanwhile.
 func (w *writerSet) matching(keep func(*File) bool) []*File {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	files := make([]*File, 0, len(w.set))
 	for f := range w.set {
-		if keep(f) {
+		if keep == nil || keep(f) {
 			files = append(files, f)
 		}
 	}

@@ -117,8 +117,8 @@ func cliProcess() *ledger.Process {
 // would otherwise not see it (verify would call the file untraced). Best
 // effort: a daemon this user may not control, or one gone, leaves the
 // ledger on disk as it is; one that fails or does not answer within
-// settleWait is named, and the command goes on without it.
-func (ws cliWorkspace) settle(a *app) { ws.settleWithin(a, settleWait) }
+// control.SettleWait is named, and the command goes on without it.
+func (ws cliWorkspace) settle(a *app) { ws.settleWithin(a, control.SettleWait) }
 
 func (ws cliWorkspace) settleWithin(a *app, wait time.Duration) {
 	if ws.mount == nil {
@@ -139,11 +139,6 @@ func (ws cliWorkspace) settleWithin(a *app, wait time.Duration) {
 			escapeTerminal(ws.mount.Mountpoint), escapeTerminal(resp.Error))
 	}
 }
-
-// settleWait bounds how long a command that reads the ledger waits for
-// the mount's daemon to record what is pending: a wedged daemon must not
-// keep a human from reading the ledger.
-const settleWait = 5 * time.Second
 
 // layout is where the source keeps its orchestration files.
 func (ws cliWorkspace) layout() workspace.Layout { return workspace.At(ws.source) }

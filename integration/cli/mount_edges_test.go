@@ -46,6 +46,28 @@ func worldDir(t *testing.T, owner int) string {
 	return dir
 }
 
+// rootMountForAUser mounts, as root, a source holding the scope policy
+// and files, in a directory every user may enter. It returns the CLI,
+// with its working directory one uid otherUID owns, the source, the
+// mountpoint and the runtime directory for running the CLI as that uid.
+func rootMountForAUser(t *testing.T, files map[string]string, mountArgs ...string) (c *testenv.CLI, repo, ws, userRuntime string) {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	c = testenv.NewCLI(t)
+	base := worldDir(t, 0)
+	repo, ws = filepath.Join(base, "repo"), filepath.Join(base, "ws")
+	testenv.WriteFile(t, filepath.Join(repo, policy.IntentsFile), testenv.ScopePolicy)
+	for p, content := range files {
+		testenv.WriteFile(t, filepath.Join(repo, p), content)
+	}
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.MountCLI(repo, ws, mountArgs...)
+	c.Dir = worldDir(t, otherUID)
+	return c, repo, ws, filepath.Join(c.Dir, "run")
+}
+
 // TestMountAsAUserWhoCannotMountPrintsTheCause: as uid 1000, mounting
 // fails in fusermount3; the user is told why, not shown a Go panic.
 func TestMountAsAUserWhoCannotMountPrintsTheCause(t *testing.T) {
@@ -264,17 +286,7 @@ func TestUnmountOfABusyMountNamesTheHolders(t *testing.T) {
 func TestNonRootStatusSaysWhatIsTrue(t *testing.T) {
 	// Serial: status without --mount lists the kernel's intentfs mounts, five at most, and parallel tests' mounts crowd this one out.
 	testenv.Serial(t)
-	testenv.RequireFUSE(t)
-	c := testenv.NewCLI(t)
-	base := worldDir(t, 0)
-	repo, ws := filepath.Join(base, "repo"), filepath.Join(base, "ws")
-	testenv.WriteFile(t, filepath.Join(repo, policy.IntentsFile), testenv.ScopePolicy)
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c.MountCLI(repo, ws, "--intent", "INT-001")
-	c.Dir = worldDir(t, otherUID)
-	userRuntime := filepath.Join(c.Dir, "run")
+	c, repo, ws, userRuntime := rootMountForAUser(t, nil, "--intent", "INT-001")
 
 	out, code := c.RunAs(otherUID, userRuntime, "status", "--mount", ws)
 	if code != 0 || !strings.Contains(out, "INT-001") || !strings.Contains(out, "read-only:") || !strings.Contains(out, "may not control") {
@@ -304,18 +316,7 @@ func TestNonRootStatusSaysWhatIsTrue(t *testing.T) {
 // works: the same one with sudo and --mount, not "unmount it first".
 func TestNonRootAcceptOfRootsMountSaysSudo(t *testing.T) {
 	testenv.Serial(t)
-	testenv.RequireFUSE(t)
-	c := testenv.NewCLI(t)
-	base := worldDir(t, 0)
-	repo, ws := filepath.Join(base, "repo"), filepath.Join(base, "ws")
-	testenv.WriteFile(t, filepath.Join(repo, policy.IntentsFile), testenv.ScopePolicy)
-	testenv.WriteFile(t, filepath.Join(repo, "notes.txt"), "mine\n")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c.MountCLI(repo, ws, "--intent", "INT-001")
-	c.Dir = worldDir(t, otherUID)
-	userRuntime := filepath.Join(c.Dir, "run")
+	c, repo, ws, userRuntime := rootMountForAUser(t, map[string]string{"notes.txt": "mine\n"}, "--intent", "INT-001")
 
 	for _, args := range [][]string{
 		{"accept", "--source", repo, "notes.txt", "--reason", "my edit"},

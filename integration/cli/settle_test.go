@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/intentfs/intentfs/integration/testenv"
-	"github.com/intentfs/intentfs/policy"
 )
 
 // TestLedgerReadersSeeTheEditJustMade: on the cached data path a write is
@@ -91,27 +90,16 @@ func TestLedgerReadersSeeTheEditJustMade(t *testing.T) {
 // nothing more.
 func TestNonRootVerifyOfRootsMountSaysSudo(t *testing.T) {
 	testenv.Parallel(t)
-	testenv.RequireFUSE(t)
-	c := testenv.NewCLI(t)
-	base := worldDir(t, 0)
-	repo, ws := filepath.Join(base, "repo"), filepath.Join(base, "ws")
-	testenv.WriteFile(t, filepath.Join(repo, policy.IntentsFile), testenv.ScopePolicy)
-	testenv.WriteFile(t, filepath.Join(repo, "src/app.go"), "package app\n")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c.MountCLI(repo, ws, "--intent", "INT-001", "--agent-files", "none")
+	c, repo, ws, userRuntime := rootMountForAUser(t, map[string]string{"src/app.go": "package app\n"}, "--intent", "INT-001", "--agent-files", "none")
 	testenv.WriteFile(t, filepath.Join(ws, "src/in.go"), "package app\n")
 	c.Must("status", "--mount", ws) // records the write before the clean verify below
-	user := worldDir(t, otherUID)
-	c.Dir = user
-	out, code := c.RunAs(otherUID, filepath.Join(user, "run"), "verify", "--source", repo)
+	out, code := c.RunAs(otherUID, userRuntime, "verify", "--source", repo)
 	if code != 0 || strings.Contains(out, "--mount") {
 		t.Fatalf("verify of a clean tree as uid %d: exit %d:\n%s", otherUID, code, out)
 	}
 	// A change behind the ledger's back, for verify to find.
 	testenv.WriteFile(t, filepath.Join(repo, "src/behind.go"), "package app\n")
-	out, code = c.RunAs(otherUID, filepath.Join(user, "run"), "verify", "--source", repo)
+	out, code = c.RunAs(otherUID, userRuntime, "verify", "--source", repo)
 	if code != 1 || !strings.Contains(out, "untraced  src/behind.go") || !strings.Contains(out, "sudo intentfs verify --mount "+ws) {
 		t.Fatalf("verify as uid %d: exit %d:\n%s", otherUID, code, out)
 	}

@@ -7,7 +7,6 @@ import (
 	"os/user"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/intentfs/intentfs/control"
 	"github.com/intentfs/intentfs/internal/history"
@@ -89,13 +88,10 @@ func (l Local) history(m Mount) *history.Source { return workspace.At(m.Source).
 // effort, and bounded: a daemon that does not answer leaves the ledger as
 // it is on disk.
 func (l Local) settle(m Mount) {
-	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
+	ctx, cancel := context.WithTimeout(context.Background(), control.SettleWait)
 	defer cancel()
 	_, _ = l.Call(ctx, m, control.Request{Op: "settle"})
 }
-
-// settleWait bounds how long a read of the ledger waits for the daemon.
-const settleWait = 5 * time.Second
 
 // IntentDiff returns each file's change from its first recorded version
 // under intent to its last.
